@@ -1,0 +1,25 @@
+#pragma once
+// Where ktune keeps its files by default, and how it writes them without leaving halves behind.
+#include <filesystem>
+#include <string_view>
+
+namespace ktune {
+
+// $KTUNE_HOME, else $XDG_DATA_HOME/ktune, else ~/.local/share/ktune. Created on first use.
+std::filesystem::path data_dir();
+
+// The embedded store used when no --db is given: data_dir()/ktune.db.
+std::filesystem::path default_db_path();
+
+// $XDG_CACHE_HOME/ktune (else ~/.cache/ktune): the compiled-kernel cache and other re-creatable
+// files.
+std::filesystem::path cache_dir();
+
+// Writes to a temporary sibling and renames it over `path`, so readers see the old file or the new
+// one, never a half. Throws ktune::Error naming the path on failure.
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+
+// Whole file as a string; ktune::Error naming the path if it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace ktune

@@ -1,0 +1,32 @@
+#pragma once
+// The subcommand registry. Each cmd_<name>.cpp registers itself at static-init time, so adding a
+// subcommand touches no shared file; main.cpp builds the CLI11 app from the registry.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace ktune::cli {
+
+// Options every subcommand sees; each also reads an environment variable (docs/configuration.md).
+struct GlobalOptions {
+  std::string db;  // --db / KTUNE_DB: store path or postgresql:// URL; empty = embedded default
+  int device = 0;  // --device / KTUNE_DEVICE: CUDA device ordinal
+};
+
+// Returns the process exit code. Throws ktune::Error for a user-facing failure.
+using Runner = std::function<int()>;
+
+struct CommandSpec {
+  std::string name;
+  std::string summary;
+  int order;  // position in --help: the profile -> tune -> cache -> guard loop, tools after
+  // Declares the subcommand's options on `app` and returns what runs it once they are parsed.
+  std::function<Runner(CLI::App& app, const GlobalOptions& globals)> setup;
+};
+
+bool register_command(CommandSpec spec);
+const std::vector<CommandSpec>& registered_commands();
+
+}  // namespace ktune::cli

@@ -1,0 +1,135 @@
+#include "ktune/cuda/nvrtc.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/paths.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ktune::cuda {
+namespace {
+
+struct ProgramDeleter {
+  void operator()(nvrtcProgram p) const { KTUNE_NVRTC_WARN(nvrtcDestroyProgram(&p)); }
+};
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// Magic + JSON header line + cubin bytes: a truncated or foreign file fails the size check.
+constexpr std::string_view kCacheMagic = "KTUNE-CUBIN-1\n";
+
+std::optional<CompiledProgram> read_cache_entry(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string magic(kCacheMagic.size(), '\0');
+  if (!in.read(magic.data(), static_cast<std::streamsize>(magic.size())) || magic != kCacheMagic)
+    return std::nullopt;
+  std::string header;
+  if (!std::getline(in, header)) return std::nullopt;
+  auto meta = nlohmann::json::parse(header, nullptr, false);
+  if (meta.is_discarded() || !meta.contains("cubin_bytes")) return std::nullopt;
+  CompiledProgram p;
+  p.cubin.resize(meta["cubin_bytes"].get<std::size_t>());
+  if (!in.read(p.cubin.data(), static_cast<std::streamsize>(p.cubin.size()))) return std::nullopt;
+  p.lowered_names = meta.value("lowered_names", std::map<std::string, std::string>{});
+  p.log = meta.value("log", "");
+  p.from_cache = true;
+  return p;
+}
+
+}  // namespace
+
+std::pair<int, int> nvrtc_version() {
+  int major = 0, minor = 0;
+  KTUNE_NVRTC(nvrtcVersion(&major, &minor));
+  return {major, minor};
+}
+
+std::string toolkit_include_dir() {
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+    return std::string(home) + "/include";
+  return KTUNE_CUDA_INCLUDE_DIR;
+}
+
+CompiledProgram compile(std::string_view source, std::string_view program_name,
+                        const CompileOptions& options) {
+  const std::string src(source), name(program_name);
+  nvrtcProgram raw = nullptr;
+  KTUNE_NVRTC(nvrtcCreateProgram(&raw, src.c_str(), name.c_str(), 0, nullptr, nullptr));
+  std::unique_ptr<_nvrtcProgram, ProgramDeleter> prog(raw);
+  for (const auto& expr : options.name_expressions)
+    KTUNE_NVRTC(nvrtcAddNameExpression(raw, expr.c_str()));
+
+  std::vector<std::string> opts = {"--gpu-architecture=" + options.arch,
+                                   "--include-path=" + toolkit_include_dir(), "-default-device"};
+  opts.insert(opts.end(), options.flags.begin(), options.flags.end());
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+
+  const nvrtcResult rc = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
+  CompiledProgram out;
+  std::size_t log_size = 0;
+  KTUNE_NVRTC(nvrtcGetProgramLogSize(raw, &log_size));
+  out.log.resize(log_size);
+  KTUNE_NVRTC(nvrtcGetProgramLog(raw, out.log.data()));
+  while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
+  if (rc != NVRTC_SUCCESS)
+    throw CompileError(fmt::format("NVRTC could not compile {}: {}", name, nvrtcGetErrorString(rc)),
+                       out.log);
+
+  std::size_t cubin_size = 0;
+  KTUNE_NVRTC(nvrtcGetCUBINSize(raw, &cubin_size));
+  out.cubin.resize(cubin_size);
+  KTUNE_NVRTC(nvrtcGetCUBIN(raw, out.cubin.data()));
+  for (const auto& expr : options.name_expressions) {
+    const char* lowered = nullptr;
+    KTUNE_NVRTC(nvrtcGetLoweredName(raw, expr.c_str(), &lowered));
+    out.lowered_names[expr] = lowered;
+  }
+  return out;
+}
+
+std::string compile_cache_key(std::string_view source, const CompileOptions& options) {
+  const auto [major, minor] = nvrtc_version();
+  std::string material = fmt::format("nvrtc {}.{}\narch {}\n", major, minor, options.arch);
+  for (const auto& f : options.flags) material += "flag " + f + "\n";
+  for (const auto& e : options.name_expressions) material += "expr " + e + "\n";
+  material += source;
+  return fmt::format("{:016x}{:016x}", fnv1a(material, 0xcbf29ce484222325ULL),
+                     fnv1a(material, 0x84222325cbf29ce4ULL));
+}
+
+CompiledProgram compile_cached(std::string_view source, std::string_view program_name,
+                               const CompileOptions& options,
+                               std::optional<fs::path> cache_directory) {
+  const fs::path dir = cache_directory ? *cache_directory : cache_dir() / "kernels";
+  const fs::path file = dir / (compile_cache_key(source, options) + ".cubin");
+  if (auto hit = read_cache_entry(file)) return *hit;
+  CompiledProgram fresh = compile(source, program_name, options);
+  const nlohmann::json meta = {{"cubin_bytes", fresh.cubin.size()},
+                               {"lowered_names", fresh.lowered_names},
+                               {"log", fresh.log}};
+  std::string blob(kCacheMagic);
+  blob += meta.dump() + "\n" + fresh.cubin;
+  try {
+    write_file_atomic(file, blob);
+  } catch (const Error& e) {
+    // A read-only cache directory costs speed, not correctness.
+    std::fprintf(stderr, "ktune: warning: kernel cache not written: %s\n", e.what());
+  }
+  return fresh;
+}
+
+}  // namespace ktune::cuda

@@ -1,0 +1,66 @@
+// NVRTC needs no GPU: compilation, its error log and the on-disk binary cache are tested on CPU.
+#include "ktune/cuda/nvrtc.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace ktune::cuda {
+namespace {
+
+constexpr const char* kSaxpy = R"(
+#include <cuda_fp16.h>
+template <int N>
+__global__ void scale(__half* x, float a) { int i = blockIdx.x * N + threadIdx.x; x[i] = __float2half(a * __half2float(x[i])); }
+)";
+
+TEST(Nvrtc, CompilesTemplatedKernelToCubinWithLoweredName) {
+  CompileOptions o;
+  o.arch = "sm_90";
+  o.name_expressions = {"scale<128>"};
+  const CompiledProgram p = compile(kSaxpy, "scale.cu", o);
+  EXPECT_GT(p.cubin.size(), 100u);
+  EXPECT_EQ(p.cubin.substr(1, 3), "ELF");
+  EXPECT_NE(p.lowered_names.at("scale<128>").find("scale"), std::string::npos);
+}
+
+TEST(Nvrtc, CompileErrorCarriesLog) {
+  try {
+    compile("__global__ void k() { undefined_thing(); }", "bad.cu", {});
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.cu"), std::string::npos);
+    EXPECT_NE(e.log().find("undefined_thing"), std::string::npos) << e.log();
+  }
+}
+
+TEST(Nvrtc, DiskCacheHitsAndSurvivesCorruption) {
+  const fs::path dir = fs::temp_directory_path() / ("ktune-kcache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  CompileOptions o;
+  o.name_expressions = {"scale<64>"};
+  const auto first = compile_cached(kSaxpy, "scale.cu", o, dir);
+  EXPECT_FALSE(first.from_cache);
+  const auto second = compile_cached(kSaxpy, "scale.cu", o, dir);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(first.cubin, second.cubin);
+  EXPECT_EQ(second.lowered_names, first.lowered_names);
+
+  // A different option is a different key.
+  CompileOptions o2 = o;
+  o2.flags = {"-DEXTRA=1"};
+  EXPECT_NE(compile_cache_key(kSaxpy, o), compile_cache_key(kSaxpy, o2));
+
+  // A truncated entry is ignored and rewritten, never loaded.
+  for (auto& e : fs::directory_iterator(dir)) fs::resize_file(e.path(), 20);
+  const auto third = compile_cached(kSaxpy, "scale.cu", o, dir);
+  EXPECT_FALSE(third.from_cache);
+  EXPECT_EQ(third.cubin, first.cubin);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ktune::cuda
