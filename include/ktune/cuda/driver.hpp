@@ -8,22 +8,21 @@
 
 // Every driver entry point ktune uses. cuda.h maps many names to versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2); X(fn) sees the mapped name, so member and symbol always agree.
-#define KTUNE_DRIVER_FUNCTIONS(X)                                                                  \
-  X(cuInit)                                                                                        \
-  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)   \
-      X(cuDeviceGetName) X(cuDeviceGetUuid) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)            \
-          X(cuDeviceGetPCIBusId) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)          \
-              X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize)          \
-                  X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(    \
-                      cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuStreamCreate)  \
-                      X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) \
-                          X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)             \
-                              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(      \
-                                  cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)   \
-                                  X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamBeginCapture)    \
-                                      X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) \
-                                          X(cuGraphExecDestroy) X(cuGraphDestroy)                  \
-                                              X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+// clang-format off
+#define KTUNE_DRIVER_FUNCTIONS(X) \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetUuid) \
+  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId) X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice) \
+  X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) \
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8Async) X(cuMemsetD32Async) \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute) \
+  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamBeginCapture) \
+  X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) \
+  X(cuGraphDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+// clang-format on
 
 namespace ktune::cuda {
 
