@@ -3,6 +3,7 @@
 // machine with no driver. driver() loads it once, calls cuInit, and throws ktune::NoGpuError with
 // one sentence when there is no driver or no GPU.
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include "ktune/cuda/check.hpp"
 
@@ -21,7 +22,10 @@
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute) \
   X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamBeginCapture) \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) \
-  X(cuGraphDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuGraphDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuMemcpyDtoDAsync) X(cuModuleGetGlobal) \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuStreamWaitEvent) X(cuCtxPushCurrent) \
+  X(cuCtxPopCurrent) X(cuProfilerStart) X(cuProfilerStop)
 // clang-format on
 
 namespace ktune::cuda {

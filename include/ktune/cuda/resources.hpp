@@ -84,6 +84,7 @@ float elapsed_ms(const Event& start, const Event& stop);
 
 class Module : public Owned<CUmodule, ModuleDeleter> {
  public:
+  Module() = default;
   explicit Module(std::string_view image);  // cubin or PTX
   CUfunction function(const std::string& name) const;
 };
