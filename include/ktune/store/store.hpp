@@ -1,9 +1,13 @@
 #pragma once
 // The store: one interface over SQLite (embedded default) and PostgreSQL (shared by a fleet).
-// Holds calibrated ceilings, the tuning cache and gate baselines, with versioned schema migrations.
+// Holds calibrated ceilings, the tuning cache and its op specs, with versioned schema migrations.
+// Store is one concrete class; a backend (src/store/backend.hpp) only runs SQL, so both backends
+// share every rule (winner, fallback, staleness) and the same tests prove both.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,20 +28,32 @@ struct CalibrationRecord {
   nlohmann::json details;   // per-ceiling sample summaries and the identity block
 };
 
+namespace detail {
+class Backend;
+}
+
 class Store {
  public:
   // "" -> the embedded SQLite store at default_db_path(); a path or sqlite:PATH -> SQLite;
   // postgresql://... or postgres://... -> PostgreSQL. Throws ktune::Error with one sentence (URL
   // printed with its password hidden) when the store cannot be opened or has a newer schema.
   static std::unique_ptr<Store> open(const std::string& url);
-  virtual ~Store() = default;
+  explicit Store(std::unique_ptr<detail::Backend> backend);  // migrates the schema to the latest
+  virtual ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
 
-  virtual std::string describe() const = 0;  // path, or URL without password
-  virtual int schema_version() const = 0;
+  std::string describe() const;  // path, or URL without password
+  int schema_version() const;    // the schema this store now has (always kSchemaVersion)
+  static constexpr int kSchemaVersion = 2;
 
-  virtual void put_calibration(const CalibrationRecord& record) = 0;
+  // Calibrations: a second record of the same device and measured_at replaces the first.
+  void put_calibration(const CalibrationRecord& record);
   // The newest calibration of a device, if any.
-  virtual std::optional<CalibrationRecord> latest_calibration(const std::string& device_uuid) = 0;
+  std::optional<CalibrationRecord> latest_calibration(const std::string& device_uuid);
+
+ private:
+  std::unique_ptr<detail::Backend> db_;
 };
 
 }  // namespace ktune::store

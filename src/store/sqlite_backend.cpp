@@ -1,0 +1,202 @@
+// The embedded backend: one SQLite file in WAL mode. Writers serialise with BEGIN IMMEDIATE and
+// wait on each other through the busy timeout, so concurrent processes neither lose updates nor
+// see SQLITE_BUSY in normal use.
+#include <sqlite3.h>
+
+#include <cctype>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "backend.hpp"
+
+namespace ktune::store::detail {
+namespace {
+
+constexpr int kBusyTimeoutMs = 60'000;  // a writer waits this long for another one to finish
+
+// "$12" -> "?12": SQLite's numbered parameter, so one SQL text serves both backends.
+std::string to_sqlite_placeholders(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size());
+  for (std::size_t i = 0; i < sql.size(); ++i) {
+    if (sql[i] == '$' && i + 1 < sql.size() && std::isdigit(static_cast<unsigned char>(sql[i + 1])))
+      out += '?';
+    else
+      out += sql[i];
+  }
+  return out;
+}
+
+class SqliteBackend final : public Backend {
+ public:
+  explicit SqliteBackend(std::string path) : path_(std::move(path)) {
+    namespace fs = std::filesystem;
+    const fs::path p(path_);
+    if (p.has_parent_path()) {
+      std::error_code ec;
+      fs::create_directories(p.parent_path(), ec);
+    }
+    const int rc =
+        sqlite3_open_v2(path_.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw Error(fmt::format(
+          "cannot open the store {}: {}; check the path exists and is writable, or pass another "
+          "--db.",
+          path_, msg));
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_extended_result_codes(db_, 1);
+    try {
+      // Read before writing anything: a file that is not a database, or a database that is not
+      // a ktune store, is refused untouched.
+      const auto tables = query("SELECT name FROM sqlite_master WHERE type = 'table'", {});
+      bool has_meta = false;
+      for (const auto& r : tables) has_meta |= r.text(0) == "ktune_meta";
+      if (!tables.empty() && !has_meta)
+        throw Error(fmt::format(
+            "{} is a SQLite database but not a ktune store (it has no ktune_meta table); pass "
+            "another --db path, ktune leaves this file untouched.",
+            path_));
+      script("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+  }
+  ~SqliteBackend() override {
+    if (db_) sqlite3_close_v2(db_);
+  }
+
+  std::string describe() const override { return path_; }
+
+  std::int64_t exec(std::string_view sql, const Params& params) override {
+    Statement st(*this, sql, params);
+    while (st.step()) {
+    }
+    return sqlite3_changes64(db_);
+  }
+
+  std::vector<Row> query(std::string_view sql, const Params& params) override {
+    Statement st(*this, sql, params);
+    std::vector<Row> rows;
+    while (st.step()) {
+      Row row;
+      const int n = sqlite3_column_count(st.get());
+      row.cells.reserve(n);
+      for (int i = 0; i < n; ++i) {
+        switch (sqlite3_column_type(st.get(), i)) {
+          case SQLITE_NULL:
+            row.cells.emplace_back(std::nullopt);
+            break;
+          case SQLITE_FLOAT:  // SQLite's own text form keeps only 15 digits
+            row.cells.emplace_back(fmt::format("{}", sqlite3_column_double(st.get(), i)));
+            break;
+          default: {
+            const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), i));
+            row.cells.emplace_back(std::string(t ? t : "", sqlite3_column_bytes(st.get(), i)));
+          }
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  void script(std::string_view sql) override {
+    char* err = nullptr;
+    const std::string text(sql);
+    if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      fail(msg, sqlite3_extended_errcode(db_));
+    }
+  }
+
+  void begin_write() override { script("BEGIN IMMEDIATE"); }
+  void commit() override { script("COMMIT"); }
+  void rollback() noexcept override {
+    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  std::string_view for_update() const override { return ""; }  // BEGIN IMMEDIATE locked it all
+  void lock_schema() override {}
+  bool table_exists(const std::string& name) override {
+    return !query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1", {name}).empty();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg, int code) const {
+    const int primary = code & 0xff;
+    if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
+      throw Error(fmt::format(
+          "the store {} is not a readable SQLite database ({}); ktune leaves it untouched: move "
+          "it aside and re-import a tuning pack, or pass another --db.",
+          path_, msg));
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+      throw Error(fmt::format(
+          "the store {} stayed locked by another writer for {} s ({}); retry when that process "
+          "ends.",
+          path_, kBusyTimeoutMs / 1000, msg));
+    if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR)
+      throw Error(
+          fmt::format("the store {} cannot be written ({}); check its permissions and "
+                      "free disk space, or pass another --db.",
+                      path_, msg));
+    throw Error(fmt::format("the store {} failed: {} (SQLite code {}).", path_, msg, code));
+  }
+
+  class Statement {
+   public:
+    Statement(SqliteBackend& b, std::string_view sql, const Params& params) : b_(b) {
+      const std::string text = to_sqlite_placeholders(sql);
+      if (sqlite3_prepare_v2(b_.db_, text.c_str(), static_cast<int>(text.size()), &st_, nullptr) !=
+          SQLITE_OK)
+        b_.fail(sqlite3_errmsg(b_.db_), sqlite3_extended_errcode(b_.db_));
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const int idx = static_cast<int>(i) + 1;
+        int rc = SQLITE_OK;
+        if (auto* v = std::get_if<std::int64_t>(&params[i]))
+          rc = sqlite3_bind_int64(st_, idx, *v);
+        else if (auto* d = std::get_if<double>(&params[i]))
+          rc = sqlite3_bind_double(st_, idx, *d);
+        else if (auto* s = std::get_if<std::string>(&params[i]))
+          rc =
+              sqlite3_bind_text(st_, idx, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
+        else
+          rc = sqlite3_bind_null(st_, idx);
+        if (rc != SQLITE_OK) b_.fail(sqlite3_errmsg(b_.db_), rc);
+      }
+    }
+    ~Statement() { sqlite3_finalize(st_); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+    bool step() {
+      const int rc = sqlite3_step(st_);
+      if (rc == SQLITE_ROW) return true;
+      if (rc == SQLITE_DONE) return false;
+      b_.fail(sqlite3_errmsg(b_.db_), sqlite3_extended_errcode(b_.db_));
+    }
+    sqlite3_stmt* get() const { return st_; }
+
+   private:
+    SqliteBackend& b_;
+    sqlite3_stmt* st_ = nullptr;
+  };
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> open_sqlite(const std::string& location) {
+  return std::make_unique<SqliteBackend>(location);
+}
+
+}  // namespace ktune::store::detail
