@@ -1,0 +1,210 @@
+#pragma once
+// The .ktrace file: one SQLite database per traced process, written by the injected tracer
+// (libktune_tracer.so) and read by `ktune report` / `ktune export`. Records are plain structs so
+// tests and fixtures build traces by hand; the tracer decodes CUPTI activity records into the
+// same structs (trace/decode.hpp) and writes them through the same KtraceWriter.
+//
+// Times are CUPTI timestamps in nanoseconds: one clock for GPU and CPU records of a trace. A value
+// of 0 means "not known". Ids (device, context, stream, correlation, graph) are CUPTI's.
+//
+// SQL layout (schema_version 1; additive changes only within a version). Text columns that repeat
+// are interned: *_id columns point at strings(id, value).
+//   metadata(key TEXT PRIMARY KEY, value TEXT)   value is JSON; keys are TraceMetadata's fields
+//   strings(id, value)
+//   kernels(name_id, demangled_id, queued_ns, submitted_ns, start_ns, end_ns, device_id,
+//           context_id, stream_id, correlation_id, grid_x/y/z, block_x/y/z, cluster_x/y/z,
+//           registers_per_thread, static_shared_bytes, dynamic_shared_bytes,
+//           local_memory_per_thread_bytes, local_memory_total_bytes, graph_id, graph_node_id)
+//   memcpys(kind_id, src_memory_id, dst_memory_id, bytes, start_ns, end_ns, device_id, context_id,
+//           stream_id, correlation_id, graph_id, graph_node_id)
+//   memsets(bytes, value, start_ns, end_ns, device_id, context_id, stream_id, correlation_id,
+//           graph_id, graph_node_id)
+//   api_calls(api_id, name_id, callback_id, start_ns, end_ns, process_id, thread_id,
+//             correlation_id, return_value)
+//   syncs(type_id, start_ns, end_ns, context_id, stream_id, cuda_event_id, correlation_id)
+//   nvtx_ranges(name_id, domain_id, start_ns, end_ns, process_id, thread_id)
+//   overheads(kind_id, start_ns, end_ns, thread_id, correlation_id)
+//   drops(context_id, stream_id, count)
+// PRAGMA user_version holds schema_version too, so `sqlite3 f.ktrace 'pragma user_version'` tells.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ktune/core/identity.hpp"
+
+namespace ktune::trace {
+
+inline constexpr int kKtraceSchemaVersion = 1;
+
+struct KernelRecord {
+  std::string name;            // mangled, as the driver reports it
+  std::string demangled_name;  // left empty on input: the writer demangles `name`
+  std::uint64_t queued_ns = 0, submitted_ns = 0, start_ns = 0, end_ns = 0;
+  std::uint32_t device_id = 0, context_id = 0, stream_id = 0, correlation_id = 0;
+  std::int32_t grid_x = 0, grid_y = 0, grid_z = 0;
+  std::int32_t block_x = 0, block_y = 0, block_z = 0;
+  std::uint32_t cluster_x = 0, cluster_y = 0, cluster_z = 0;  // 0: not a cluster launch
+  std::uint32_t registers_per_thread = 0;
+  std::int32_t static_shared_bytes = 0, dynamic_shared_bytes = 0;
+  std::uint32_t local_memory_per_thread_bytes = 0;
+  std::uint64_t local_memory_total_bytes = 0;
+  std::uint32_t graph_id = 0;  // 0: not launched from a CUDA graph
+  std::uint64_t graph_node_id = 0;
+  std::uint64_t duration_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
+};
+
+struct MemcpyRecord {
+  std::string kind;        // "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "HtoA", ... or "unknown"
+  std::string src_memory;  // "pageable", "pinned", "device", "array", "managed", ... or "unknown"
+  std::string dst_memory;
+  std::uint64_t bytes = 0;
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t device_id = 0, context_id = 0, stream_id = 0, correlation_id = 0;
+  std::uint32_t graph_id = 0;
+  std::uint64_t graph_node_id = 0;
+};
+
+struct MemsetRecord {
+  std::uint64_t bytes = 0;
+  std::uint32_t value = 0;
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t device_id = 0, context_id = 0, stream_id = 0, correlation_id = 0;
+  std::uint32_t graph_id = 0;
+  std::uint64_t graph_node_id = 0;
+};
+
+// A host-side CUDA call (runtime or driver API) with its CPU timestamps. correlation_id matches
+// the kernel / memcpy / memset it launched, so host gaps can be attributed.
+struct ApiRecord {
+  std::string api;                // "runtime" or "driver"
+  std::string name;               // "cudaLaunchKernel", "cuLaunchKernel", ...
+  std::uint32_t callback_id = 0;  // CUPTI's cbid within that API
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t process_id = 0, thread_id = 0, correlation_id = 0, return_value = 0;
+};
+
+struct SyncRecord {
+  // "event_synchronize", "stream_wait_event", "stream_synchronize", "context_synchronize",
+  // "unknown"
+  std::string type;
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t context_id = 0, stream_id = 0, cuda_event_id = 0, correlation_id = 0;
+};
+
+// An NVTX push/pop or start/end range (an instantaneous mark has start_ns == end_ns).
+struct NvtxRangeRecord {
+  std::string name, domain;  // domain empty: the default domain
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t process_id = 0, thread_id = 0;
+};
+
+// Time CUPTI or the driver spent on their own work (buffer flushes, instrumentation, JIT...).
+struct OverheadRecord {
+  std::string kind;  // "cupti_buffer_flush", "cupti_instrumentation", "driver_compiler", ...
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint64_t thread_id = 0;
+  std::uint32_t correlation_id = 0;
+};
+
+// Records CUPTI reported as lost (activity buffers full); a drop is always recorded.
+struct DropRecord {
+  std::uint32_t context_id = 0, stream_id = 0;
+  std::uint64_t count = 0;
+};
+
+// The capture window and sampling that were in effect (all zero/empty: whole run, every process).
+struct TraceWindow {
+  double delay_s = 0;     // capture starts this long after the tracer loads
+  double duration_s = 0;  // and stops this long after it started; 0: until exit
+  std::string range;      // "": always; "profiler": inside cudaProfilerStart/Stop; "nvtx:NAME"
+  std::uint32_t sample_one_in = 1;  // 1 in N processes traced
+  std::string job_id;               // the sampling key; same job id, same choice
+  std::uint64_t max_records = 0;    // cap on records written; 0: none
+};
+
+struct TraceMetadata {
+  int schema_version = kKtraceSchemaVersion;  // as stored, when read
+  std::string mode;                           // "default" or "kernels" (kernels only)
+  std::vector<std::string> command_line;
+  std::int64_t pid = 0, ppid = 0;
+  std::string started_at, finished_at;  // ISO-8601 UTC; finished_at empty: not closed cleanly
+  bool complete = false;  // the tracer closed the file (false: cut short by a crash or kill -9)
+  std::optional<Identity> identity;  // ktune info's identity block, as captured in the process
+  TraceWindow window;
+  std::uint64_t dropped_records = 0;  // total of the drops table
+  std::uint64_t capped_records = 0;   // not written because window.max_records was reached
+  std::string tracer_version;         // ktune version (commit) of the tracer
+};
+
+// Everything in one .ktrace, or one batch of records on its way into one.
+struct Trace {
+  TraceMetadata metadata;
+  std::vector<KernelRecord> kernels;
+  std::vector<MemcpyRecord> memcpys;
+  std::vector<MemsetRecord> memsets;
+  std::vector<ApiRecord> api_calls;
+  std::vector<SyncRecord> syncs;
+  std::vector<NvtxRangeRecord> nvtx_ranges;
+  std::vector<OverheadRecord> overheads;
+  std::vector<DropRecord> drops;
+  std::size_t record_count() const;  // all vectors, drops excluded
+};
+
+// Row counts per table plus the metadata, without loading records (ktune profile's summary).
+struct TraceCounts {
+  TraceMetadata metadata;
+  std::uint64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, syncs = 0, nvtx_ranges = 0,
+                overheads = 0;
+};
+
+// Appends records to a .ktrace. The file is valid SQLite after every commit(), so a process that
+// dies mid-run leaves everything up to its last commit readable. Not thread-safe: one writer
+// thread owns it. Errors throw ktune::Error naming the file (the tracer catches them).
+class KtraceWriter {
+ public:
+  // Creates `path` (replacing an existing file) with the schema and `metadata`, committed.
+  KtraceWriter(const std::filesystem::path& path, const TraceMetadata& metadata);
+  ~KtraceWriter();  // commits and closes; never throws
+  KtraceWriter(const KtraceWriter&) = delete;
+  KtraceWriter& operator=(const KtraceWriter&) = delete;
+
+  void add(const KernelRecord& r);
+  void add(const MemcpyRecord& r);
+  void add(const MemsetRecord& r);
+  void add(const ApiRecord& r);
+  void add(const SyncRecord& r);
+  void add(const NvtxRangeRecord& r);
+  void add(const OverheadRecord& r);
+  void add(const DropRecord& r);
+  void add_records(const Trace& batch);  // every record vector of `batch`; its metadata is ignored
+
+  // Rewrites the metadata rows (e.g. at close: finished_at, complete, drop totals).
+  void write_metadata(const TraceMetadata& metadata);
+  // Ends the open transaction: everything added so far is on disk.
+  void commit();
+  std::uint64_t records_written() const { return records_written_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::uint64_t records_written_ = 0;
+};
+
+// Reads a whole .ktrace, records ordered by start time. Throws ktune::Error with one sentence
+// when the file is missing, not a .ktrace, or has a schema_version newer than this ktune reads.
+Trace read_ktrace(const std::filesystem::path& path);
+
+// Metadata and row counts only.
+TraceCounts read_ktrace_counts(const std::filesystem::path& path);
+
+// Writes `trace` as a closed .ktrace (tests and fixtures build traces from hand-made records).
+void write_ktrace(const std::filesystem::path& path, const Trace& trace);
+
+// "_Z3addPfi" -> "add(float*, int)"; returns the input when it is not a mangled C++ name.
+std::string demangle(std::string_view mangled);
+
+}  // namespace ktune::trace

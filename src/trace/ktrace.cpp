@@ -1,0 +1,617 @@
+#include "ktune/trace/ktrace.hpp"
+
+#include <cxxabi.h>
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::trace {
+namespace {
+
+// The application_id pragma marks the file as a .ktrace ("ktrc"), so a reader can tell a ktrace
+// from any other SQLite database before looking at tables.
+constexpr int kApplicationId = 0x6b747263;
+
+constexpr const char* kSchemaSql = R"sql(
+CREATE TABLE metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
+CREATE TABLE kernels(id INTEGER PRIMARY KEY, name_id INTEGER, demangled_id INTEGER,
+  queued_ns INTEGER, submitted_ns INTEGER, start_ns INTEGER, end_ns INTEGER, device_id INTEGER,
+  context_id INTEGER, stream_id INTEGER, correlation_id INTEGER, grid_x INTEGER, grid_y INTEGER,
+  grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER, cluster_x INTEGER,
+  cluster_y INTEGER, cluster_z INTEGER, registers_per_thread INTEGER,
+  static_shared_bytes INTEGER, dynamic_shared_bytes INTEGER,
+  local_memory_per_thread_bytes INTEGER, local_memory_total_bytes INTEGER, graph_id INTEGER,
+  graph_node_id INTEGER);
+CREATE TABLE memcpys(id INTEGER PRIMARY KEY, kind_id INTEGER, src_memory_id INTEGER,
+  dst_memory_id INTEGER, bytes INTEGER, start_ns INTEGER, end_ns INTEGER, device_id INTEGER,
+  context_id INTEGER, stream_id INTEGER, correlation_id INTEGER, graph_id INTEGER,
+  graph_node_id INTEGER);
+CREATE TABLE memsets(id INTEGER PRIMARY KEY, bytes INTEGER, value INTEGER, start_ns INTEGER,
+  end_ns INTEGER, device_id INTEGER, context_id INTEGER, stream_id INTEGER,
+  correlation_id INTEGER, graph_id INTEGER, graph_node_id INTEGER);
+CREATE TABLE api_calls(id INTEGER PRIMARY KEY, api_id INTEGER, name_id INTEGER,
+  callback_id INTEGER, start_ns INTEGER, end_ns INTEGER, process_id INTEGER, thread_id INTEGER,
+  correlation_id INTEGER, return_value INTEGER);
+CREATE TABLE syncs(id INTEGER PRIMARY KEY, type_id INTEGER, start_ns INTEGER, end_ns INTEGER,
+  context_id INTEGER, stream_id INTEGER, cuda_event_id INTEGER, correlation_id INTEGER);
+CREATE TABLE nvtx_ranges(id INTEGER PRIMARY KEY, name_id INTEGER, domain_id INTEGER,
+  start_ns INTEGER, end_ns INTEGER, process_id INTEGER, thread_id INTEGER);
+CREATE TABLE overheads(id INTEGER PRIMARY KEY, kind_id INTEGER, start_ns INTEGER, end_ns INTEGER,
+  thread_id INTEGER, correlation_id INTEGER);
+CREATE TABLE drops(id INTEGER PRIMARY KEY, context_id INTEGER, stream_id INTEGER,
+  count INTEGER);
+)sql";
+
+nlohmann::json window_json(const TraceWindow& w) {
+  return {{"delay_s", w.delay_s}, {"duration_s", w.duration_s},
+          {"range", w.range},     {"sample_one_in", w.sample_one_in},
+          {"job_id", w.job_id},   {"max_records", w.max_records}};
+}
+
+TraceWindow window_from_json(const nlohmann::json& j) {
+  TraceWindow w;
+  w.delay_s = j.value("delay_s", 0.0);
+  w.duration_s = j.value("duration_s", 0.0);
+  w.range = j.value("range", "");
+  w.sample_one_in = j.value("sample_one_in", 1u);
+  w.job_id = j.value("job_id", "");
+  w.max_records = j.value("max_records", std::uint64_t{0});
+  return w;
+}
+
+// Metadata as (key, JSON value) rows.
+std::vector<std::pair<std::string, nlohmann::json>> metadata_rows(const TraceMetadata& m) {
+  return {{"schema_version", kKtraceSchemaVersion},
+          {"mode", m.mode},
+          {"command_line", m.command_line},
+          {"pid", m.pid},
+          {"ppid", m.ppid},
+          {"started_at", m.started_at},
+          {"finished_at", m.finished_at},
+          {"complete", m.complete},
+          {"identity", m.identity ? nlohmann::json(*m.identity) : nlohmann::json(nullptr)},
+          {"window", window_json(m.window)},
+          {"dropped_records", m.dropped_records},
+          {"capped_records", m.capped_records},
+          {"tracer_version", m.tracer_version}};
+}
+
+class Db {
+ public:
+  Db(const std::filesystem::path& path, int flags) : path_(path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+      std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw Error(fmt::format("cannot open trace file {} ({}); check the path and permissions.",
+                              path.string(), msg));
+    }
+  }
+  ~Db() { sqlite3_close_v2(db_); }
+  Db(Db&& o) noexcept : path_(std::move(o.path_)), db_(o.db_) { o.db_ = nullptr; }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  sqlite3* get() const { return db_; }
+  const std::filesystem::path& path() const { return path_; }
+
+  void exec(const char* sql) const {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      fail(msg);
+    }
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(
+        fmt::format("trace file {}: SQLite error: {}; check free disk space and that the "
+                    "file is a .ktrace written by ktune profile.",
+                    path_.string(), what));
+  }
+
+ private:
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Db& db, const char* sql) : db_(&db) {
+    if (sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) !=
+        SQLITE_OK)
+      db.fail(sqlite3_errmsg(db.get()));
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(Stmt&& o) noexcept : db_(o.db_), stmt_(o.stmt_) { o.stmt_ = nullptr; }
+  Stmt& operator=(Stmt&& o) noexcept {
+    std::swap(db_, o.db_);
+    std::swap(stmt_, o.stmt_);
+    return *this;
+  }
+
+  // Binds all values in order and runs the statement once.
+  template <class... Ts>
+  void run(const Ts&... values) {
+    int i = 1;
+    (bind(i++, values), ...);
+    if (sqlite3_step(stmt_) != SQLITE_DONE) db_->fail(sqlite3_errmsg(db_->get()));
+    sqlite3_reset(stmt_);
+  }
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) db_->fail(sqlite3_errmsg(db_->get()));
+    return false;
+  }
+  std::int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::uint64_t u64(int col) const { return static_cast<std::uint64_t>(i64(col)); }
+  std::uint32_t u32(int col) const { return static_cast<std::uint32_t>(i64(col)); }
+  std::int32_t i32(int col) const { return static_cast<std::int32_t>(i64(col)); }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  // Unsigned 64-bit values (timestamps, ids) are stored as their signed bit pattern.
+  void bind(int i, std::uint64_t v) { sqlite3_bind_int64(stmt_, i, static_cast<std::int64_t>(v)); }
+  void bind(int i, std::uint32_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, std::int32_t v) { sqlite3_bind_int64(stmt_, i, v); }
+
+  const Db* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+std::size_t Trace::record_count() const {
+  return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + syncs.size() +
+         nvtx_ranges.size() + overheads.size();
+}
+
+std::string demangle(std::string_view mangled) {
+  std::string in(mangled);
+  if (in.rfind("_Z", 0) != 0) return in;
+  int status = 0;
+  char* out = abi::__cxa_demangle(in.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !out) {
+    std::free(out);
+    return in;
+  }
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+struct KtraceWriter::Impl {
+  Db db;
+  Stmt insert_string, kernel, memcpy, memset, api, sync, nvtx, overhead, drop, metadata;
+  std::unordered_map<std::string, std::int64_t> strings;
+  std::unordered_map<std::int64_t, std::int64_t> demangled;  // name id -> demangled id
+  bool in_transaction = false;
+
+  explicit Impl(const std::filesystem::path& path)
+      : db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {}
+
+  void begin() {
+    if (!in_transaction) db.exec("BEGIN");
+    in_transaction = true;
+  }
+  std::int64_t intern(const std::string& s) {
+    auto it = strings.find(s);
+    if (it != strings.end()) return it->second;
+    insert_string.run(s);
+    const std::int64_t id = sqlite3_last_insert_rowid(db.get());
+    strings.emplace(s, id);
+    return id;
+  }
+};
+
+KtraceWriter::KtraceWriter(const std::filesystem::path& path, const TraceMetadata& metadata) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  std::filesystem::remove(path.string() + "-journal", ec);
+  impl_ = std::make_unique<Impl>(path);
+  auto& db = impl_->db;
+  // A crashed process loses at most its open transaction; an OS crash may lose more, which a
+  // profiler can accept in exchange for never waiting on fsync.
+  db.exec("PRAGMA synchronous=OFF");
+  db.exec(fmt::format("PRAGMA application_id={}; PRAGMA user_version={}", kApplicationId,
+                      kKtraceSchemaVersion)
+              .c_str());
+  db.exec("BEGIN");
+  db.exec(kSchemaSql);
+  impl_->insert_string = Stmt(db, "INSERT INTO strings(value) VALUES(?)");
+  impl_->kernel = Stmt(db,
+                       "INSERT INTO kernels(name_id, demangled_id, queued_ns, submitted_ns, "
+                       "start_ns, end_ns, device_id, context_id, stream_id, correlation_id, "
+                       "grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, "
+                       "cluster_z, registers_per_thread, static_shared_bytes, "
+                       "dynamic_shared_bytes, local_memory_per_thread_bytes, "
+                       "local_memory_total_bytes, graph_id, graph_node_id) VALUES(?,?,?,?,?,?,?,"
+                       "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->memcpy = Stmt(db,
+                       "INSERT INTO memcpys(kind_id, src_memory_id, dst_memory_id, bytes, "
+                       "start_ns, end_ns, device_id, context_id, stream_id, correlation_id, "
+                       "graph_id, graph_node_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->memset = Stmt(db,
+                       "INSERT INTO memsets(bytes, value, start_ns, end_ns, device_id, "
+                       "context_id, stream_id, correlation_id, graph_id, graph_node_id) "
+                       "VALUES(?,?,?,?,?,?,?,?,?,?)");
+  impl_->api = Stmt(db,
+                    "INSERT INTO api_calls(api_id, name_id, callback_id, start_ns, end_ns, "
+                    "process_id, thread_id, correlation_id, return_value) "
+                    "VALUES(?,?,?,?,?,?,?,?,?)");
+  impl_->sync = Stmt(db,
+                     "INSERT INTO syncs(type_id, start_ns, end_ns, context_id, stream_id, "
+                     "cuda_event_id, correlation_id) VALUES(?,?,?,?,?,?,?)");
+  impl_->nvtx = Stmt(db,
+                     "INSERT INTO nvtx_ranges(name_id, domain_id, start_ns, end_ns, process_id, "
+                     "thread_id) VALUES(?,?,?,?,?,?)");
+  impl_->overhead = Stmt(db,
+                         "INSERT INTO overheads(kind_id, start_ns, end_ns, thread_id, "
+                         "correlation_id) VALUES(?,?,?,?,?)");
+  impl_->drop = Stmt(db, "INSERT INTO drops(context_id, stream_id, count) VALUES(?,?,?)");
+  impl_->metadata = Stmt(db, "INSERT OR REPLACE INTO metadata(key, value) VALUES(?,?)");
+  impl_->in_transaction = true;
+  write_metadata(metadata);
+  commit();
+}
+
+KtraceWriter::~KtraceWriter() {
+  try {
+    commit();
+  } catch (...) {
+    // Destructors never throw; the last commit() stands.
+  }
+}
+
+void KtraceWriter::write_metadata(const TraceMetadata& metadata) {
+  impl_->begin();
+  for (const auto& [key, value] : metadata_rows(metadata)) impl_->metadata.run(key, value.dump());
+}
+
+void KtraceWriter::commit() {
+  if (!impl_ || !impl_->in_transaction) return;
+  impl_->in_transaction = false;
+  impl_->db.exec("COMMIT");
+}
+
+void KtraceWriter::add(const KernelRecord& r) {
+  impl_->begin();
+  const std::int64_t name_id = impl_->intern(r.name);
+  std::int64_t demangled_id;
+  if (!r.demangled_name.empty()) {
+    demangled_id = impl_->intern(r.demangled_name);
+  } else if (auto it = impl_->demangled.find(name_id); it != impl_->demangled.end()) {
+    demangled_id = it->second;
+  } else {
+    demangled_id = impl_->intern(demangle(r.name));
+    impl_->demangled.emplace(name_id, demangled_id);
+  }
+  impl_->kernel.run(name_id, demangled_id, r.queued_ns, r.submitted_ns, r.start_ns, r.end_ns,
+                    r.device_id, r.context_id, r.stream_id, r.correlation_id, r.grid_x, r.grid_y,
+                    r.grid_z, r.block_x, r.block_y, r.block_z, r.cluster_x, r.cluster_y,
+                    r.cluster_z, r.registers_per_thread, r.static_shared_bytes,
+                    r.dynamic_shared_bytes, r.local_memory_per_thread_bytes,
+                    r.local_memory_total_bytes, r.graph_id, r.graph_node_id);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const MemcpyRecord& r) {
+  impl_->begin();
+  impl_->memcpy.run(impl_->intern(r.kind), impl_->intern(r.src_memory), impl_->intern(r.dst_memory),
+                    r.bytes, r.start_ns, r.end_ns, r.device_id, r.context_id, r.stream_id,
+                    r.correlation_id, r.graph_id, r.graph_node_id);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const MemsetRecord& r) {
+  impl_->begin();
+  impl_->memset.run(r.bytes, r.value, r.start_ns, r.end_ns, r.device_id, r.context_id, r.stream_id,
+                    r.correlation_id, r.graph_id, r.graph_node_id);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const ApiRecord& r) {
+  impl_->begin();
+  impl_->api.run(impl_->intern(r.api), impl_->intern(r.name), r.callback_id, r.start_ns, r.end_ns,
+                 r.process_id, r.thread_id, r.correlation_id, r.return_value);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const SyncRecord& r) {
+  impl_->begin();
+  impl_->sync.run(impl_->intern(r.type), r.start_ns, r.end_ns, r.context_id, r.stream_id,
+                  r.cuda_event_id, r.correlation_id);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const NvtxRangeRecord& r) {
+  impl_->begin();
+  impl_->nvtx.run(impl_->intern(r.name), impl_->intern(r.domain), r.start_ns, r.end_ns,
+                  r.process_id, r.thread_id);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const OverheadRecord& r) {
+  impl_->begin();
+  impl_->overhead.run(impl_->intern(r.kind), r.start_ns, r.end_ns, r.thread_id, r.correlation_id);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const DropRecord& r) {
+  impl_->begin();
+  impl_->drop.run(r.context_id, r.stream_id, r.count);
+}
+
+void KtraceWriter::add_records(const Trace& batch) {
+  for (const auto& r : batch.kernels) add(r);
+  for (const auto& r : batch.memcpys) add(r);
+  for (const auto& r : batch.memsets) add(r);
+  for (const auto& r : batch.api_calls) add(r);
+  for (const auto& r : batch.syncs) add(r);
+  for (const auto& r : batch.nvtx_ranges) add(r);
+  for (const auto& r : batch.overheads) add(r);
+  for (const auto& r : batch.drops) add(r);
+}
+
+void write_ktrace(const std::filesystem::path& path, const Trace& trace) {
+  KtraceWriter writer(path, trace.metadata);
+  writer.add_records(trace);
+  writer.commit();
+}
+
+namespace {
+
+Db open_for_reading(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path))
+    throw Error(
+        fmt::format("trace file {} does not exist; pass the path that ktune profile "
+                    "printed.",
+                    path.string()));
+  // Read-write, not read-only: a trace cut short mid-transaction has a hot journal that SQLite
+  // rolls back on open, which needs write access.
+  Db db(path, SQLITE_OPEN_READWRITE);
+  sqlite3_busy_timeout(db.get(), 2000);
+  Stmt app(db, "PRAGMA application_id");
+  std::int64_t id = 0;
+  try {
+    if (app.step()) id = app.i64(0);
+  } catch (const Error&) {
+    id = 0;  // not a database at all
+  }
+  if (id != kApplicationId)
+    throw Error(fmt::format("{} is not a .ktrace file; pass a trace written by ktune profile.",
+                            path.string()));
+  return db;
+}
+
+TraceMetadata read_metadata(const Db& db) {
+  TraceMetadata m;
+  Stmt q(db, "SELECT key, value FROM metadata");
+  nlohmann::json j = nlohmann::json::object();
+  while (q.step()) j[q.text(0)] = nlohmann::json::parse(q.text(1), nullptr, false);
+  m.schema_version = j.value("schema_version", 0);
+  if (m.schema_version > kKtraceSchemaVersion)
+    throw Error(
+        fmt::format("trace file {} has schema_version {}, newer than the {} this ktune "
+                    "reads; upgrade ktune.",
+                    db.path().string(), m.schema_version, kKtraceSchemaVersion));
+  m.mode = j.value("mode", "");
+  if (j.contains("command_line") && j["command_line"].is_array())
+    m.command_line = j["command_line"].get<std::vector<std::string>>();
+  m.pid = j.value("pid", std::int64_t{0});
+  m.ppid = j.value("ppid", std::int64_t{0});
+  m.started_at = j.value("started_at", "");
+  m.finished_at = j.value("finished_at", "");
+  m.complete = j.value("complete", false);
+  if (j.contains("identity") && j["identity"].is_object())
+    m.identity = j["identity"].get<Identity>();
+  if (j.contains("window") && j["window"].is_object()) m.window = window_from_json(j["window"]);
+  m.capped_records = j.value("capped_records", std::uint64_t{0});
+  m.tracer_version = j.value("tracer_version", "");
+  // The drops table is the truth (written as drops happen); the metadata total only at close.
+  Stmt d(db, "SELECT COALESCE(SUM(count), 0) FROM drops");
+  m.dropped_records = d.step() ? d.u64(0) : 0;
+  return m;
+}
+
+// SELECT with interned columns resolved.
+constexpr const char* kStr = "(SELECT value FROM strings WHERE id=";
+
+}  // namespace
+
+Trace read_ktrace(const std::filesystem::path& path) {
+  Db db = open_for_reading(path);
+  Trace t;
+  t.metadata = read_metadata(db);
+  const std::string s = kStr;
+  {
+    Stmt q(db, (std::string("SELECT ") + s + "name_id), " + s +
+                "demangled_id), queued_ns, submitted_ns, start_ns, end_ns, device_id, "
+                "context_id, stream_id, correlation_id, grid_x, grid_y, grid_z, block_x, "
+                "block_y, block_z, cluster_x, cluster_y, cluster_z, registers_per_thread, "
+                "static_shared_bytes, dynamic_shared_bytes, local_memory_per_thread_bytes, "
+                "local_memory_total_bytes, graph_id, graph_node_id FROM kernels ORDER BY "
+                "start_ns, id")
+                   .c_str());
+    while (q.step()) {
+      KernelRecord r;
+      r.name = q.text(0);
+      r.demangled_name = q.text(1);
+      r.queued_ns = q.u64(2);
+      r.submitted_ns = q.u64(3);
+      r.start_ns = q.u64(4);
+      r.end_ns = q.u64(5);
+      r.device_id = q.u32(6);
+      r.context_id = q.u32(7);
+      r.stream_id = q.u32(8);
+      r.correlation_id = q.u32(9);
+      r.grid_x = q.i32(10);
+      r.grid_y = q.i32(11);
+      r.grid_z = q.i32(12);
+      r.block_x = q.i32(13);
+      r.block_y = q.i32(14);
+      r.block_z = q.i32(15);
+      r.cluster_x = q.u32(16);
+      r.cluster_y = q.u32(17);
+      r.cluster_z = q.u32(18);
+      r.registers_per_thread = q.u32(19);
+      r.static_shared_bytes = q.i32(20);
+      r.dynamic_shared_bytes = q.i32(21);
+      r.local_memory_per_thread_bytes = q.u32(22);
+      r.local_memory_total_bytes = q.u64(23);
+      r.graph_id = q.u32(24);
+      r.graph_node_id = q.u64(25);
+      t.kernels.push_back(std::move(r));
+    }
+  }
+  {
+    Stmt q(db, (std::string("SELECT ") + s + "kind_id), " + s + "src_memory_id), " + s +
+                "dst_memory_id), bytes, start_ns, end_ns, device_id, context_id, stream_id, "
+                "correlation_id, graph_id, graph_node_id FROM memcpys ORDER BY start_ns, id")
+                   .c_str());
+    while (q.step()) {
+      MemcpyRecord r;
+      r.kind = q.text(0);
+      r.src_memory = q.text(1);
+      r.dst_memory = q.text(2);
+      r.bytes = q.u64(3);
+      r.start_ns = q.u64(4);
+      r.end_ns = q.u64(5);
+      r.device_id = q.u32(6);
+      r.context_id = q.u32(7);
+      r.stream_id = q.u32(8);
+      r.correlation_id = q.u32(9);
+      r.graph_id = q.u32(10);
+      r.graph_node_id = q.u64(11);
+      t.memcpys.push_back(std::move(r));
+    }
+  }
+  {
+    Stmt q(db,
+           "SELECT bytes, value, start_ns, end_ns, device_id, context_id, stream_id, "
+           "correlation_id, graph_id, graph_node_id FROM memsets ORDER BY start_ns, id");
+    while (q.step()) {
+      MemsetRecord r;
+      r.bytes = q.u64(0);
+      r.value = q.u32(1);
+      r.start_ns = q.u64(2);
+      r.end_ns = q.u64(3);
+      r.device_id = q.u32(4);
+      r.context_id = q.u32(5);
+      r.stream_id = q.u32(6);
+      r.correlation_id = q.u32(7);
+      r.graph_id = q.u32(8);
+      r.graph_node_id = q.u64(9);
+      t.memsets.push_back(r);
+    }
+  }
+  {
+    Stmt q(db, (std::string("SELECT ") + s + "api_id), " + s +
+                "name_id), callback_id, start_ns, end_ns, process_id, thread_id, "
+                "correlation_id, return_value FROM api_calls ORDER BY start_ns, id")
+                   .c_str());
+    while (q.step()) {
+      ApiRecord r;
+      r.api = q.text(0);
+      r.name = q.text(1);
+      r.callback_id = q.u32(2);
+      r.start_ns = q.u64(3);
+      r.end_ns = q.u64(4);
+      r.process_id = q.u32(5);
+      r.thread_id = q.u32(6);
+      r.correlation_id = q.u32(7);
+      r.return_value = q.u32(8);
+      t.api_calls.push_back(std::move(r));
+    }
+  }
+  {
+    Stmt q(db, (std::string("SELECT ") + s +
+                "type_id), start_ns, end_ns, context_id, stream_id, cuda_event_id, "
+                "correlation_id FROM syncs ORDER BY start_ns, id")
+                   .c_str());
+    while (q.step()) {
+      SyncRecord r;
+      r.type = q.text(0);
+      r.start_ns = q.u64(1);
+      r.end_ns = q.u64(2);
+      r.context_id = q.u32(3);
+      r.stream_id = q.u32(4);
+      r.cuda_event_id = q.u32(5);
+      r.correlation_id = q.u32(6);
+      t.syncs.push_back(std::move(r));
+    }
+  }
+  {
+    Stmt q(db, (std::string("SELECT ") + s + "name_id), " + s +
+                "domain_id), start_ns, end_ns, process_id, thread_id FROM nvtx_ranges ORDER BY "
+                "start_ns, id")
+                   .c_str());
+    while (q.step()) {
+      NvtxRangeRecord r;
+      r.name = q.text(0);
+      r.domain = q.text(1);
+      r.start_ns = q.u64(2);
+      r.end_ns = q.u64(3);
+      r.process_id = q.u32(4);
+      r.thread_id = q.u32(5);
+      t.nvtx_ranges.push_back(std::move(r));
+    }
+  }
+  {
+    Stmt q(db, (std::string("SELECT ") + s +
+                "kind_id), start_ns, end_ns, thread_id, correlation_id FROM overheads ORDER BY "
+                "start_ns, id")
+                   .c_str());
+    while (q.step()) {
+      OverheadRecord r;
+      r.kind = q.text(0);
+      r.start_ns = q.u64(1);
+      r.end_ns = q.u64(2);
+      r.thread_id = q.u64(3);
+      r.correlation_id = q.u32(4);
+      t.overheads.push_back(std::move(r));
+    }
+  }
+  {
+    Stmt q(db, "SELECT context_id, stream_id, count FROM drops ORDER BY id");
+    while (q.step()) t.drops.push_back({q.u32(0), q.u32(1), q.u64(2)});
+  }
+  return t;
+}
+
+TraceCounts read_ktrace_counts(const std::filesystem::path& path) {
+  Db db = open_for_reading(path);
+  TraceCounts c;
+  c.metadata = read_metadata(db);
+  auto count = [&](const char* table) {
+    Stmt q(db, fmt::format("SELECT COUNT(*) FROM {}", table).c_str());
+    return q.step() ? q.u64(0) : 0;
+  };
+  c.kernels = count("kernels");
+  c.memcpys = count("memcpys");
+  c.memsets = count("memsets");
+  c.api_calls = count("api_calls");
+  c.syncs = count("syncs");
+  c.nvtx_ranges = count("nvtx_ranges");
+  c.overheads = count("overheads");
+  return c;
+}
+
+}  // namespace ktune::trace

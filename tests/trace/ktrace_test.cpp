@@ -1,0 +1,237 @@
+// The .ktrace writer and reader on hand-built records: every field survives the round trip, the
+// schema is pinned, strings are interned, and a trace cut short is still readable.
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "ktune/core/error.hpp"
+#include "ktune/trace/ktrace.hpp"
+#include "trace_test_util.hpp"
+
+namespace ktune::trace {
+namespace {
+
+using test::sample_trace;
+using test::TempDir;
+
+TEST(Ktrace, RoundTripsEveryRecordField) {
+  TempDir dir;
+  const Trace in = sample_trace();
+  write_ktrace(dir.path / "t.ktrace", in);
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+
+  ASSERT_EQ(out.kernels.size(), 2u);
+  const KernelRecord& k = out.kernels[0];  // ordered by start: the gemm first
+  EXPECT_EQ(k.name, "_Z4gemmPKfS0_Pfi");
+  EXPECT_EQ(k.demangled_name, "gemm(float const*, float const*, float*, int)");
+  EXPECT_EQ(k.queued_ns, 900u);
+  EXPECT_EQ(k.submitted_ns, 950u);
+  EXPECT_EQ(k.start_ns, 1000u);
+  EXPECT_EQ(k.end_ns, 5000u);
+  EXPECT_EQ(k.duration_ns(), 4000u);
+  EXPECT_EQ(k.device_id, 0u);
+  EXPECT_EQ(k.context_id, 1u);
+  EXPECT_EQ(k.stream_id, 7u);
+  EXPECT_EQ(k.correlation_id, 42u);
+  EXPECT_EQ(k.grid_x, 128);
+  EXPECT_EQ(k.grid_y, 2);
+  EXPECT_EQ(k.grid_z, 1);
+  EXPECT_EQ(k.block_x, 256);
+  EXPECT_EQ(k.cluster_x, 2u);
+  EXPECT_EQ(k.registers_per_thread, 96u);
+  EXPECT_EQ(k.static_shared_bytes, 16384);
+  EXPECT_EQ(k.dynamic_shared_bytes, 65536);
+  EXPECT_EQ(k.local_memory_per_thread_bytes, 8u);
+  EXPECT_EQ(k.local_memory_total_bytes, 1ull << 33);  // above 32 bits survives
+  EXPECT_EQ(k.graph_id, 3u);
+  EXPECT_EQ(k.graph_node_id, 0xFFFF'0000'0000'0001ull);    // full unsigned 64-bit range
+  EXPECT_EQ(out.kernels[1].demangled_name, "vector_add");  // not mangled: kept as is
+
+  ASSERT_EQ(out.memcpys.size(), 1u);
+  EXPECT_EQ(out.memcpys[0].kind, "HtoD");
+  EXPECT_EQ(out.memcpys[0].src_memory, "pinned");
+  EXPECT_EQ(out.memcpys[0].dst_memory, "device");
+  EXPECT_EQ(out.memcpys[0].bytes, 1u << 20);
+  EXPECT_EQ(out.memcpys[0].correlation_id, 40u);
+  ASSERT_EQ(out.memsets.size(), 1u);
+  EXPECT_EQ(out.memsets[0].value, 0xABu);
+  EXPECT_EQ(out.memsets[0].bytes, 4096u);
+  ASSERT_EQ(out.api_calls.size(), 2u);
+  EXPECT_EQ(out.api_calls[0].api, "runtime");
+  EXPECT_EQ(out.api_calls[0].name, "cudaMemcpyAsync");
+  EXPECT_EQ(out.api_calls[1].name, "cudaLaunchKernel");
+  EXPECT_EQ(out.api_calls[1].thread_id, 4321u);
+  EXPECT_EQ(out.api_calls[1].correlation_id, 42u);
+  ASSERT_EQ(out.syncs.size(), 1u);
+  EXPECT_EQ(out.syncs[0].type, "stream_synchronize");
+  EXPECT_EQ(out.syncs[0].stream_id, 7u);
+  ASSERT_EQ(out.nvtx_ranges.size(), 1u);
+  EXPECT_EQ(out.nvtx_ranges[0].name, "forward");
+  EXPECT_EQ(out.nvtx_ranges[0].end_ns, 9000u);
+  ASSERT_EQ(out.overheads.size(), 1u);
+  EXPECT_EQ(out.overheads[0].kind, "cupti_buffer_flush");
+  ASSERT_EQ(out.drops.size(), 1u);
+  EXPECT_EQ(out.drops[0].count, 5u);
+  EXPECT_EQ(out.metadata.dropped_records, 5u);  // the drops table is the total
+}
+
+TEST(Ktrace, MetadataCarriesIdentityCommandLineAndWindow) {
+  TempDir dir;
+  write_ktrace(dir.path / "t.ktrace", sample_trace());
+  const TraceMetadata m = read_ktrace(dir.path / "t.ktrace").metadata;
+  EXPECT_EQ(m.schema_version, kKtraceSchemaVersion);
+  EXPECT_EQ(m.mode, "default");
+  EXPECT_EQ(m.command_line, (std::vector<std::string>{"python3", "train.py", "--steps", "3"}));
+  EXPECT_EQ(m.pid, 1234);
+  EXPECT_EQ(m.ppid, 1000);
+  EXPECT_TRUE(m.complete);
+  EXPECT_EQ(m.window.delay_s, 1.5);
+  EXPECT_EQ(m.window.range, "nvtx:step");
+  EXPECT_EQ(m.window.sample_one_in, 4u);
+  EXPECT_EQ(m.window.job_id, "job-7");
+  EXPECT_EQ(m.window.max_records, 1000000u);
+  ASSERT_TRUE(m.identity.has_value());
+  ASSERT_EQ(m.identity->devices.size(), 1u);
+  EXPECT_EQ(m.identity->devices[0].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(m.identity->devices[0].cc_major, 9);
+  EXPECT_EQ(m.identity->software.cuda_driver_api, 13000);
+}
+
+// Pins the on-disk shape other modules (report, export) read with SQL.
+TEST(Ktrace, SchemaIsPinned) {
+  TempDir dir;
+  write_ktrace(dir.path / "t.ktrace", sample_trace());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path / "t.ktrace").c_str(), &db), SQLITE_OK);
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sql;
+    std::string v;
+    if (s && sqlite3_step(s) == SQLITE_ROW) {
+      const auto* t = sqlite3_column_text(s, 0);
+      v = t ? reinterpret_cast<const char*>(t) : "";
+    }
+    sqlite3_finalize(s);
+    return v;
+  };
+  EXPECT_EQ(one("PRAGMA user_version"), "1");
+  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "1");
+  EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
+                "type='table' ORDER BY name)"),
+            "api_calls,drops,kernels,memcpys,memsets,metadata,nvtx_ranges,overheads,strings,"
+            "syncs");
+  EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('kernels')"),
+            "id,name_id,demangled_id,queued_ns,submitted_ns,start_ns,end_ns,device_id,"
+            "context_id,stream_id,correlation_id,grid_x,grid_y,grid_z,block_x,block_y,block_z,"
+            "cluster_x,cluster_y,cluster_z,registers_per_thread,static_shared_bytes,"
+            "dynamic_shared_bytes,local_memory_per_thread_bytes,local_memory_total_bytes,"
+            "graph_id,graph_node_id");
+  EXPECT_EQ(one("SELECT group_concat(key, ',') FROM (SELECT key FROM metadata ORDER BY key)"),
+            "capped_records,command_line,complete,dropped_records,finished_at,identity,mode,pid,"
+            "ppid,schema_version,started_at,tracer_version,window");
+  // Interned: two kernels, one memcpy kind etc., each distinct string stored once.
+  EXPECT_EQ(one("SELECT COUNT(*) - COUNT(DISTINCT value) FROM strings"), "0");
+  sqlite3_close(db);
+}
+
+TEST(Ktrace, InternsRepeatedNamesOnce) {
+  TempDir dir;
+  Trace t = sample_trace();
+  for (int i = 0; i < 100; ++i) t.kernels.push_back(t.kernels[0]);
+  write_ktrace(dir.path / "t.ktrace", t);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path / "t.ktrace").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM strings WHERE value LIKE '%gemm%'", -1, &s, nullptr);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 2);  // mangled + demangled
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  EXPECT_EQ(read_ktrace(dir.path / "t.ktrace").kernels.size(), 102u);
+}
+
+TEST(Ktrace, UncommittedRecordsAreLostButTheFileStaysReadable) {
+  TempDir dir;
+  const auto path = dir.path / "cut.ktrace";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A process that dies without closing: one committed batch, one open transaction.
+    Trace t = sample_trace();
+    t.metadata.complete = false;
+    KtraceWriter w(path, t.metadata);
+    w.add(t.kernels[0]);
+    w.commit();
+    w.add(t.kernels[1]);
+    _exit(0);  // no destructor, no commit
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const Trace out = read_ktrace(path);
+  EXPECT_FALSE(out.metadata.complete);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_EQ(out.kernels[0].name, "vector_add");  // the committed one
+}
+
+TEST(Ktrace, CountsWithoutLoadingRecords) {
+  TempDir dir;
+  write_ktrace(dir.path / "t.ktrace", sample_trace());
+  const TraceCounts c = read_ktrace_counts(dir.path / "t.ktrace");
+  EXPECT_EQ(c.kernels, 2u);
+  EXPECT_EQ(c.memcpys, 1u);
+  EXPECT_EQ(c.memsets, 1u);
+  EXPECT_EQ(c.api_calls, 2u);
+  EXPECT_EQ(c.syncs, 1u);
+  EXPECT_EQ(c.nvtx_ranges, 1u);
+  EXPECT_EQ(c.overheads, 1u);
+  EXPECT_EQ(c.metadata.dropped_records, 5u);
+}
+
+TEST(Ktrace, BadFilesGetOneSentence) {
+  TempDir dir;
+  auto expect_sentence = [](const std::filesystem::path& p, const char* needle) {
+    try {
+      read_ktrace(p);
+      ADD_FAILURE() << "expected an error for " << p;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
+      EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      EXPECT_EQ(msg.back(), '.') << msg;
+    }
+  };
+  expect_sentence(dir.path / "missing.ktrace", "does not exist");
+  std::ofstream(dir.path / "text.ktrace") << "hello, not sqlite at all, just some text\n";
+  expect_sentence(dir.path / "text.ktrace", "not a .ktrace");
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open((dir.path / "other.db").c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE x(a)", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  expect_sentence(dir.path / "other.db", "not a .ktrace");
+  {
+    write_ktrace(dir.path / "future.ktrace", sample_trace());
+    sqlite3* db = nullptr;
+    sqlite3_open((dir.path / "future.ktrace").c_str(), &db);
+    sqlite3_exec(db, "UPDATE metadata SET value='99' WHERE key='schema_version'", nullptr, nullptr,
+                 nullptr);
+    sqlite3_close(db);
+  }
+  expect_sentence(dir.path / "future.ktrace", "upgrade ktune");
+}
+
+TEST(Ktrace, Demangles) {
+  EXPECT_EQ(demangle("_Z3addPfi"), "add(float*, int)");
+  EXPECT_EQ(demangle("plain_c_kernel"), "plain_c_kernel");
+  EXPECT_EQ(demangle("_Znot-valid"), "_Znot-valid");
+}
+
+}  // namespace
+}  // namespace ktune::trace
