@@ -1,0 +1,53 @@
+#pragma once
+// One configuration of a kernel, ready to compile and launch: source and flags, launch geometry,
+// arguments, work counts, and the reference it is checked against. Spec-independent plain data:
+// the spec binding (spec_binding.hpp) fills it from a T1 spec and a configuration.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ktune/bench/verify.hpp"
+#include "ktune/cuda/device_utils.hpp"
+
+namespace ktune::bench {
+
+struct KernelArg {
+  enum class Kind { buffer, scalar, constant_memory };
+  enum class Fill { random, constant };
+  std::string name;
+  Kind kind = Kind::buffer;
+  cuda::DType dtype = cuda::DType::f32;
+  std::size_t count = 1;     // elements (buffer, constant memory)
+  Fill fill = Fill::random;  // buffers and constant memory; random is the default: never time zeros
+  double value = 0;          // the constant fill, or the scalar's value
+  bool output = false;       // poisoned before each checked run and compared with the reference
+  std::optional<Tolerance> tolerance;  // per output; default_tolerance(dtype) when empty
+  std::size_t bytes() const { return count * cuda::dtype_bytes(dtype); }
+};
+
+struct KernelLaunch {
+  std::string source;              // CUDA C++
+  std::string program_name;        // for NVRTC logs: "gemv.cu"
+  std::string kernel_name;         // extern "C" name, or a name expression for a template
+  std::vector<std::string> flags;  // NVRTC options, the configuration as -DNAME=VALUE among them
+  std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1}, cluster{1, 1, 1};
+  unsigned dynamic_shared_bytes = 0;
+  bool uses_cluster() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
+};
+
+struct Problem {
+  std::string name;  // kernel or benchmark name, for results
+  nlohmann::json config = nlohmann::json::object();
+  KernelLaunch launch;
+  std::vector<KernelArg> args;  // in kernel-parameter order; constant memory is not a parameter
+  std::optional<KernelLaunch> reference;  // same arguments; empty: results are not verified
+  double flop = 0, bytes = 0;             // per launch
+};
+
+}  // namespace ktune::bench

@@ -1,0 +1,151 @@
+#include "ktune/bench/stop_rule.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+#include "ktune/cuda/nvml.hpp"
+
+namespace ktune::bench {
+
+StopSettings StopSettings::screen() {
+  StopSettings s;
+  s.warmup_samples = 1;
+  s.min_samples = 5;
+  s.min_gpu_time_s = 0.02;
+  s.max_relative_stddev = 0.02;  // 2 %: enough to rank, not to quote
+  s.timeout_s = 0.5;
+  s.screen_margin = 0.10;  // fastest sample 10 % slower than the best median: clearly slower
+  s.min_screen_samples = 3;
+  return s;
+}
+
+void to_json(nlohmann::json& j, const StopSettings& s) {
+  j = {{"warmup_samples", s.warmup_samples}, {"min_samples", s.min_samples},
+       {"min_gpu_time_s", s.min_gpu_time_s}, {"max_relative_stddev", s.max_relative_stddev},
+       {"timeout_s", s.timeout_s},           {"max_samples", s.max_samples},
+       {"screen_margin", s.screen_margin},   {"min_screen_samples", s.min_screen_samples}};
+}
+
+void StopSettings::apply_overrides(std::string_view overrides) {
+  std::size_t pos = 0;
+  while (pos < overrides.size()) {
+    std::size_t end = overrides.find(',', pos);
+    if (end == std::string_view::npos) end = overrides.size();
+    const std::string_view item = overrides.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    const std::string key(item.substr(0, eq));
+    const std::string text(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+    char* rest = nullptr;
+    const double v = std::strtod(text.c_str(), &rest);
+    if (text.empty() || rest != text.c_str() + text.size() || !(v >= 0))
+      throw Error(fmt::format(
+          "stop-rule setting '{}' needs a non-negative number (write it as {}=VALUE).", item, key));
+    const auto count = [&] { return static_cast<std::size_t>(std::llround(v)); };
+    if (key == "warmup_samples")
+      warmup_samples = count();
+    else if (key == "min_samples")
+      min_samples = count();
+    else if (key == "min_gpu_time_s")
+      min_gpu_time_s = v;
+    else if (key == "max_relative_stddev")
+      max_relative_stddev = v;
+    else if (key == "timeout_s")
+      timeout_s = v;
+    else if (key == "max_samples")
+      max_samples = std::max<std::size_t>(1, count());
+    else if (key == "screen_margin")
+      screen_margin = v;
+    else if (key == "min_screen_samples")
+      min_screen_samples = count();
+    else
+      throw Error(fmt::format(
+          "unknown stop-rule setting '{}'; use warmup_samples, min_samples, min_gpu_time_s, "
+          "max_relative_stddev, timeout_s, max_samples, screen_margin or min_screen_samples.",
+          key));
+  }
+}
+
+std::string_view stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::converged:
+      return "converged";
+    case StopReason::timeout:
+      return "timeout";
+    case StopReason::slower_than_best:
+      return "slower_than_best";
+    case StopReason::max_samples:
+      return "max_samples";
+  }
+  return "timeout";
+}
+
+StopRule::StopRule(StopSettings settings, std::optional<double> best_median_ns)
+    : settings_(settings), best_ns_(best_median_ns) {}
+
+double StopRule::noise() const {
+  const std::size_t n = times_ns_.size();
+  if (n < 2 || mean_ == 0) return 0;
+  return std::sqrt(m2_ / static_cast<double>(n - 1)) / mean_;
+}
+
+bool StopRule::timed_out(double wall_elapsed_s) {
+  if (wall_elapsed_s < settings_.timeout_s) return false;
+  reason_ = StopReason::timeout;
+  return true;
+}
+
+bool StopRule::add(const Sample& s, double wall_elapsed_s) {
+  throttle_seen_ |= s.throttle_reasons;
+  if (s.throttle_reasons & cuda::throttle::kSlowdownMask) {
+    ++dropped_;
+  } else {
+    times_ns_.push_back(s.time_ns);
+    clocks_.push_back(s.sm_clock_mhz);
+    gpu_time_ns_ += s.time_ns;
+    fastest_ns_ = times_ns_.size() == 1 ? s.time_ns : std::min(fastest_ns_, s.time_ns);
+    const double delta = s.time_ns - mean_;
+    mean_ += delta / static_cast<double>(times_ns_.size());
+    m2_ += delta * (s.time_ns - mean_);
+  }
+  const std::size_t n = times_ns_.size();
+  if (best_ns_ && settings_.screen_margin > 0 && n >= settings_.min_screen_samples &&
+      fastest_ns_ > *best_ns_ * (1 + settings_.screen_margin)) {
+    reason_ = StopReason::slower_than_best;
+    return true;
+  }
+  if (n + dropped_ >= settings_.max_samples) {
+    reason_ = StopReason::max_samples;
+    return true;
+  }
+  if (n >= settings_.min_samples && gpu_time_s() >= settings_.min_gpu_time_s &&
+      noise() <= settings_.max_relative_stddev) {
+    reason_ = StopReason::converged;
+    return true;
+  }
+  return timed_out(wall_elapsed_s);
+}
+
+double run_until_stopped(Sampler& sampler, StopRule& rule) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (std::size_t i = 0; i < rule.settings().warmup_samples; ++i) {
+    if (elapsed() >= rule.settings().timeout_s) break;
+    sampler.warmup();
+  }
+  // At least one sample, even past the timeout: add() checks the wall clock after each one.
+  while (!rule.add(sampler.sample(), elapsed())) {
+  }
+  return elapsed();
+}
+
+}  // namespace ktune::bench
