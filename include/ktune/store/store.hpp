@@ -11,6 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ktune/store/cache_entry.hpp"
+#include "ktune/store/pack.hpp"
+
 namespace ktune::store {
 
 // One `ktune calibrate` result: this GPU's measured ceilings at the clocks it ran at.
@@ -51,6 +54,35 @@ class Store {
   void put_calibration(const CalibrationRecord& record);
   // The newest calibration of a device, if any.
   std::optional<CalibrationRecord> latest_calibration(const std::string& device_uuid);
+
+  // --- the tuning cache ---
+  // Declares (or replaces) an op's bucket policy and default config; lookups of the op use them.
+  void put_op(const OpSpec& spec);
+  std::optional<OpSpec> get_op(const std::string& op);
+  std::vector<OpSpec> ops();
+
+  // Offers a tuning result. It becomes the winner of its key when the key is empty, when it is
+  // faster beyond both results' noise, when the stored winner was invalidated, or when forced.
+  // The entry's bucket is (re)computed from its shape and the op's policy (exact if none).
+  PutResult put_entry(const CacheEntry& entry, bool force = false);
+
+  // Exact key (all of CacheKey), invalidated entries included.
+  std::optional<CacheEntry> get_entry(const CacheKey& key);
+  std::vector<CacheEntry> list_entries(const EntryFilter& filter = {});
+  // Removes the matching entries; returns how many.
+  std::int64_t remove_entries(const EntryFilter& filter);
+  // Marks matching entries invalid (never handed out again until a new winner replaces them);
+  // with only_stale, only those stale relative to `current`. Returns how many were marked.
+  std::int64_t invalidate(const EntryFilter& filter, const Environment& current, bool only_stale,
+                          const std::string& reason);
+
+  // exact bucket on this device -> nearest bucket of the op on this arch -> the op's default.
+  LookupResult lookup(const LookupQuery& query);
+
+  // Writes every entry and op spec of `pack` in one transaction after validating all of it;
+  // entries go through the winner rule unless forced. Nothing is written if any part is bad.
+  ImportResult import_pack(const Pack& pack, bool force = false);
+  Pack export_pack(const EntryFilter& filter);
 
  private:
   std::unique_ptr<detail::Backend> db_;

@@ -1,0 +1,170 @@
+#include "ktune/store/bucket.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::store {
+namespace {
+
+const DimRule kExact{};
+
+const char* kind_name(BucketKind k) {
+  switch (k) {
+    case BucketKind::exact:
+      return "exact";
+    case BucketKind::pow2:
+      return "pow2";
+    case BucketKind::multiple:
+      return "multiple";
+    case BucketKind::ranges:
+      return "ranges";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void validate(const BucketPolicy& policy, const std::string& where) {
+  for (std::size_t d = 0; d < policy.dims.size(); ++d) {
+    const DimRule& r = policy.dims[d];
+    if (r.kind == BucketKind::multiple && r.multiple <= 0)
+      throw Error(
+          fmt::format("{}: bucket rule of dimension {} is 'multiple' but its multiple is "
+                      "{}; give a positive \"multiple\".",
+                      where, d, r.multiple));
+    if (r.kind == BucketKind::ranges) {
+      if (r.bounds.empty())
+        throw Error(
+            fmt::format("{}: bucket rule of dimension {} is 'ranges' with no bounds; give "
+                        "ascending positive \"bounds\".",
+                        where, d));
+      for (std::size_t i = 0; i < r.bounds.size(); ++i)
+        if (r.bounds[i] <= 0 || (i > 0 && r.bounds[i] <= r.bounds[i - 1]))
+          throw Error(
+              fmt::format("{}: bucket bounds of dimension {} must be positive and "
+                          "strictly ascending, but bound {} is {}.",
+                          where, d, i, r.bounds[i]));
+    }
+  }
+}
+
+void validate_shape(std::span<const std::int64_t> shape, const std::string& where) {
+  if (shape.empty())
+    throw Error(fmt::format("{}: the shape is empty; give at least one dimension.", where));
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] <= 0)
+      throw Error(fmt::format("{}: dimension {} of shape {} is {}; sizes must be positive.", where,
+                              d, shape_name(shape), shape[d]));
+}
+
+const DimRule& rule_for(const BucketPolicy& policy, std::size_t dim) {
+  if (policy.dims.empty()) return kExact;
+  if (policy.dims.size() == 1) return policy.dims[0];
+  return dim < policy.dims.size() ? policy.dims[dim] : kExact;
+}
+
+DimRange bucket_dim(const DimRule& rule, std::int64_t size) {
+  switch (rule.kind) {
+    case BucketKind::exact:
+      return {size, size};
+    case BucketKind::pow2: {
+      std::int64_t hi = 1;
+      while (hi < size) hi <<= 1;
+      return {hi == 1 ? 1 : hi / 2 + 1, hi};
+    }
+    case BucketKind::multiple: {
+      const std::int64_t hi = (size + rule.multiple - 1) / rule.multiple * rule.multiple;
+      return {hi - rule.multiple + 1, hi};
+    }
+    case BucketKind::ranges: {
+      std::int64_t lo = 1;
+      for (std::int64_t b : rule.bounds) {
+        if (size <= b) return {lo, b};
+        lo = b + 1;
+      }
+      return {lo, kUnbounded};
+    }
+  }
+  return {size, size};
+}
+
+std::vector<DimRange> bucket_of(const BucketPolicy& policy, std::span<const std::int64_t> shape) {
+  std::vector<DimRange> out(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) out[d] = bucket_dim(rule_for(policy, d), shape[d]);
+  return out;
+}
+
+std::string bucket_name(std::span<const DimRange> ranges) {
+  std::string out;
+  for (std::size_t d = 0; d < ranges.size(); ++d) {
+    if (d) out += 'x';
+    const DimRange& r = ranges[d];
+    if (r.lo == r.hi)
+      out += std::to_string(r.lo);
+    else if (r.hi == kUnbounded)
+      out += fmt::format("{}-inf", r.lo);
+    else
+      out += fmt::format("{}-{}", r.lo, r.hi);
+  }
+  return out;
+}
+
+std::string shape_name(std::span<const std::int64_t> shape) {
+  return fmt::format("{}", fmt::join(shape, "x"));
+}
+
+double shape_distance(std::span<const std::int64_t> a, std::span<const std::int64_t> b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    d += std::fabs(std::log2(static_cast<double>(a[i])) - std::log2(static_cast<double>(b[i])));
+  return d;
+}
+
+void to_json(nlohmann::json& j, const BucketPolicy& p) {
+  j = nlohmann::json{{"dims", nlohmann::json::array()}};
+  for (const DimRule& r : p.dims) {
+    nlohmann::json d{{"kind", kind_name(r.kind)}};
+    if (r.kind == BucketKind::multiple) d["multiple"] = r.multiple;
+    if (r.kind == BucketKind::ranges) d["bounds"] = r.bounds;
+    j["dims"].push_back(std::move(d));
+  }
+}
+
+void from_json(const nlohmann::json& j, BucketPolicy& p) {
+  p.dims.clear();
+  if (!j.is_object() || !j.contains("dims") || !j["dims"].is_array())
+    throw Error("a bucket policy must be an object with a \"dims\" array of rules.");
+  for (const auto& d : j["dims"]) {
+    DimRule r;
+    const std::string kind = d.is_object() ? d.value("kind", "") : "";
+    if (kind == "exact")
+      r.kind = BucketKind::exact;
+    else if (kind == "pow2")
+      r.kind = BucketKind::pow2;
+    else if (kind == "multiple") {
+      r.kind = BucketKind::multiple;
+      if (!d.contains("multiple") || !d["multiple"].is_number_integer())
+        throw Error("a 'multiple' bucket rule needs an integer \"multiple\".");
+      r.multiple = d["multiple"].get<std::int64_t>();
+    } else if (kind == "ranges") {
+      r.kind = BucketKind::ranges;
+      if (!d.contains("bounds") || !d["bounds"].is_array())
+        throw Error("a 'ranges' bucket rule needs a \"bounds\" array of integers.");
+      for (const auto& b : d["bounds"]) {
+        if (!b.is_number_integer())
+          throw Error("a 'ranges' bucket rule's \"bounds\" must all be integers.");
+        r.bounds.push_back(b.get<std::int64_t>());
+      }
+    } else {
+      throw Error(
+          fmt::format("unknown bucket rule kind '{}'; use exact, pow2, multiple or ranges.", kind));
+    }
+    p.dims.push_back(std::move(r));
+  }
+}
+
+}  // namespace ktune::store

@@ -1,0 +1,69 @@
+#include "ktune/store/bucket.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::store {
+namespace {
+
+std::string name_of(const BucketPolicy& p, std::vector<std::int64_t> shape) {
+  return bucket_name(bucket_of(p, shape));
+}
+
+TEST(Bucket, ExactIsTheDefault) {
+  EXPECT_EQ(name_of({}, {4096, 4096, 1000}), "4096x4096x1000");
+}
+
+TEST(Bucket, PowerOfTwoCoversTheOctaveBelow) {
+  BucketPolicy p{{DimRule{BucketKind::pow2}}};
+  EXPECT_EQ(name_of(p, {1}), "1");
+  EXPECT_EQ(name_of(p, {2}), "2");
+  EXPECT_EQ(name_of(p, {3}), "3-4");
+  EXPECT_EQ(name_of(p, {4096}), "2049-4096");
+  EXPECT_EQ(name_of(p, {4097, 17}), "4097-8192x17-32");  // one rule applies to every dim
+}
+
+TEST(Bucket, MultiplePadsUp) {
+  BucketPolicy p{{DimRule{BucketKind::multiple, 128}, DimRule{}}};
+  EXPECT_EQ(name_of(p, {1, 7}), "1-128x7");
+  EXPECT_EQ(name_of(p, {128, 7}), "1-128x7");
+  EXPECT_EQ(name_of(p, {129, 7}), "129-256x7");
+  EXPECT_EQ(name_of(p, {129, 7, 9}), "129-256x7x9");  // undeclared dims are exact
+}
+
+TEST(Bucket, ExplicitRangesWithAnOpenTop) {
+  BucketPolicy p{{DimRule{BucketKind::ranges, 0, {256, 1024}}}};
+  EXPECT_EQ(name_of(p, {1}), "1-256");
+  EXPECT_EQ(name_of(p, {256}), "1-256");
+  EXPECT_EQ(name_of(p, {257}), "257-1024");
+  EXPECT_EQ(name_of(p, {1025}), "1025-inf");
+}
+
+TEST(Bucket, PolicyJsonRoundTripsAndRejectsNonsense) {
+  BucketPolicy p{{DimRule{BucketKind::pow2}, DimRule{BucketKind::multiple, 64},
+                  DimRule{BucketKind::ranges, 0, {8, 16}}}};
+  const nlohmann::json j = p;
+  EXPECT_EQ(j.dump(), R"({"dims":[{"kind":"pow2"},{"kind":"multiple","multiple":64},)"
+                      R"({"bounds":[8,16],"kind":"ranges"}]})");
+  EXPECT_EQ(nlohmann::json(j.get<BucketPolicy>()), j);
+  EXPECT_THROW(nlohmann::json::parse(R"({"dims":[{"kind":"log"}]})").get<BucketPolicy>(), Error);
+  EXPECT_THROW(validate(BucketPolicy{{DimRule{BucketKind::multiple, 0}}}, "spec"), Error);
+  EXPECT_THROW(validate(BucketPolicy{{DimRule{BucketKind::ranges, 0, {16, 8}}}}, "spec"), Error);
+}
+
+TEST(Bucket, DistanceIsInOctaves) {
+  const std::vector<std::int64_t> a{1024, 64}, b{4096, 32};
+  EXPECT_DOUBLE_EQ(shape_distance(a, b), 3.0);
+  EXPECT_DOUBLE_EQ(shape_distance(a, a), 0.0);
+}
+
+TEST(Bucket, ShapesMustBePositive) {
+  EXPECT_THROW(validate_shape(std::vector<std::int64_t>{}, "q"), Error);
+  EXPECT_THROW(validate_shape(std::vector<std::int64_t>{4, -1}, "q"), Error);
+  EXPECT_NO_THROW(validate_shape(std::vector<std::int64_t>{4, 1}, "q"));
+}
+
+}  // namespace
+}  // namespace ktune::store
