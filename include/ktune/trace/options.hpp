@@ -1,0 +1,65 @@
+#pragma once
+// The tracer's options. `ktune profile` parses its flags into TracerOptions and hands them to the
+// injected library as environment variables (the only channel into a process it does not own);
+// the library reads them back with options_from_env. Each flag's variable is listed once, in
+// tracer_env_vars() and docs/configuration.md.
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ktune/trace/ktrace.hpp"
+
+namespace ktune::trace {
+
+struct TracerOptions {
+  std::filesystem::path output = "ktune.ktrace";  // the root process's trace
+  bool kernels_only = false;                      // the lighter mode: kernel records only
+  TraceWindow window;
+  std::uint32_t flush_period_ms = 1000;  // CUPTI hands over buffers at least this often
+  std::uint32_t buffer_mib = 8;          // size of each activity buffer
+  std::int64_t root_pid = 0;  // the process ktune profile started; 0: this process is the root
+};
+
+struct EnvVar {
+  const char* name;
+  const char* flag;  // ktune profile's flag for it, "" for internal variables
+  const char* meaning;
+};
+
+// Every environment variable the tracer reads, in one list.
+const std::vector<EnvVar>& tracer_env_vars();
+
+using GetEnv = std::function<const char*(const char*)>;
+
+// Reads the options; a malformed value throws ktune::Error naming the variable and the fix.
+TracerOptions options_from_env(const GetEnv& get = [](const char* n) { return std::getenv(n); });
+
+// The (name, value) pairs that options_from_env reads back to `o`.
+std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOptions& o);
+
+// Validates a --range value: "", "profiler" or "nvtx:NAME"; throws ktune::Error otherwise.
+void check_range(const std::string& range);
+
+// Whether this process is one of the 1 in window.sample_one_in that are traced. Deterministic in
+// (job_id, process_key): the same job traces the same ranks on every run.
+bool sampled_in(const TraceWindow& window, std::string_view process_key);
+
+// The sampling key of this process: its rank as a launcher names it (RANK, LOCAL_RANK,
+// SLURM_PROCID, OMPI_COMM_WORLD_RANK), else its pid.
+std::string process_key(const GetEnv& get = [](const char* n) { return std::getenv(n); });
+
+// OUT.ktrace for the root process, OUT.<pid>.ktrace for every other traced process.
+std::filesystem::path trace_path(const std::filesystem::path& output, std::int64_t root_pid,
+                                 std::int64_t pid);
+
+// The host-side calls worth a record: launches, copies, memsets, synchronizations, profiler
+// start/stop. The tracer enables API activity for these callback names only, which keeps the
+// cost per CUDA call low and the file small.
+bool is_traced_api(std::string_view name);
+
+}  // namespace ktune::trace

@@ -1,0 +1,632 @@
+// libktune_tracer.so: loaded by the CUDA driver through CUDA_INJECTION64_PATH, which calls
+// InitializeInjection once per process at cuInit. Contract with the host program: never throw,
+// never crash, never hang it. Every entry point (InitializeInjection, CUPTI callbacks, the
+// atexit and signal handlers, the writer thread) catches everything; a failure prints one line on
+// stderr and leaves the program running untraced.
+//
+// Hot path: CUPTI fills activity buffers from a pool; the buffer-completed callback only queues
+// the buffer. One writer thread decodes, demangles and inserts in one transaction per batch, then
+// recycles the buffer. No callbacks are enabled unless a capture range needs them.
+#include <cupti.h>
+#include <dlfcn.h>
+#include <generated_nvtx_meta.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "decode.hpp"
+#include "ktune/core/identity.hpp"
+#include "ktune/core/version.hpp"
+#include "ktune/trace/ktrace.hpp"
+#include "ktune/trace/options.hpp"
+
+namespace ktune::trace {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void say(const std::string& line) {
+  std::fprintf(stderr, "ktune tracer [pid %d]: %s\n", static_cast<int>(::getpid()), line.c_str());
+}
+
+bool cupti_ok(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return true;
+  const char* name = nullptr;
+  cuptiGetResultString(r, &name);
+  say(std::string(what) + " failed: " + (name ? name : "unknown CUPTI error"));
+  return false;
+}
+
+std::vector<std::string> own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string arg; std::getline(in, arg, '\0');) out.push_back(arg);
+  return out;
+}
+
+std::int64_t parent_pid() {
+  return ::getppid();
+}
+
+// The identity block from the driver already loaded in this process (never loaded or linked by
+// the tracer itself). Called on the writer thread once CUDA is up; anything missing stays empty.
+std::optional<Identity> driver_identity() {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return std::nullopt;
+#define KTUNE_SYM(fn) auto p_##fn = reinterpret_cast<decltype(&::fn)>(::dlsym(lib, #fn))
+  KTUNE_SYM(cuDriverGetVersion);
+  KTUNE_SYM(cuDeviceGetCount);
+  KTUNE_SYM(cuDeviceGet);
+  KTUNE_SYM(cuDeviceGetName);
+  KTUNE_SYM(cuDeviceGetAttribute);
+  KTUNE_SYM(cuDeviceGetPCIBusId);
+  KTUNE_SYM(cuDeviceGetUuid);
+#undef KTUNE_SYM
+  // cuda.h maps cuDeviceTotalMem to its _v2 symbol.
+  auto p_total =
+      reinterpret_cast<CUresult (*)(size_t*, CUdevice)>(::dlsym(lib, "cuDeviceTotalMem_v2"));
+  Identity id;
+  id.host = host_identity();
+  id.captured_at = utc_now_iso8601();
+  id.software.ktune_version = version();
+  id.software.ktune_commit = git_commit();
+  int count = 0;
+  if (!p_cuDeviceGetCount || p_cuDeviceGetCount(&count) != CUDA_SUCCESS) {
+    ::dlclose(lib);
+    return id;
+  }
+  if (p_cuDriverGetVersion) p_cuDriverGetVersion(&id.software.cuda_driver_api);
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    if (!p_cuDeviceGet || p_cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
+    DeviceIdentity d;
+    d.ordinal = i;
+    char buf[256] = {};
+    if (p_cuDeviceGetName && p_cuDeviceGetName(buf, sizeof buf, dev) == CUDA_SUCCESS) d.name = buf;
+    auto attr = [&](CUdevice_attribute a) {
+      int v = 0;
+      if (p_cuDeviceGetAttribute) p_cuDeviceGetAttribute(&v, a, dev);
+      return v;
+    };
+    d.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    d.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    d.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    d.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+    d.memory_bus_width_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    d.sm_clock_max_mhz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000;
+    d.mem_clock_max_mhz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) / 1000;
+    size_t total = 0;
+    if (p_total && p_total(&total, dev) == CUDA_SUCCESS)
+      d.memory_bytes = static_cast<std::int64_t>(total);
+    char pci[32] = {};
+    if (p_cuDeviceGetPCIBusId && p_cuDeviceGetPCIBusId(pci, sizeof pci, dev) == CUDA_SUCCESS)
+      d.pci_bus_id = pci;
+    CUuuid uuid{};
+    if (p_cuDeviceGetUuid && p_cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) {
+      const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+      char u[64];
+      std::snprintf(u, sizeof u,
+                    "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                    b[13], b[14], b[15]);
+      d.uuid = u;
+    }
+    id.devices.push_back(std::move(d));
+  }
+  ::dlclose(lib);
+  return id;
+}
+
+struct Completed {
+  std::uint8_t* data;
+  std::size_t valid_bytes;
+  std::uint32_t context_id, stream_id;
+  std::size_t dropped;
+};
+
+class Tracer {
+ public:
+  explicit Tracer(TracerOptions o) : opts_(std::move(o)) {}
+
+  bool start();
+  void stop();  // flush everything and close the trace; idempotent
+
+  // CUPTI buffer callbacks (any thread, never blocking on the writer).
+  void request_buffer(std::uint8_t** buffer, std::size_t* size);
+  void complete_buffer(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
+                       std::size_t valid);
+
+  void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void request_signal_flush(bool final_flush) {
+    signal_flush_.store(final_flush ? 2 : 1, std::memory_order_relaxed);
+  }
+  bool finished() const { return finished_.load(); }
+  std::thread::id writer_id() const { return writer_id_; }
+  void disown_after_fork() { forked_ = true; }
+
+ private:
+  void set_capturing(bool on);
+  void writer_loop();
+  void drain(KtraceWriter* writer);
+  void finish(KtraceWriter* writer);
+
+  TracerOptions opts_;
+  TraceMetadata meta_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<std::uint32_t> runtime_cbids_, driver_cbids_;
+
+  std::mutex pool_mu_;
+  std::vector<std::uint8_t*> pool_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Completed> queue_;
+  bool stopping_ = false;
+
+  std::mutex capture_mu_;
+  bool capturing_ = false;
+  bool capped_ = false;
+  std::atomic<int> nvtx_open_{0};
+
+  std::thread writer_;
+  std::thread::id writer_id_;
+  std::atomic<bool> finished_{false};
+  std::atomic<int> signal_flush_{0};  // 1: commit now, 2: close the trace
+  bool forked_ = false;
+  std::once_flag stop_once_;
+
+  std::uint64_t records_ = 0, capped_records_ = 0, dropped_ = 0;
+  bool identity_done_ = false;
+  bool failed_ = false;
+};
+
+Tracer* g_tracer = nullptr;  // leaked on purpose: alive until the process is gone
+
+void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                  std::size_t* max_records) {
+  *max_records = 0;
+  *buffer = nullptr;
+  *size = 0;
+  try {
+    if (g_tracer) g_tracer->request_buffer(buffer, size);
+  } catch (...) {
+    *buffer = nullptr;  // CUPTI counts the records it cannot store as dropped
+  }
+}
+
+void CUPTIAPI on_buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
+                                  std::size_t /*size*/, std::size_t valid) {
+  try {
+    if (g_tracer) g_tracer->complete_buffer(ctx, stream, buffer, valid);
+  } catch (...) {
+  }
+}
+
+void CUPTIAPI on_cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
+                                CUpti_CallbackId cbid, const void* data) {
+  try {
+    if (g_tracer) g_tracer->on_callback(domain, cbid, data);
+  } catch (...) {
+  }
+}
+
+void Tracer::request_buffer(std::uint8_t** buffer, std::size_t* size) {
+  const std::size_t bytes = std::size_t{opts_.buffer_mib} << 20;
+  std::uint8_t* b = nullptr;
+  {
+    std::lock_guard lock(pool_mu_);
+    if (!pool_.empty()) {
+      b = pool_.back();
+      pool_.pop_back();
+    }
+  }
+  if (!b) b = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
+  *buffer = b;
+  *size = b ? bytes : 0;
+}
+
+void Tracer::complete_buffer(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
+                             std::size_t valid) {
+  std::size_t dropped = 0;
+  std::uint32_t ctx_id = 0;
+  if (ctx) {
+    cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
+    cuptiGetContextId(ctx, &ctx_id);
+  }
+  {
+    std::lock_guard lock(queue_mu_);
+    queue_.push_back({buffer, valid, ctx_id, stream, dropped});
+  }
+  queue_cv_.notify_one();
+}
+
+void Tracer::set_capturing(bool on) {
+  std::lock_guard lock(capture_mu_);
+  if (on && capped_) return;
+  if (on == capturing_) return;
+  capturing_ = on;
+  auto kind = [&](CUpti_ActivityKind k, const char* what) {
+    cupti_ok(on ? cuptiActivityEnable(k) : cuptiActivityDisable(k), what);
+  };
+  kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "enabling kernel records");
+  if (opts_.kernels_only) return;
+  kind(CUPTI_ACTIVITY_KIND_MEMCPY, "enabling memcpy records");
+  kind(CUPTI_ACTIVITY_KIND_MEMSET, "enabling memset records");
+  kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "enabling synchronization records");
+  kind(CUPTI_ACTIVITY_KIND_MARKER, "enabling NVTX records");
+  kind(CUPTI_ACTIVITY_KIND_OVERHEAD, "enabling overhead records");
+  for (auto cbid : runtime_cbids_) cuptiActivityEnableRuntimeApi(cbid, on);
+  for (auto cbid : driver_cbids_) cuptiActivityEnableDriverApi(cbid, on);
+}
+
+void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    const bool start = domain == CUPTI_CB_DOMAIN_RUNTIME_API
+                           ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                           : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+    // Capture opens once Start has returned and closes as Stop is entered.
+    if (start && info->callbackSite == CUPTI_API_EXIT) set_capturing(true);
+    if (!start && info->callbackSite == CUPTI_API_ENTER) set_capturing(false);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_NVTX) return;
+  // Push/pop ranges only; a thread's stack records which of its open ranges is the named one.
+  thread_local std::vector<bool> stack;
+  const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
+  const std::string_view wanted = std::string_view(opts_.window.range).substr(5);
+  auto message_of = [](const nvtxEventAttributes_t* a) -> std::string_view {
+    if (a && a->messageType == NVTX_MESSAGE_TYPE_ASCII && a->message.ascii) return a->message.ascii;
+    return {};
+  };
+  std::string_view message;
+  bool push = true;
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA: {
+      const char* m = static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message;
+      message = m ? m : "";
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      message =
+          message_of(static_cast<const nvtxRangePushEx_params*>(nvtx->functionParams)->eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+      message = message_of(
+          static_cast<const nvtxDomainRangePushEx_params*>(nvtx->functionParams)->core.eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+      push = false;
+      break;
+    default:
+      return;
+  }
+  if (push) {
+    const bool match = message == wanted;
+    stack.push_back(match);
+    if (match && nvtx_open_.fetch_add(1) == 0) set_capturing(true);
+  } else if (!stack.empty()) {
+    const bool match = stack.back();
+    stack.pop_back();
+    if (match && nvtx_open_.fetch_sub(1) == 1) set_capturing(false);
+  }
+}
+
+bool Tracer::start() {
+  meta_.mode = opts_.kernels_only ? "kernels" : "default";
+  meta_.command_line = own_command_line();
+  meta_.pid = ::getpid();
+  meta_.ppid = parent_pid();
+  meta_.started_at = utc_now_iso8601();
+  meta_.window = opts_.window;
+  meta_.tracer_version = std::string(version()) + " (" + git_commit() + ")";
+
+  // Subscribing enables no callback; it claims CUPTI, so another profiler is detected here.
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "ktune tracer";
+  char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  params.oldSubscriberName = other;
+  params.oldSubscriberSize = sizeof other - 1;
+  const CUptiResult sub = cuptiSubscribe_v2(&subscriber_, on_cupti_callback, nullptr, &params);
+  if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    say(std::string("another profiler already holds CUPTI (") + (other[0] ? other : "unnamed") +
+        "); this process runs untraced.");
+    return false;
+  }
+  if (!cupti_ok(sub, "cuptiSubscribe")) return false;
+  if (!cupti_ok(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
+                "cuptiActivityRegisterCallbacks"))
+    return false;
+
+  if (!opts_.kernels_only) {
+    for (std::uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name &&
+          is_traced_api(name))
+        runtime_cbids_.push_back(cbid);
+    }
+    for (std::uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name &&
+          is_traced_api(name))
+        driver_cbids_.push_back(cbid);
+    }
+  }
+  const std::string& range = opts_.window.range;
+  if (range == "profiler") {
+    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000),
+             "enabling the cudaProfilerStart callback");
+    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000),
+             "enabling the cudaProfilerStop callback");
+    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                                 CUPTI_DRIVER_TRACE_CBID_cuProfilerStart),
+             "enabling the cuProfilerStart callback");
+    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                                 CUPTI_DRIVER_TRACE_CBID_cuProfilerStop),
+             "enabling the cuProfilerStop callback");
+  } else if (range.rfind("nvtx:", 0) == 0) {
+    cupti_ok(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "enabling NVTX callbacks");
+  }
+  cuptiActivityFlushPeriod(opts_.flush_period_ms);
+
+  writer_ = std::thread([this] { writer_loop(); });
+  writer_id_ = writer_.get_id();
+  if (opts_.window.delay_s <= 0 && range.empty()) set_capturing(true);
+  return true;
+}
+
+void Tracer::drain(KtraceWriter* writer) {
+  std::deque<Completed> batch;
+  {
+    std::lock_guard lock(queue_mu_);
+    batch.swap(queue_);
+  }
+  if (batch.empty()) return;
+  static ActivityDecoder decoder([](std::string_view api, std::uint32_t cbid) {
+    const char* name = nullptr;
+    cuptiGetCallbackName(
+        api == "runtime" ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
+    return std::string(name ? name : "");
+  });
+  Trace records;
+  for (const Completed& c : batch) {
+    CUpti_Activity* rec = nullptr;
+    while (c.valid_bytes > 0 &&
+           cuptiActivityGetNextRecord(c.data, c.valid_bytes, &rec) == CUPTI_SUCCESS) {
+      if (opts_.window.max_records && records_ >= opts_.window.max_records) {
+        ++capped_records_;
+        continue;
+      }
+      if (decoder.decode(*rec, records)) ++records_;
+    }
+    if (c.dropped) {
+      records.drops.push_back({c.context_id, c.stream_id, c.dropped});
+      dropped_ += c.dropped;
+    }
+    std::lock_guard lock(pool_mu_);
+    pool_.push_back(c.data);
+  }
+  if (opts_.window.max_records && records_ >= opts_.window.max_records && !capped_) {
+    set_capturing(false);  // the cap is reached: stop paying for records nobody keeps
+    std::lock_guard lock(capture_mu_);
+    capped_ = true;
+  }
+  if (writer && !failed_) {
+    try {
+      writer->add_records(records);
+      if (!identity_done_ && !records.kernels.empty()) {
+        identity_done_ = true;
+        meta_.identity = driver_identity();
+        writer->write_metadata(meta_);
+      }
+      writer->commit();
+    } catch (const std::exception& e) {
+      failed_ = true;
+      say(std::string("stopped writing the trace: ") + e.what());
+    }
+  }
+}
+
+void Tracer::finish(KtraceWriter* writer) {
+  if (!writer || failed_) return;
+  try {
+    if (!identity_done_) meta_.identity = driver_identity();
+    meta_.finished_at = utc_now_iso8601();
+    meta_.complete = true;
+    meta_.dropped_records = dropped_;
+    meta_.capped_records = capped_records_;
+    writer->write_metadata(meta_);
+    writer->commit();
+  } catch (const std::exception& e) {
+    say(std::string("could not close the trace: ") + e.what());
+  }
+}
+
+void Tracer::writer_loop() {
+  // Signals go to the program's threads, never to this one.
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  std::unique_ptr<KtraceWriter> writer;
+  const auto path = trace_path(opts_.output, opts_.root_pid, ::getpid());
+  try {
+    writer = std::make_unique<KtraceWriter>(path, meta_);
+  } catch (const std::exception& e) {
+    failed_ = true;
+    say(std::string(e.what()) + " This process runs untraced.");
+  }
+  const auto t0 = Clock::now();
+  const auto begin = t0 + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(opts_.window.delay_s));
+  bool begun = opts_.window.delay_s <= 0, ended = false;
+  for (;;) {
+    bool stopping;
+    {
+      std::unique_lock lock(queue_mu_);
+      queue_cv_.wait_for(lock, std::chrono::milliseconds(50),
+                         [&] { return stopping_ || !queue_.empty(); });
+      stopping = stopping_;
+    }
+    const auto now = Clock::now();
+    if (!begun && now >= begin && opts_.window.range.empty()) {
+      begun = true;
+      set_capturing(true);
+    }
+    if (begun && !ended && opts_.window.duration_s > 0 &&
+        now >= begin + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(opts_.window.duration_s))) {
+      ended = true;
+      set_capturing(false);
+      cuptiActivityFlushAll(0);
+    }
+    if (const int sig = signal_flush_.exchange(0)) {
+      cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      drain(writer.get());
+      if (sig == 2) {
+        finish(writer.get());
+        finished_ = true;
+      }
+    }
+    drain(writer.get());
+    if (stopping) break;
+  }
+  drain(writer.get());
+  finish(writer.get());
+  writer.reset();
+  finished_ = true;
+}
+
+void Tracer::stop() {
+  std::call_once(stop_once_, [this] {
+    if (forked_ || !writer_.joinable()) return;
+    set_capturing(false);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    {
+      std::lock_guard lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_one();
+    // Never hang the exiting program on a stuck disk: give the writer 10 s, then leave.
+    for (int i = 0; i < 1000 && !finished_; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (finished_)
+      writer_.join();
+    else
+      writer_.detach();
+    if (dropped_ > 0)
+      say(std::to_string(dropped_) +
+          " activity records were dropped (CUPTI buffers full); raise KTUNE_TRACE_BUFFER_MB.");
+    if (capped_records_ > 0)
+      say(std::to_string(capped_records_) + " records were not written: the cap of " +
+          std::to_string(opts_.window.max_records) + " records was reached.");
+  });
+}
+
+struct sigaction g_old_int, g_old_term;
+
+void on_signal(int sig, siginfo_t* info, void* ctx) {
+  struct sigaction& old = sig == SIGINT ? g_old_int : g_old_term;
+  const bool program_handles = (old.sa_flags & SA_SIGINFO)
+                                   ? old.sa_sigaction != nullptr
+                                   : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN);
+  if (g_tracer && !g_tracer->finished() && std::this_thread::get_id() != g_tracer->writer_id()) {
+    // The program survives its own handler (Python's KeyboardInterrupt): commit what we have and
+    // let atexit close the trace. Otherwise the default action kills it: close the trace first.
+    g_tracer->request_signal_flush(!program_handles);
+    if (!program_handles) {
+      const timespec tick{0, 10'000'000};
+      for (int i = 0; i < 300 && !g_tracer->finished(); ++i) ::nanosleep(&tick, nullptr);
+    }
+  }
+  if (program_handles) {
+    if (old.sa_flags & SA_SIGINFO)
+      old.sa_sigaction(sig, info, ctx);
+    else
+      old.sa_handler(sig);
+    return;
+  }
+  if (old.sa_handler == SIG_IGN) return;
+  ::sigaction(sig, &old, nullptr);
+  ::raise(sig);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &g_old_int);
+  ::sigaction(SIGTERM, &sa, &g_old_term);
+}
+
+// NVTX reaches CUPTI only through NVTX's own injection variable; point it at the libcupti this
+// library already loaded, unless the user set it.
+void route_nvtx_to_cupti() {
+  if (std::getenv("NVTX_INJECTION64_PATH")) return;
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&cuptiActivityEnable), &info) && info.dli_fname)
+    ::setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+}
+
+int initialize() {
+  static std::atomic<bool> once{false};
+  if (once.exchange(true)) return 1;
+  TracerOptions opts;
+  try {
+    opts = options_from_env();
+  } catch (const std::exception& e) {
+    say(std::string(e.what()) + " This process runs untraced.");
+    return 1;
+  }
+  if (!sampled_in(opts.window, process_key())) return 1;
+  if (!opts.kernels_only || opts.window.range.rfind("nvtx:", 0) == 0) route_nvtx_to_cupti();
+  auto* tracer = new Tracer(std::move(opts));
+  g_tracer = tracer;
+  if (!tracer->start()) {
+    g_tracer = nullptr;  // leaked: CUPTI may still hold callbacks into it
+    return 1;
+  }
+  install_signal_handlers();
+  pthread_atfork(nullptr, nullptr, [] {
+    if (g_tracer) g_tracer->disown_after_fork();
+    g_tracer = nullptr;  // a forked child has no writer thread; it runs untraced
+  });
+  std::atexit([] {
+    try {
+      if (g_tracer) g_tracer->stop();
+    } catch (...) {
+    }
+  });
+  return 1;
+}
+
+}  // namespace
+}  // namespace ktune::trace
+
+// The one exported symbol. The driver calls it at cuInit; the return value is ignored by CUDA
+// (1 by convention for success). It never throws.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  try {
+    return ktune::trace::initialize();
+  } catch (...) {
+    return 1;
+  }
+}

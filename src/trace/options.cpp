@@ -1,0 +1,155 @@
+#include "ktune/trace/options.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::trace {
+namespace {
+
+// clang-format off
+const std::vector<EnvVar> kEnvVars = {
+    {"KTUNE_TRACE_OUTPUT", "--output", "path of the root process's trace; children write OUT.<pid>.ktrace (default ktune.ktrace)"},
+    {"KTUNE_TRACE_MODE", "--kernels-only", "'default' (kernels, copies, memsets, API calls, syncs, NVTX, overhead) or 'kernels'"},
+    {"KTUNE_TRACE_DELAY_S", "--delay", "seconds after start-up before capture begins (default 0)"},
+    {"KTUNE_TRACE_DURATION_S", "--duration", "seconds of capture, then stop; 0: until exit (default 0)"},
+    {"KTUNE_TRACE_RANGE", "--range", "capture only inside cudaProfilerStart/Stop ('profiler') or an NVTX range ('nvtx:NAME')"},
+    {"KTUNE_TRACE_SAMPLE", "--sample", "trace 1 in N processes, chosen by job id and rank (default 1)"},
+    {"KTUNE_TRACE_JOB_ID", "--job-id", "sampling key shared by a job's processes (default: SLURM_JOB_ID, else none)"},
+    {"KTUNE_TRACE_MAX_RECORDS", "--max-records", "stop writing after this many records, counting the rest (default 0: no cap)"},
+    {"KTUNE_TRACE_FLUSH_MS", "--flush-ms", "period of CUPTI buffer flushes and trace commits in ms (default 1000)"},
+    {"KTUNE_TRACE_BUFFER_MB", "--buffer-mb", "size of each CUPTI activity buffer in MiB (default 8)"},
+    {"KTUNE_TRACE_ROOT_PID", "", "set by ktune profile: the pid whose trace is OUT.ktrace"},
+};
+// clang-format on
+
+template <class T>
+T parse_number(const GetEnv& get, const char* name, T fallback, T min, const char* what) {
+  const char* v = get(name);
+  if (!v || !*v) return fallback;
+  T out{};
+  const std::string_view s(v);
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec != std::errc() || ptr != s.data() + s.size() || out < min ||
+      (std::is_floating_point_v<T> && !std::isfinite(static_cast<double>(out))))
+    throw Error(fmt::format("{}='{}' is not {}; set it to {} or unset it.", name, v, what,
+                            std::is_floating_point_v<T> ? "a number like 2.5" : "a whole number"));
+  return out;
+}
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+const std::vector<EnvVar>& tracer_env_vars() {
+  return kEnvVars;
+}
+
+void check_range(const std::string& range) {
+  if (range.empty() || range == "profiler") return;
+  if (range.rfind("nvtx:", 0) == 0 && range.size() > 5) return;
+  throw Error(
+      fmt::format("capture range '{}' is not understood; use 'profiler' "
+                  "(cudaProfilerStart/Stop) or 'nvtx:NAME' (an NVTX range's name).",
+                  range));
+}
+
+TracerOptions options_from_env(const GetEnv& get) {
+  TracerOptions o;
+  if (const char* v = get("KTUNE_TRACE_OUTPUT"); v && *v) o.output = v;
+  if (const char* v = get("KTUNE_TRACE_MODE"); v && *v) {
+    const std::string_view mode(v);
+    if (mode == "kernels")
+      o.kernels_only = true;
+    else if (mode != "default")
+      throw Error(
+          fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default' or "
+                      "'kernels'.",
+                      v));
+  }
+  o.window.delay_s = parse_number(get, "KTUNE_TRACE_DELAY_S", 0.0, 0.0, "a delay in seconds");
+  o.window.duration_s =
+      parse_number(get, "KTUNE_TRACE_DURATION_S", 0.0, 0.0, "a duration in seconds");
+  if (const char* v = get("KTUNE_TRACE_RANGE"); v && *v) {
+    o.window.range = v;
+    try {
+      check_range(o.window.range);
+    } catch (const Error& e) {
+      throw Error(std::string("KTUNE_TRACE_RANGE: ") + e.what());
+    }
+  }
+  o.window.sample_one_in =
+      parse_number(get, "KTUNE_TRACE_SAMPLE", 1u, 1u, "a sampling rate N >= 1 (1 in N)");
+  if (const char* v = get("KTUNE_TRACE_JOB_ID"); v && *v)
+    o.window.job_id = v;
+  else if (const char* s = get("SLURM_JOB_ID"); s && *s)
+    o.window.job_id = s;
+  o.window.max_records = parse_number(get, "KTUNE_TRACE_MAX_RECORDS", std::uint64_t{0},
+                                      std::uint64_t{0}, "a record count");
+  o.flush_period_ms =
+      parse_number(get, "KTUNE_TRACE_FLUSH_MS", 1000u, 10u, "a period in ms (at least 10)");
+  o.buffer_mib = parse_number(get, "KTUNE_TRACE_BUFFER_MB", 8u, 1u, "a size in MiB (at least 1)");
+  o.root_pid =
+      parse_number(get, "KTUNE_TRACE_ROOT_PID", std::int64_t{0}, std::int64_t{0}, "a process id");
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOptions& o) {
+  return {{"KTUNE_TRACE_OUTPUT", o.output.string()},
+          {"KTUNE_TRACE_MODE", o.kernels_only ? "kernels" : "default"},
+          {"KTUNE_TRACE_DELAY_S", fmt::format("{}", o.window.delay_s)},
+          {"KTUNE_TRACE_DURATION_S", fmt::format("{}", o.window.duration_s)},
+          {"KTUNE_TRACE_RANGE", o.window.range},
+          {"KTUNE_TRACE_SAMPLE", std::to_string(o.window.sample_one_in)},
+          {"KTUNE_TRACE_JOB_ID", o.window.job_id},
+          {"KTUNE_TRACE_MAX_RECORDS", std::to_string(o.window.max_records)},
+          {"KTUNE_TRACE_FLUSH_MS", std::to_string(o.flush_period_ms)},
+          {"KTUNE_TRACE_BUFFER_MB", std::to_string(o.buffer_mib)},
+          {"KTUNE_TRACE_ROOT_PID", std::to_string(o.root_pid)}};
+}
+
+bool sampled_in(const TraceWindow& window, std::string_view process_key) {
+  if (window.sample_one_in <= 1) return true;
+  const std::string key = window.job_id + "\x1f" + std::string(process_key);
+  return fnv1a(key) % window.sample_one_in == 0;
+}
+
+std::string process_key(const GetEnv& get) {
+  for (const char* name : {"RANK", "LOCAL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"})
+    if (const char* v = get(name); v && *v) return std::string("rank:") + v;
+  return "pid:" + std::to_string(::getpid());
+}
+
+std::filesystem::path trace_path(const std::filesystem::path& output, std::int64_t root_pid,
+                                 std::int64_t pid) {
+  if (root_pid == 0 || root_pid == pid) return output;
+  std::filesystem::path stem = output;
+  if (stem.extension() == ".ktrace") stem.replace_extension();
+  return stem.string() + "." + std::to_string(pid) + ".ktrace";
+}
+
+bool is_traced_api(std::string_view name) {
+  auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };
+  auto has = [&](std::string_view p) { return name.find(p) != std::string_view::npos; };
+  // Graph construction and node-parameter calls mention Memcpy/Memset/Launch but do no work.
+  if (starts("cudaGraphAdd") || starts("cuGraphAdd") || has("NodeSetParams") ||
+      has("NodeGetParams") || has("Occupancy") || has("GetAttribute"))
+    return false;
+  return has("Launch") || starts("cudaMemcpy") || starts("cuMemcpy") || starts("cudaMemset") ||
+         starts("cuMemset") || has("Synchronize") || has("StreamWaitEvent") ||
+         has("ProfilerStart") || has("ProfilerStop");
+}
+
+}  // namespace ktune::trace
