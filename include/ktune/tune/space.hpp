@@ -1,0 +1,81 @@
+#pragma once
+// The search space: the Cartesian product of the parameters' values, cut down by the constraints.
+// A configuration is one value index per parameter. Enumeration streams (no storage) and prunes a
+// constraint as soon as the parameters it reads are set; IndexedSpace keeps only the valid
+// configurations' ranks, 8 bytes each, so a 10^7-point space costs ~80 MB, not gigabytes.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ktune/tune/spec.hpp"
+
+namespace ktune::tune {
+
+// Value index per parameter, in SearchSpace::parameters() order.
+using Configuration = std::vector<std::uint32_t>;
+
+class SearchSpace {
+ public:
+  // `constants` (not owned, may be null) supplies non-parameter names the constraints read; it
+  // must outlive the space. Throws ktune::Error for an empty parameter, a duplicate name or a
+  // constraint reading an unknown name.
+  SearchSpace(std::vector<Parameter> parameters, std::vector<Constraint> constraints,
+              const Scope* constants = nullptr);
+  static SearchSpace from_spec(const ProblemSpec& spec, const Scope* constants = nullptr);
+
+  const std::vector<Parameter>& parameters() const { return params_; }
+  const std::vector<Constraint>& constraints() const { return constraints_; }
+  std::optional<std::size_t> parameter_index(std::string_view name) const;
+  // Product of the value counts, saturating at UINT64_MAX.
+  std::uint64_t cartesian_size() const { return cartesian_; }
+
+  bool valid(const Configuration& c) const;
+  // Every valid configuration in lexicographic order (first parameter slowest). `visit` returns
+  // false to stop early. Constraint evaluation errors propagate as ktune::Error.
+  void for_each(const std::function<bool(const Configuration&)>& visit) const;
+  std::uint64_t count() const;
+
+  // Mixed-radix rank in the Cartesian product (first parameter most significant), and back.
+  std::uint64_t rank(const Configuration& c) const;
+  Configuration unrank(std::uint64_t r) const;
+
+  // Binds the configuration's values by name over the constants.
+  MapScope scope(const Configuration& c) const;
+  // {"name": value, ...} and back. from_values returns nullopt when a name is missing or a
+  // value is not among the parameter's values (numbers compare as Python does: 2 == 2.0).
+  nlohmann::json to_json(const Configuration& c) const;
+  std::optional<Configuration> from_values(const std::map<std::string, Value>& values) const;
+  std::string describe(const Configuration& c) const;  // "a=1, b=32"
+
+ private:
+  bool check(const Configuration& c, std::size_t depth) const;
+  std::vector<Parameter> params_;
+  std::vector<Constraint> constraints_;
+  const Scope* constants_;
+  std::vector<std::vector<std::size_t>> checks_at_;  // constraint ids decidable at each depth
+  std::vector<std::size_t> always_;                  // constraints reading no parameter
+  std::uint64_t cartesian_ = 1;
+};
+
+// The valid configurations of a space, stored as ranks (8 bytes each), sorted.
+class IndexedSpace {
+ public:
+  explicit IndexedSpace(const SearchSpace& space);
+  const SearchSpace& space() const { return *space_; }
+  std::size_t size() const { return ranks_.size(); }
+  Configuration at(std::size_t i) const { return space_->unrank(ranks_[i]); }
+  std::uint64_t rank_at(std::size_t i) const { return ranks_[i]; }
+  // Position of a configuration among the valid ones; nullopt if it is not valid.
+  std::optional<std::size_t> find(const Configuration& c) const;
+
+ private:
+  const SearchSpace* space_;
+  std::vector<std::uint64_t> ranks_;
+};
+
+}  // namespace ktune::tune

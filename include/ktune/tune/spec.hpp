@@ -1,0 +1,137 @@
+#pragma once
+// The tuning problem: the community's T1 JSON, accepted as is, plus ktune's additions in a
+// top-level "ktune" object beside it. See docs/tuning.md for the fields.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ktune/tune/expression.hpp"
+
+namespace ktune::tune {
+
+// One tunable parameter: ConfigurationSpace.TuningParameters[i].
+struct Parameter {
+  std::string name;
+  std::string type;           // "int", "float", "bool", "string" (T1 "Type")
+  std::vector<Value> values;  // in the order the spec lists them; unique
+  std::optional<Value> default_value;
+};
+
+// ConfigurationSpace.Conditions[i]: a Python-style expression that a valid configuration makes
+// true.
+struct Constraint {
+  Expression expression;
+  std::vector<std::string> parameters;  // as listed by T1 ("Parameters"); informative only
+};
+
+// One kernel argument (KernelSpecification.Arguments[i]).
+struct Argument {
+  std::string name;
+  std::string type;              // element type: "float", "double", "int32", "half", ...
+  std::string memory_type;       // "Vector" or "Scalar"
+  std::string access_type;       // "ReadOnly", "WriteOnly", "ReadWrite"
+  bool constant_memory = false;  // T1 "MemType": "Constant": lives in __constant__ memory
+  std::string fill_type;         // "Constant", "Random", "BinaryRaw", "Generator"
+  Expression size;               // number of elements; may read ProblemSize and shape variables
+  Value fill_value = Value(0.0);
+  std::filesystem::path data_file;  // BinaryRaw: resolved against the spec's directory
+  bool output = false;              // compared against the reference after each run
+};
+
+struct Dim3Expression {
+  Expression x, y, z;
+};
+
+// KernelSpecification: what to compile and how to launch it.
+struct KernelSpec {
+  std::string language;  // "CUDA"
+  std::vector<std::string> compiler_options;
+  std::string kernel_name;
+  std::filesystem::path kernel_file;  // resolved against the spec's directory
+  std::string global_size_type;       // "CUDA": GlobalSize counts blocks; "OpenCL": threads
+  Dim3Expression local_size;          // block
+  std::optional<Dim3Expression> global_size;
+  std::array<std::vector<Expression>, 3> grid_div;  // GridDivX/Y/Z: products divide ProblemSize
+  std::vector<Expression> problem_size;             // ints in T1; expressions over shape variables
+  Expression shared_memory_bytes;                   // dynamic shared memory per block
+  std::vector<Argument> arguments;
+};
+
+// How one shape variable maps onto a cache key: "exact", "pow2" (next power of two at or above),
+// or "multiple:N" (next multiple of N at or above).
+struct BucketPolicy {
+  enum class Kind { Exact, Pow2, Multiple };
+  Kind kind = Kind::Exact;
+  std::int64_t step = 1;  // Multiple only
+  std::int64_t bucket(std::int64_t value) const;
+  std::string to_string() const;
+  // Throws ktune::Error naming the text and the accepted forms.
+  static BucketPolicy parse(std::string_view text);
+};
+
+struct ShapeVariable {
+  std::string name;
+  BucketPolicy bucket;
+  std::optional<std::int64_t> default_value;
+};
+
+// The candidate's results are checked against this: a fixed configuration of the same kernel, or
+// another kernel (file + name) with the same arguments.
+struct Reference {
+  std::map<std::string, Value> configuration;  // empty when a kernel is given
+  std::filesystem::path kernel_file;
+  std::string kernel_name;
+  bool is_kernel() const { return !kernel_name.empty(); }
+};
+
+struct Tolerance {
+  double rtol = 1e-5;  // relative
+  double atol = 1e-8;  // absolute
+};
+
+// The top-level "ktune" object. Everything is optional; defaults come from the T1 part.
+struct KtuneExtension {
+  std::string op;     // cache key, e.g. "dedispersion"; default: T1 BenchmarkName
+  std::string dtype;  // e.g. "f32"; default: empty
+  std::optional<Reference> reference;
+  Tolerance tolerance;
+  std::optional<Expression> flops;  // per launch; for achieved FLOP/s
+  std::optional<Expression> bytes;  // per launch; for achieved bandwidth
+  std::vector<ShapeVariable> shape;
+};
+
+// Grid and block of one launch.
+struct LaunchGeometry {
+  std::array<std::int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  std::int64_t shared_memory_bytes = 0;
+};
+
+struct ProblemSpec {
+  std::string source;  // file name for messages ("T1.json" or "<memory>")
+  std::string name;    // General.BenchmarkName
+  std::vector<Parameter> parameters;
+  std::vector<Constraint> constraints;
+  KernelSpec kernel;
+  KtuneExtension ktune;
+
+  // Reads and validates a T1 file. Throws ktune::Error naming the file, the field and, inside an
+  // expression, the position.
+  static ProblemSpec load(const std::filesystem::path& path);
+  // `source` names the origin in messages; relative paths resolve against `base_dir`.
+  static ProblemSpec parse(const nlohmann::json& j, std::string source,
+                           const std::filesystem::path& base_dir = {});
+
+  // The names every expression may read besides the parameters: ProblemSize (a list) and the
+  // shape variables (from `shape`, else their defaults).
+  MapScope constants(const std::map<std::string, std::int64_t>& shape = {}) const;
+  // Grid, block and shared memory for one configuration (its values bound over constants()).
+  LaunchGeometry launch_geometry(const Scope& config) const;
+};
+
+}  // namespace ktune::tune

@@ -1,0 +1,44 @@
+#pragma once
+// T4, the community's tuning-results format: one record per evaluated configuration, failures
+// included. Read for replay (plain or zlib/gzip-compressed), written by tuning sessions.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ktune/tune/expression.hpp"
+#include "ktune/tune/outcome.hpp"
+
+namespace ktune::tune {
+
+struct T4Record {
+  std::map<std::string, Value> configuration;
+  Status status = Status::Ok;
+  double time_ns = 0;  // the "time" measurement; meaningful only when status is Ok
+  std::string detail;  // why it failed, when it did
+};
+
+struct T4File {
+  std::string source;  // path, for messages
+  std::vector<T4Record> results;
+  std::string time_unit;  // as the file's metadata.timeunit says; times are converted to ns
+};
+
+// Reads a T4 file (".json" or ".json.gz"). Unknown fields are ignored. A record whose time is
+// missing or not a finite number counts as a failure (LaunchFailed, unless its invalidity says
+// otherwise). Throws ktune::Error naming the file and the record for a malformed file.
+T4File read_t4(const std::filesystem::path& path);
+T4File parse_t4(const nlohmann::json& j, const std::string& source);
+
+// Reads a whole file, inflating it when it is gzip/zlib-compressed (plain files pass through).
+std::string read_maybe_compressed(const std::filesystem::path& path);
+
+constexpr const char* kT4SchemaVersion = "1.0.0";
+
+// One T4 result object for a record, as ktune writes it (times in the T4 file's milliseconds).
+nlohmann::json t4_result_json(const T4Record& r, const std::string& timestamp);
+
+}  // namespace ktune::tune

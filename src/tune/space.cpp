@@ -1,0 +1,209 @@
+#include "ktune/tune/space.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ktune::tune {
+namespace {
+
+// The scope enumeration evaluates constraints in: the parameters set so far by linear search
+// (spaces have a handful of parameters), then the constants. Much cheaper than building a map.
+class PrefixScope : public Scope {
+ public:
+  PrefixScope(const std::vector<Parameter>& params, const Configuration& c, std::size_t depth,
+              const Scope* constants)
+      : params_(params), c_(c), depth_(depth), constants_(constants) {}
+  const Value* find(std::string_view name) const override {
+    for (std::size_t i = 0; i <= depth_ && i < params_.size(); ++i)
+      if (params_[i].name == name) return &params_[i].values[c_[i]];
+    return constants_ ? constants_->find(name) : nullptr;
+  }
+
+ private:
+  const std::vector<Parameter>& params_;
+  const Configuration& c_;
+  std::size_t depth_;
+  const Scope* constants_;
+};
+
+}  // namespace
+
+SearchSpace::SearchSpace(std::vector<Parameter> parameters, std::vector<Constraint> constraints,
+                         const Scope* constants)
+    : params_(std::move(parameters)), constraints_(std::move(constraints)), constants_(constants) {
+  if (params_.empty()) throw Error("a search space needs at least one tunable parameter.");
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].values.empty())
+      throw Error(
+          fmt::format("parameter '{}' has no values; give it at least one.", params_[i].name));
+    if (params_[i].values.size() > std::numeric_limits<std::uint32_t>::max())
+      throw Error(fmt::format("parameter '{}' has too many values.", params_[i].name));
+    for (std::size_t k = 0; k < i; ++k)
+      if (params_[k].name == params_[i].name)
+        throw Error(fmt::format("parameter '{}' is declared twice; names must be unique.",
+                                params_[i].name));
+    const auto n = static_cast<std::uint64_t>(params_[i].values.size());
+    cartesian_ = (cartesian_ > std::numeric_limits<std::uint64_t>::max() / n)
+                     ? std::numeric_limits<std::uint64_t>::max()
+                     : cartesian_ * n;
+  }
+  checks_at_.resize(params_.size());
+  for (std::size_t c = 0; c < constraints_.size(); ++c) {
+    std::optional<std::size_t> deepest;
+    for (const auto& name : constraints_[c].expression.names()) {
+      if (auto idx = parameter_index(name)) {
+        deepest = std::max(deepest.value_or(0), *idx);
+      } else if (!constants_ || !constants_->find(name)) {
+        throw Error(
+            fmt::format("constraint \"{}\" reads '{}', which is neither a parameter nor a "
+                        "known constant; fix the name.",
+                        constraints_[c].expression.text(), name));
+      }
+    }
+    if (deepest)
+      checks_at_[*deepest].push_back(c);
+    else
+      always_.push_back(c);
+  }
+}
+
+SearchSpace SearchSpace::from_spec(const ProblemSpec& spec, const Scope* constants) {
+  return SearchSpace(spec.parameters, spec.constraints, constants);
+}
+
+std::optional<std::size_t> SearchSpace::parameter_index(std::string_view name) const {
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].name == name) return i;
+  return std::nullopt;
+}
+
+bool SearchSpace::check(const Configuration& c, std::size_t depth) const {
+  const PrefixScope scope(params_, c, depth, constants_);
+  for (std::size_t id : checks_at_[depth])
+    if (!constraints_[id].expression.test(scope)) return false;
+  return true;
+}
+
+bool SearchSpace::valid(const Configuration& c) const {
+  if (c.size() != params_.size()) return false;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c[i] >= params_[i].values.size()) return false;
+  const PrefixScope scope(params_, c, params_.size() - 1, constants_);
+  for (std::size_t id : always_)
+    if (!constraints_[id].expression.test(scope)) return false;
+  for (std::size_t d = 0; d < params_.size(); ++d)
+    if (!check(c, d)) return false;
+  return true;
+}
+
+void SearchSpace::for_each(const std::function<bool(const Configuration&)>& visit) const {
+  {
+    const Configuration none(params_.size(), 0);
+    const PrefixScope scope(params_, none, 0, constants_);
+    for (std::size_t id : always_)
+      if (!constraints_[id].expression.test(scope)) return;
+  }
+  // Depth-first over the parameters; a constraint prunes as soon as its last parameter is set.
+  Configuration c(params_.size(), 0);
+  std::size_t depth = 0;
+  for (;;) {
+    if (check(c, depth)) {
+      if (depth + 1 == params_.size()) {
+        if (!visit(c)) return;
+      } else {
+        ++depth;
+        c[depth] = 0;
+        continue;
+      }
+    }
+    // Advance to the next value, backtracking over exhausted parameters.
+    for (;;) {
+      if (++c[depth] < params_[depth].values.size()) break;
+      if (depth == 0) return;
+      c[depth] = 0;
+      --depth;
+    }
+  }
+}
+
+std::uint64_t SearchSpace::count() const {
+  std::uint64_t n = 0;
+  for_each([&](const Configuration&) {
+    ++n;
+    return true;
+  });
+  return n;
+}
+
+std::uint64_t SearchSpace::rank(const Configuration& c) const {
+  std::uint64_t r = 0;
+  for (std::size_t i = 0; i < params_.size(); ++i) r = r * params_[i].values.size() + c[i];
+  return r;
+}
+
+Configuration SearchSpace::unrank(std::uint64_t r) const {
+  Configuration c(params_.size());
+  for (std::size_t i = params_.size(); i-- > 0;) {
+    const auto n = params_[i].values.size();
+    c[i] = static_cast<std::uint32_t>(r % n);
+    r /= n;
+  }
+  return c;
+}
+
+MapScope SearchSpace::scope(const Configuration& c) const {
+  MapScope s(constants_);
+  for (std::size_t i = 0; i < params_.size(); ++i) s.set(params_[i].name, params_[i].values[c[i]]);
+  return s;
+}
+
+nlohmann::json SearchSpace::to_json(const Configuration& c) const {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < params_.size(); ++i) j[params_[i].name] = params_[i].values[c[i]];
+  return j;
+}
+
+std::optional<Configuration> SearchSpace::from_values(
+    const std::map<std::string, Value>& values) const {
+  Configuration c(params_.size());
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    auto it = values.find(params_[i].name);
+    if (it == values.end()) return std::nullopt;
+    const auto& vs = params_[i].values;
+    auto pos = std::find(vs.begin(), vs.end(), it->second);
+    if (pos == vs.end()) return std::nullopt;
+    c[i] = static_cast<std::uint32_t>(pos - vs.begin());
+  }
+  return c;
+}
+
+std::string SearchSpace::describe(const Configuration& c) const {
+  std::string s;
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    s += fmt::format("{}{}={}", i ? ", " : "", params_[i].name, params_[i].values[c[i]].repr());
+  return s;
+}
+
+IndexedSpace::IndexedSpace(const SearchSpace& space) : space_(&space) {
+  // for_each visits in lexicographic order, which is rank order: ranks_ comes out sorted.
+  space.for_each([&](const Configuration& c) {
+    ranks_.push_back(space.rank(c));
+    return true;
+  });
+  ranks_.shrink_to_fit();
+}
+
+std::optional<std::size_t> IndexedSpace::find(const Configuration& c) const {
+  if (c.size() != space_->parameters().size()) return std::nullopt;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c[i] >= space_->parameters()[i].values.size()) return std::nullopt;
+  const std::uint64_t r = space_->rank(c);
+  auto it = std::lower_bound(ranks_.begin(), ranks_.end(), r);
+  if (it == ranks_.end() || *it != r) return std::nullopt;
+  return static_cast<std::size_t>(it - ranks_.begin());
+}
+
+}  // namespace ktune::tune

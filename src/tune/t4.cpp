@@ -1,0 +1,204 @@
+#include "ktune/tune/t4.hpp"
+
+#include <zlib.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::tune {
+
+namespace {
+
+struct StatusNames {
+  Status status;
+  const char* name;
+  const char* t4;
+};
+
+constexpr StatusNames kNames[] = {
+    {Status::Ok, "ok", "correct"},
+    {Status::CompileFailed, "compile_failed", "compile"},
+    {Status::LaunchFailed, "launch_failed", "runtime"},
+    {Status::ResourcesExceeded, "resources_exceeded", "constraints"},
+    {Status::WrongResult, "wrong_result", "correctness"},
+    {Status::Timeout, "timeout", "timeout"},
+};
+
+// Nanoseconds per unit of the file's metadata.timeunit (T4 spells it "miliseconds" too).
+double ns_per_unit(const std::string& unit, const std::string& source) {
+  if (unit.empty() || unit == "miliseconds" || unit == "milliseconds" || unit == "ms") return 1e6;
+  if (unit == "seconds" || unit == "s") return 1e9;
+  if (unit == "microseconds" || unit == "us") return 1e3;
+  if (unit == "nanoseconds" || unit == "ns") return 1.0;
+  throw Error(
+      fmt::format("{}: field metadata.timeunit: '{}' is not a known unit (seconds, "
+                  "milliseconds, microseconds, nanoseconds).",
+                  source, unit));
+}
+
+}  // namespace
+
+const char* to_string(Status s) {
+  for (const auto& n : kNames)
+    if (n.status == s) return n.name;
+  return "?";
+}
+
+std::optional<Status> status_from_string(std::string_view s) {
+  for (const auto& n : kNames)
+    if (s == n.name) return n.status;
+  return std::nullopt;
+}
+
+const char* to_t4_invalidity(Status s) {
+  for (const auto& n : kNames)
+    if (n.status == s) return n.t4;
+  return "?";
+}
+
+std::optional<Status> status_from_t4_invalidity(std::string_view s) {
+  for (const auto& n : kNames)
+    if (s == n.t4) return n.status;
+  return std::nullopt;
+}
+
+std::string read_maybe_compressed(const std::filesystem::path& path) {
+  // gzread inflates gzip streams and passes other files through unchanged.
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f)
+    throw Error(
+        fmt::format("cannot open {}; check the path and that it is readable.", path.string()));
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const int n = gzread(f, buf, sizeof buf);
+    if (n < 0) {
+      int code = 0;
+      const std::string msg = gzerror(f, &code);
+      gzclose(f);
+      throw Error(fmt::format("{}: cannot decompress ({}); the file is damaged or truncated.",
+                              path.string(), msg));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  gzclose(f);
+  return out;
+}
+
+T4File parse_t4(const nlohmann::json& j, const std::string& source) {
+  T4File file;
+  file.source = source;
+  if (!j.is_object() || !j.contains("results") || !j["results"].is_array())
+    throw Error(
+        fmt::format("{}: field results: missing or not a list; is this a T4 file?", source));
+  if (auto m = j.find("metadata"); m != j.end() && m->is_object())
+    if (auto u = m->find("timeunit"); u != m->end() && u->is_string())
+      file.time_unit = u->get<std::string>();
+  const double scale = ns_per_unit(file.time_unit, source);
+  const auto& results = j["results"];
+  file.results.reserve(results.size());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    auto fail = [&](const std::string& field, const std::string& problem) -> Error {
+      return Error(fmt::format("{}: field results[{}].{}: {}", source, i, field, problem));
+    };
+    if (!r.is_object()) throw fail("", "must be an object");
+    T4Record rec;
+    auto c = r.find("configuration");
+    if (c == r.end() || !c->is_object())
+      throw fail("configuration", "missing or not an object of parameter values");
+    for (const auto& [name, v] : c->items()) {
+      try {
+        rec.configuration[name] = v.get<Value>();
+      } catch (const Error& e) {
+        throw fail("configuration." + name, e.what());
+      }
+    }
+    std::string invalidity = "correct";
+    if (auto inv = r.find("invalidity"); inv != r.end() && inv->is_string())
+      invalidity = inv->get<std::string>();
+    if (auto st = status_from_t4_invalidity(invalidity)) {
+      rec.status = *st;
+    } else {
+      rec.status = Status::LaunchFailed;
+      rec.detail = fmt::format("unknown invalidity '{}'", invalidity);
+    }
+    if (auto corr = r.find("correctness"); rec.status == Status::Ok && corr != r.end() &&
+                                           corr->is_number() && corr->get<double>() == 0) {
+      rec.status = Status::WrongResult;
+    }
+    // The time: the "time" measurement, else the mean of times.runtimes.
+    std::optional<double> t;
+    bool non_numeric = false;
+    if (auto ms = r.find("measurements"); ms != r.end() && ms->is_array()) {
+      for (const auto& m : *ms) {
+        if (!m.is_object() || m.value("name", "") != "time") continue;
+        auto v = m.find("value");
+        if (v != m.end() && v->is_number())
+          t = v->get<double>();
+        else
+          non_numeric = true;
+      }
+    }
+    if (!t && !non_numeric) {
+      if (auto times = r.find("times"); times != r.end() && times->is_object()) {
+        if (auto rt = times->find("runtimes");
+            rt != times->end() && rt->is_array() && !rt->empty()) {
+          double sum = 0;
+          bool ok = true;
+          for (const auto& x : *rt) ok = ok && x.is_number() && (sum += x.get<double>(), true);
+          if (ok) t = sum / static_cast<double>(rt->size());
+        }
+      }
+    }
+    if (rec.status == Status::Ok) {
+      if (!t || !std::isfinite(*t) || *t <= 0) {
+        rec.status = Status::LaunchFailed;
+        rec.detail = "no numeric time recorded";
+      } else {
+        rec.time_ns = *t * scale;
+      }
+    }
+    file.results.push_back(std::move(rec));
+  }
+  return file;
+}
+
+T4File read_t4(const std::filesystem::path& path) {
+  const std::string text = read_maybe_compressed(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("{}: not valid JSON at byte {}; is it a T4 file (.json or .json.gz)?",
+                            path.string(), e.byte));
+  }
+  return parse_t4(j, path.string());
+}
+
+nlohmann::json t4_result_json(const T4Record& r, const std::string& timestamp) {
+  nlohmann::json j;
+  j["timestamp"] = timestamp;
+  j["configuration"] = nlohmann::json::object();
+  for (const auto& [name, v] : r.configuration) j["configuration"][name] = v;
+  j["invalidity"] = to_t4_invalidity(r.status);
+  j["correctness"] = r.status == Status::Ok ? 1 : 0;
+  nlohmann::json m;
+  m["name"] = "time";
+  if (r.status == Status::Ok)
+    m["value"] = r.time_ns / 1e6;
+  else
+    m["value"] = to_string(r.status);  // T4 marks a failure with a non-numeric time
+  m["unit"] = "ms";
+  j["measurements"] = nlohmann::json::array({m});
+  j["objectives"] = nlohmann::json::array({"time"});
+  if (!r.detail.empty()) j["detail"] = r.detail;
+  return j;
+}
+
+}  // namespace ktune::tune

@@ -1,0 +1,151 @@
+#include "ktune/tune/spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "datasets.hpp"
+#include "ktune/core/paths.hpp"
+
+namespace ktune::tune {
+namespace {
+
+using nlohmann::json;
+
+json fixture(const std::string& name) {
+  return json::parse(read_file(test::fixtures_dir() / name));
+}
+
+// The message of the Error that parsing `j` throws.
+std::string error_of(const json& j) {
+  try {
+    ProblemSpec::parse(j, "spec.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return {};
+}
+
+TEST(Spec, ReadsT1AndKtuneExtension) {
+  const ProblemSpec s = ProblemSpec::load(test::fixtures_dir() / "matmul_T1.json");
+  EXPECT_EQ(s.name, "matmul_small");
+  ASSERT_EQ(s.parameters.size(), 4u);
+  EXPECT_EQ(s.parameters[1].name, "block_y");
+  EXPECT_EQ(s.parameters[1].values.size(), 4u);
+  EXPECT_EQ(s.parameters[1].default_value->as_int(), 4);
+  ASSERT_EQ(s.constraints.size(), 3u);
+  EXPECT_EQ(s.constraints[0].expression.names(), (std::vector<std::string>{"block_x", "block_y"}));
+  EXPECT_EQ(s.kernel.kernel_name, "matmul");
+  EXPECT_EQ(s.kernel.kernel_file.filename(), "matmul.cu");
+  EXPECT_EQ(s.kernel.compiler_options, (std::vector<std::string>{"-std=c++17"}));
+  ASSERT_EQ(s.kernel.arguments.size(), 4u);
+  EXPECT_TRUE(s.kernel.arguments[0].output);
+  EXPECT_TRUE(s.kernel.arguments[2].constant_memory);
+  EXPECT_EQ(s.kernel.arguments[3].memory_type, "Scalar");
+  EXPECT_EQ(s.kernel.arguments[1].fill_type, "Random");
+  EXPECT_EQ(s.ktune.op, "matmul");
+  EXPECT_EQ(s.ktune.dtype, "f32");
+  ASSERT_TRUE(s.ktune.reference);
+  EXPECT_EQ(s.ktune.reference->configuration.at("block_x").as_int(), 16);
+  EXPECT_DOUBLE_EQ(s.ktune.tolerance.rtol, 1e-4);
+  ASSERT_EQ(s.ktune.shape.size(), 3u);
+  EXPECT_EQ(s.ktune.shape[0].bucket.to_string(), "pow2");
+  EXPECT_EQ(s.ktune.shape[1].bucket.to_string(), "multiple:64");
+}
+
+TEST(Spec, ConstantsAndLaunchGeometry) {
+  const ProblemSpec s = ProblemSpec::load(test::fixtures_dir() / "matmul_T1.json");
+  const MapScope constants = s.constants({{"N", 2048}});
+  EXPECT_EQ(constants.find("N")->as_int(), 2048);
+  EXPECT_EQ(constants.find("M")->as_int(), 512);  // default
+  EXPECT_EQ(constants.find("ProblemSize")->repr(), "[2048, 512, 1]");
+  MapScope config(&constants);
+  config.set("block_x", 32);
+  config.set("block_y", 4);
+  config.set("tile", 2);
+  config.set("use_shared", 1);
+  const LaunchGeometry g = s.launch_geometry(config);
+  EXPECT_EQ(g.block, (std::array<std::int64_t, 3>{32, 4, 1}));
+  EXPECT_EQ(g.grid, (std::array<std::int64_t, 3>{32, 128, 1}));  // 2048/(32*2), 512/4
+  EXPECT_EQ(g.shared_memory_bytes, 32 * 2 * 4 * 16);
+  EXPECT_EQ(s.ktune.flops->evaluate(config).as_int(), 2LL * 2048 * 512 * 256);
+  EXPECT_THROW(s.constants({{"Q", 1}}), Error);
+}
+
+TEST(Spec, BucketPolicies) {
+  EXPECT_EQ(BucketPolicy::parse("pow2").bucket(1000), 1024);
+  EXPECT_EQ(BucketPolicy::parse("pow2").bucket(1024), 1024);
+  EXPECT_EQ(BucketPolicy::parse("multiple:64").bucket(65), 128);
+  EXPECT_EQ(BucketPolicy::parse("exact").bucket(77), 77);
+  EXPECT_THROW(BucketPolicy::parse("multiple:0"), Error);
+  EXPECT_THROW(BucketPolicy::parse("log"), Error);
+}
+
+TEST(Spec, ExpressionErrorsNameFileFieldAndPosition) {
+  try {
+    ProblemSpec::load(test::fixtures_dir() / "bad_expression_T1.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad_expression_T1.json: field ConfigurationSpace.Conditions[1].Expression: "
+                     "in expression \"tile == 1 or (use_shared == 1\" at position 29: expected "
+                     "')'"),
+              std::string::npos)
+        << m;
+  }
+}
+
+TEST(Spec, FieldErrorsNameTheField) {
+  json j = fixture("matmul_T1.json");
+  j["ConfigurationSpace"]["TuningParameters"][2]["Values"] = "[1, 2, 2]";
+  EXPECT_NE(error_of(j).find("field ConfigurationSpace.TuningParameters[2].Values: lists 2 twice"),
+            std::string::npos)
+      << error_of(j);
+
+  j = fixture("matmul_T1.json");
+  j["KernelSpecification"]["Arguments"][1]["FillType"] = "Noise";
+  EXPECT_NE(error_of(j).find("field KernelSpecification.Arguments[1].FillType: 'Noise'"),
+            std::string::npos);
+
+  j = fixture("matmul_T1.json");
+  j["KernelSpecification"]["LocalSize"]["Y"] = "block_q";
+  EXPECT_NE(error_of(j).find("field KernelSpecification.LocalSize.Y: expression \"block_q\" reads "
+                             "'block_q'"),
+            std::string::npos)
+      << error_of(j);
+
+  j = fixture("matmul_T1.json");
+  j["ktune"]["shape"][0]["bucket"] = "log";
+  EXPECT_NE(error_of(j).find("field ktune.shape[0].bucket"), std::string::npos);
+
+  j = fixture("matmul_T1.json");
+  j.erase("ConfigurationSpace");
+  EXPECT_NE(error_of(j).find("field ConfigurationSpace: is missing"), std::string::npos);
+
+  j = fixture("matmul_T1.json");
+  j["ktune"]["reference"] = json::object();
+  EXPECT_NE(error_of(j).find("field ktune.reference: needs exactly one"), std::string::npos);
+}
+
+TEST(Spec, ReadsTheCommunityDedispersionSpec) {
+  KTUNE_REQUIRE_DATASETS();
+  const ProblemSpec s = ProblemSpec::load(test::dedispersion_dir() / "T1.json");
+  EXPECT_EQ(s.name, "dedispersion_milo");
+  EXPECT_EQ(s.parameters.size(), 8u);
+  EXPECT_EQ(s.constraints.size(), 3u);
+  EXPECT_EQ(s.ktune.op, "dedispersion_milo");  // no ktune object: defaults from T1
+  const MapScope constants = s.constants();
+  EXPECT_EQ(constants.find("ProblemSize")->repr(), "[25000, 2048, 1]");
+  MapScope config(&constants);
+  config.set("block_size_x", 16);
+  config.set("block_size_y", 32);
+  config.set("tile_size_x", 2);
+  config.set("tile_size_y", 4);
+  const LaunchGeometry g = s.launch_geometry(config);
+  EXPECT_EQ(g.grid, (std::array<std::int64_t, 3>{262144 / 16 / 2, 262144 / 32 / 4, 1}));
+  EXPECT_TRUE(s.kernel.arguments[2].constant_memory);
+}
+
+}  // namespace
+}  // namespace ktune::tune
