@@ -1,0 +1,54 @@
+// 16 processes write one store at once: no update is lost and the fastest offer wins.
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ktune/store/store.hpp"
+#include "store_fixture.hpp"
+
+extern char** environ;
+
+namespace ktune::store {
+namespace {
+
+class ConcurrencyTest : public test::StoreTest {};
+
+TEST_P(ConcurrencyTest, SixteenWriterProcessesLoseNothing) {
+  constexpr int kWriters = 16, kCount = 25;
+  Store::open(url());  // create the schema first so the writers contend on data, not DDL
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kWriters; ++i) {
+    const std::string id = std::to_string(i), count = std::to_string(kCount);
+    const char* argv[] = {KTUNE_STORE_WRITER, url().c_str(), id.c_str(), count.c_str(), nullptr};
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, KTUNE_STORE_WRITER, nullptr, nullptr,
+                          const_cast<char* const*>(argv), environ),
+              0);
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "writer " << pid << " ended with status " << status;
+  }
+  auto store = Store::open(url());
+  EntryFilter f;
+  f.op = "contended";
+  const auto all = store->list_entries(f);
+  EXPECT_EQ(all.size(), static_cast<std::size_t>(kWriters * kCount + 1));
+  CacheKey k{"contended", "f32", "7", "sm_90", "NVIDIA H100 80GB HBM3", "13.0", 0};
+  const auto winner = store->get_entry(k);
+  ASSERT_TRUE(winner.has_value());
+  EXPECT_EQ(winner->median_ns, 100000 - (kWriters - 1) * 100 - (kCount - 1));
+  EXPECT_EQ(winner->config["writer"], kWriters - 1);
+}
+
+KTUNE_BOTH_BACKENDS(ConcurrencyTest);
+
+}  // namespace
+}  // namespace ktune::store
