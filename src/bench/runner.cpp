@@ -18,11 +18,7 @@ namespace ktune::bench {
 using cuda::driver;
 
 cuda::CompiledProgram compile_launch(const KernelLaunch& launch, const std::string& arch) {
-  cuda::CompileOptions o;
-  o.arch = arch;
-  o.flags = launch.flags;
-  o.name_expressions = {launch.kernel_name};
-  return cuda::compile_cached(launch.source, launch.program_name, o);
+  return cuda::compile_cached(launch.source, launch.program_name, compile_options(launch, arch));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 
 #include "ktune/bench/verify.hpp"
 #include "ktune/cuda/device_utils.hpp"
+#include "ktune/cuda/nvrtc.hpp"
 
 namespace ktune::bench {
 
@@ -49,5 +50,8 @@ struct Problem {
   std::optional<KernelLaunch> reference;  // same arguments; empty: results are not verified
   double flop = 0, bytes = 0;             // per launch
 };
+
+// NVRTC options of a launch (its flags, plus the kernel as a name expression) for `arch`.
+cuda::CompileOptions compile_options(const KernelLaunch& launch, const std::string& arch);
 
 }  // namespace ktune::bench

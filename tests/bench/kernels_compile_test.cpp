@@ -1,0 +1,138 @@
+// Every built-in kernel under kernels/ compiles with NVRTC (no GPU needed) across its space: every
+// value of every parameter at least once, plus a deterministic sample, on parallel threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "ktune/bench/spec_problem.hpp"
+#include "ktune/cuda/nvrtc.hpp"
+#include "ktune/tune/space.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ktune::bench {
+namespace {
+
+std::vector<fs::path> builtin_specs() {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(KTUNE_SOURCE_DIR) / "kernels"))
+    if (e.path().extension() == ".json") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Configurations covering each value of each parameter, plus up to `extra` random valid ones.
+std::vector<tune::Configuration> covering_sample(const tune::SearchSpace& space,
+                                                 std::size_t extra) {
+  std::vector<tune::Configuration> all;
+  space.for_each([&](const tune::Configuration& c) {
+    all.push_back(c);
+    return true;
+  });
+  std::set<std::uint64_t> picked;
+  for (std::size_t p = 0; p < space.parameters().size(); ++p)
+    for (std::uint32_t v = 0; v < space.parameters()[p].values.size(); ++v)
+      for (const auto& c : all)
+        if (c[p] == v && !picked.count(space.rank(c))) {
+          picked.insert(space.rank(c));
+          break;
+        }
+  std::mt19937_64 rng(42);
+  for (std::size_t i = 0; i < extra && !all.empty(); ++i)
+    picked.insert(space.rank(all[rng() % all.size()]));
+  std::vector<tune::Configuration> out;
+  for (auto r : picked) out.push_back(space.unrank(r));
+  return out;
+}
+
+TEST(BuiltinKernels, EveryVariantCompilesWithNvrtc) {
+  const auto specs = builtin_specs();
+  ASSERT_GE(specs.size(), 3u) << "copy, l2_axpy and gemv are expected under kernels/";
+  std::vector<std::pair<std::string, KernelLaunch>> jobs;
+  for (const auto& path : specs) {
+    const tune::ProblemSpec spec = tune::ProblemSpec::load(path);
+    const tune::MapScope constants = spec.constants();
+    const tune::SearchSpace space = tune::SearchSpace::from_spec(spec, &constants);
+    ASSERT_GT(space.count(), 0u) << path;
+    for (const auto& c : covering_sample(space, 16)) {
+      ConfigValues values;
+      for (std::size_t p = 0; p < c.size(); ++p)
+        values[space.parameters()[p].name] = space.parameters()[p].values[c[p]];
+      const Problem prob = make_problem(spec, values);
+      jobs.emplace_back(space.describe(c), prob.launch);
+      if (prob.reference) jobs.emplace_back("reference of " + spec.name, *prob.reference);
+    }
+  }
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  const auto work = [&] {
+    for (std::size_t i; (i = next++) < jobs.size();) {
+      try {
+        const auto prog = cuda::compile(jobs[i].second.source, jobs[i].second.program_name,
+                                        compile_options(jobs[i].second, "sm_90"));
+        if (prog.cubin.size() < 100) throw std::runtime_error("empty cubin");
+      } catch (const cuda::CompileError& e) {
+        std::lock_guard lock(mu);
+        failures.push_back(jobs[i].first + ": " + e.what() + "\n" + e.log());
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu);
+        failures.push_back(jobs[i].first + ": " + e.what());
+      }
+    }
+  };
+  std::vector<std::thread> threads(std::max(2u, std::thread::hardware_concurrency()));
+  for (auto& t : threads) t = std::thread(work);
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size()
+                                << " failed; first: " << (failures.empty() ? "" : failures.front());
+  EXPECT_GT(jobs.size(), 30u);
+}
+
+TEST(SpecProblem, GemvDefaultBindsGeometryArgumentsAndCounts) {
+  const auto spec = tune::ProblemSpec::load(fs::path(KTUNE_SOURCE_DIR) / "kernels/gemv/gemv.json");
+  const Problem p = make_problem(spec, parse_config(spec, "TPR=64,RPB=2,X_SHARED=1"));
+  EXPECT_EQ(p.launch.block[0], 64u);
+  EXPECT_EQ(p.launch.block[1], 2u);
+  EXPECT_EQ(p.launch.grid[0], 3584u);
+  EXPECT_EQ(p.launch.dynamic_shared_bytes, 32768u);
+  ASSERT_EQ(p.args.size(), 5u);
+  EXPECT_EQ(p.args[0].count, 7168u * 16384u);
+  EXPECT_EQ(p.args[0].dtype, cuda::DType::f16);
+  EXPECT_TRUE(p.args[2].output);
+  EXPECT_EQ(p.args[3].kind, KernelArg::Kind::scalar);
+  EXPECT_EQ(p.args[4].value, 16384);
+  EXPECT_DOUBLE_EQ(p.flop, 2.0 * 7168 * 16384);
+  EXPECT_NE(std::find(p.launch.flags.begin(), p.launch.flags.end(), "-DTPR=64"),
+            p.launch.flags.end());
+  ASSERT_TRUE(p.reference);
+  EXPECT_NE(std::find(p.reference->flags.begin(), p.reference->flags.end(), "-DVEC=2"),
+            p.reference->flags.end());
+  EXPECT_EQ(p.reference->grid[0], 7168u);  // RPB=1 in the reference configuration
+}
+
+TEST(SpecProblem, BadConfigIsOneSentenceNamingTheFix) {
+  const auto spec = tune::ProblemSpec::load(fs::path(KTUNE_SOURCE_DIR) / "kernels/copy/copy.json");
+  try {
+    parse_config(spec, "VEC=3");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("use one of 1, 2, 4"), std::string::npos) << e.what();
+  }
+  try {
+    parse_config(spec, "WIDTH=3");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("BLOCK, VEC, ITEMS, SKIP_TAIL"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ktune::bench
