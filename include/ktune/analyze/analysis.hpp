@@ -1,0 +1,144 @@
+#pragma once
+// The report's numbers, computed in one streaming pass over a TraceSource: kernels ranked by GPU
+// time, GPU busy/idle per device, idle gaps with their cause, storms of tiny kernels, time per NVTX
+// range, copies, and the tuning backlog. Plain data; report/ renders it.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ktune/analyze/source.hpp"
+#include "ktune/core/stats.hpp"
+
+namespace ktune::analyze {
+
+struct Dim3 {
+  std::int32_t x = 0, y = 0, z = 0;
+  friend bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// What a kernel was launched with: the second half of the `--by name+launch` key.
+struct LaunchShape {
+  Dim3 grid, block;
+  std::int32_t shared_mem_bytes = 0;  // static + dynamic
+  std::uint32_t registers_per_thread = 0;
+  friend bool operator==(const LaunchShape&, const LaunchShape&) = default;
+};
+LaunchShape launch_shape(const trace::KernelRecord& k);
+
+// How a host API call matters to gap attribution, decided from its name.
+enum class ApiRole { launch, synchronize, copy, other };
+ApiRole api_role(std::string_view api_name);
+
+enum class GroupBy { name, name_and_launch };
+GroupBy parse_group_by(const std::string& text);  // "name" | "name+launch"; ktune::Error otherwise
+const char* to_string(GroupBy by);
+
+struct AnalysisOptions {
+  GroupBy group_by = GroupBy::name;
+  double backlog_share = 0.80;         // the tuning backlog: kernels owning this share of GPU time
+  std::size_t storm_min_kernels = 20;  // consecutive tiny kernels before it counts as a storm
+  // Launch overhead assumed when the trace has no host launch call for a kernel.
+  std::int64_t default_launch_overhead_ns = 4000;
+  std::size_t top_gaps = 20;        // largest gaps kept with their details
+  std::size_t top_storms = 20;      // longest storms kept
+  std::size_t timeline_bins = 400;  // resolution of the per-device utilisation strip
+};
+
+struct KernelGroup {
+  std::string name;
+  LaunchShape shape;                // the group's shape; with --by name, the first one seen
+  std::size_t distinct_shapes = 1;  // counted up to 100
+  std::int64_t total_ns = 0;
+  double share = 0;  // of all kernel GPU time, 0..1
+  Summary duration_ns;
+};
+
+enum class GapCause { launch_bound, synchronization, copies, unattributed };
+inline constexpr GapCause kGapCauses[] = {GapCause::launch_bound, GapCause::synchronization,
+                                          GapCause::copies, GapCause::unattributed};
+const char* to_string(GapCause cause);
+
+struct Gap {
+  int device = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  GapCause cause = GapCause::unattributed;
+  std::string next_kernel;  // the kernel that ended the gap
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct GapCauseTotal {
+  GapCause cause;
+  std::size_t count = 0;
+  std::int64_t total_ns = 0;
+};
+
+// Busy time is the union of kernel intervals on the device (overlapping streams count once); the
+// window runs from its first kernel start to its last kernel end, so busy + idle = window exactly.
+struct DeviceUtilization {
+  int device = 0;
+  std::size_t kernels = 0;
+  std::int64_t window_start_ns = 0, window_end_ns = 0;
+  std::int64_t busy_ns = 0, idle_ns = 0;
+  std::vector<GapCauseTotal> idle_by_cause;  // one entry per GapCause, in kGapCauses order
+  // Timeline strip: bins of bin_ns from window_start_ns; busy and per-cause idle ns in each.
+  std::int64_t bin_ns = 0;
+  std::vector<std::int64_t> bin_busy_ns;
+  std::vector<std::vector<std::int64_t>> bin_idle_ns;  // [cause][bin]
+  std::int64_t window_ns() const { return window_end_ns - window_start_ns; }
+  double busy_fraction() const;
+};
+
+// A run of consecutive kernels on one device, each shorter than its own launch overhead: the GPU
+// finishes them faster than the host can submit them.
+struct Storm {
+  int device = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::size_t kernels = 0;
+  std::int64_t kernel_ns = 0;           // GPU time of the storm's kernels
+  std::int64_t launch_overhead_ns = 0;  // summed host launch-call time for them
+  std::string top_kernel;               // the most frequent name in the run
+};
+
+struct NvtxGroup {
+  std::string name;
+  std::int64_t total_ns = 0;  // wall time inside the range, summed over instances
+  Summary duration_ns;
+  std::size_t kernels = 0;         // kernels launched from inside (innermost range)
+  std::int64_t kernel_gpu_ns = 0;  // their GPU time
+};
+
+struct CopyGroup {
+  std::string kind;  // the tracer's memcpy kind ("HtoD", ...) or "memset"
+  std::size_t count = 0;
+  std::uint64_t bytes = 0;
+  std::int64_t total_ns = 0;
+};
+
+struct Analysis {
+  trace::TraceMetadata metadata;
+  std::int64_t origin_ns = 0;  // earliest timestamp in the trace; reports show times from it
+  GroupBy group_by = GroupBy::name;
+  std::size_t kernel_count = 0;
+  std::int64_t kernel_total_ns = 0;
+  std::vector<KernelGroup> kernels;  // by total_ns, descending
+  std::size_t backlog_size = 0;      // kernels[0, backlog_size) own backlog_share of time
+  double backlog_share = 0;
+  std::vector<DeviceUtilization> devices;    // by device ordinal
+  std::vector<GapCauseTotal> idle_by_cause;  // all devices
+  std::size_t gap_count = 0;
+  std::vector<Gap> largest_gaps;  // longest first
+  std::size_t storm_count = 0;
+  std::vector<Storm> storms;      // most kernels first
+  std::vector<NvtxGroup> nvtx;    // by total_ns, descending
+  std::vector<CopyGroup> copies;  // by total_ns, descending
+  std::size_t api_call_count = 0;
+  std::int64_t busy_ns() const;
+  std::int64_t window_ns() const;
+};
+
+// Reads each record type once (nvtx, api calls, syncs and copies before kernels) and keeps per
+// kernel only its duration, for the medians. Throws ktune::Error when kernels arrive out of order.
+Analysis analyze(TraceSource& source, const AnalysisOptions& options = {});
+
+}  // namespace ktune::analyze

@@ -1,0 +1,80 @@
+#pragma once
+// Where the analysis and the exporters read trace records from. Each visit streams one record type
+// in ascending start time and may be repeated, so a million-kernel .ktrace is never held in memory
+// as records: KtraceSource runs one ordered query per visit. The records are the tracer's own
+// (trace/ktrace.hpp); times are CUPTI nanoseconds, one clock for host and GPU.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ktune/trace/ktrace.hpp"
+
+namespace ktune::analyze {
+
+template <typename Record>
+using Visitor = std::function<void(const Record&)>;
+
+class TraceSource {
+ public:
+  virtual ~TraceSource() = default;
+  virtual void kernels(const Visitor<trace::KernelRecord>& visit) = 0;
+  virtual void memcpys(const Visitor<trace::MemcpyRecord>& visit) = 0;
+  virtual void memsets(const Visitor<trace::MemsetRecord>& visit) = 0;
+  virtual void api_calls(const Visitor<trace::ApiRecord>& visit) = 0;
+  virtual void syncs(const Visitor<trace::SyncRecord>& visit) = 0;
+  virtual void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) = 0;
+  virtual const trace::TraceMetadata& metadata() const = 0;
+  // The earliest non-zero timestamp of any record; exported times count from it. Empty: nullopt.
+  virtual std::optional<std::uint64_t> origin_ns() = 0;
+};
+
+// A whole trace held in memory: hand-built traces in tests and small programs. The constructor
+// sorts every record vector by start time (stable), so records may be pushed in any order.
+class MemorySource : public TraceSource {
+ public:
+  explicit MemorySource(trace::Trace trace);
+  void kernels(const Visitor<trace::KernelRecord>& visit) override;
+  void memcpys(const Visitor<trace::MemcpyRecord>& visit) override;
+  void memsets(const Visitor<trace::MemsetRecord>& visit) override;
+  void api_calls(const Visitor<trace::ApiRecord>& visit) override;
+  void syncs(const Visitor<trace::SyncRecord>& visit) override;
+  void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
+  const trace::TraceMetadata& metadata() const override { return trace_.metadata; }
+  std::optional<std::uint64_t> origin_ns() override;
+
+ private:
+  trace::Trace trace_;
+};
+
+// Streams a .ktrace from disk. Opening checks the file the way the trace module does (missing,
+// not a .ktrace, newer schema_version: ktune::Error with one sentence).
+class KtraceSource : public TraceSource {
+ public:
+  explicit KtraceSource(const std::filesystem::path& path);
+  ~KtraceSource() override;
+  void kernels(const Visitor<trace::KernelRecord>& visit) override;
+  void memcpys(const Visitor<trace::MemcpyRecord>& visit) override;
+  void memsets(const Visitor<trace::MemsetRecord>& visit) override;
+  void api_calls(const Visitor<trace::ApiRecord>& visit) override;
+  void syncs(const Visitor<trace::SyncRecord>& visit) override;
+  void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
+  const trace::TraceMetadata& metadata() const override { return counts_.metadata; }
+  std::optional<std::uint64_t> origin_ns() override;
+  const trace::TraceCounts& counts() const { return counts_; }
+
+ private:
+  struct Db;
+  std::filesystem::path path_;
+  trace::TraceCounts counts_;
+  std::unique_ptr<Db> db_;
+};
+
+// The name a report shows: demangled where the tracer could, else as recorded.
+inline const std::string& display_name(const trace::KernelRecord& k) {
+  return k.demangled_name.empty() ? k.name : k.demangled_name;
+}
+
+}  // namespace ktune::analyze

@@ -1,0 +1,39 @@
+#pragma once
+// Renderers of an analysis: a terminal table for people, markdown for PRs, JSON for tools (pinned
+// by schema_version), and one self-contained HTML file with inline SVG charts. Registered by name
+// so `ktune report --format NAME` needs no if-chain.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ktune/analyze/analysis.hpp"
+
+namespace ktune::report {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct RenderOptions {
+  std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all
+};
+
+struct Format {
+  std::string_view name;
+  std::string_view description;
+  std::string (*render)(const analyze::Analysis&, const RenderOptions&);
+};
+
+// text, md, json, html.
+const std::vector<Format>& formats();
+// ktune::Error naming the known formats when `name` is not one of them.
+const Format& find_format(std::string_view name);
+
+nlohmann::json to_json(const analyze::Analysis& analysis);
+std::string render_text(const analyze::Analysis& analysis, const RenderOptions& options);
+std::string render_markdown(const analyze::Analysis& analysis, const RenderOptions& options);
+std::string render_json(const analyze::Analysis& analysis, const RenderOptions& options);
+std::string render_html(const analyze::Analysis& analysis, const RenderOptions& options);
+
+}  // namespace ktune::report

@@ -1,0 +1,496 @@
+#include "ktune/analyze/analysis.hpp"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::analyze {
+
+LaunchShape launch_shape(const trace::KernelRecord& k) {
+  return {{k.grid_x, k.grid_y, k.grid_z},
+          {k.block_x, k.block_y, k.block_z},
+          k.static_shared_bytes + k.dynamic_shared_bytes,
+          k.registers_per_thread};
+}
+
+ApiRole api_role(std::string_view name) {
+  auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  // Stream-ordered waits (cudaStreamWaitEvent) stall the GPU, not the host, so they are not here.
+  if (has("Synchronize")) return ApiRole::synchronize;
+  if (has("Launch")) return ApiRole::launch;  // kernels, cooperative kernels, graphs
+  if (has("Memcpy") || has("Memset") || has("memcpy") || has("memset")) return ApiRole::copy;
+  return ApiRole::other;
+}
+
+GroupBy parse_group_by(const std::string& text) {
+  if (text == "name") return GroupBy::name;
+  if (text == "name+launch") return GroupBy::name_and_launch;
+  throw Error(fmt::format("--by '{}' is not a grouping; use --by name or --by name+launch.", text));
+}
+
+const char* to_string(GroupBy by) {
+  return by == GroupBy::name ? "name" : "name+launch";
+}
+
+const char* to_string(GapCause cause) {
+  switch (cause) {
+    case GapCause::launch_bound:
+      return "launch_bound";
+    case GapCause::synchronization:
+      return "synchronization";
+    case GapCause::copies:
+      return "copies";
+    case GapCause::unattributed:
+      return "unattributed";
+  }
+  return "unattributed";
+}
+
+double DeviceUtilization::busy_fraction() const {
+  return window_ns() > 0 ? static_cast<double>(busy_ns) / static_cast<double>(window_ns()) : 0.0;
+}
+
+std::int64_t Analysis::busy_ns() const {
+  std::int64_t sum = 0;
+  for (const auto& d : devices) sum += d.busy_ns;
+  return sum;
+}
+
+std::int64_t Analysis::window_ns() const {
+  std::int64_t sum = 0;
+  for (const auto& d : devices) sum += d.window_ns();
+  return sum;
+}
+
+namespace {
+
+constexpr std::size_t kMaxShapesCounted = 100;
+constexpr std::int64_t kFirstBinNs = 1000;
+
+// Times are stored unsigned by the tracer; differences need a sign.
+std::int64_t ns(std::uint64_t t) {
+  return static_cast<std::int64_t>(t);
+}
+
+struct Interval {
+  std::int64_t start_ns, end_ns;
+};
+
+// Sorts and merges, so an overlap query is one binary search.
+std::vector<Interval> merge(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start_ns < b.start_ns; });
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.start_ns <= out.back().end_ns)
+      out.back().end_ns = std::max(out.back().end_ns, i.end_ns);
+    else
+      out.push_back(i);
+  }
+  return out;
+}
+
+// True when some interval shares time with the open interval (a, b).
+bool overlaps(const std::vector<Interval>& merged, std::int64_t a, std::int64_t b) {
+  auto it = std::upper_bound(merged.begin(), merged.end(), a,
+                             [](std::int64_t t, const Interval& i) { return t < i.end_ns; });
+  return it != merged.end() && it->start_ns < b;
+}
+
+// The host side of a kernel or copy, found by correlation id.
+struct Launch {
+  std::uint32_t correlation_id;
+  std::int64_t start_ns, end_ns;
+  int nvtx_group;  // innermost NVTX range around the call, -1: none
+};
+
+struct ThreadKey {
+  std::uint32_t pid;
+  std::uint64_t tid;
+  bool operator<(const ThreadKey& o) const { return pid != o.pid ? pid < o.pid : tid < o.tid; }
+};
+
+// Finds the innermost NVTX range open at each API call of one thread; calls arrive in time order.
+struct NvtxThread {
+  struct Range {
+    std::int64_t start_ns, end_ns;
+    int group;
+  };
+  std::vector<Range> ranges;  // by start
+  std::size_t next = 0;
+  std::vector<Range> open;
+
+  int innermost(std::int64_t t) {
+    while (next < ranges.size() && ranges[next].start_ns <= t) open.push_back(ranges[next++]);
+    while (!open.empty() && open.back().end_ns < t) open.pop_back();
+    return open.empty() ? -1 : open.back().group;
+  }
+};
+
+struct GroupState {
+  KernelGroup group;
+  std::vector<double> durations_ns;
+  std::vector<LaunchShape> shapes;  // distinct, up to kMaxShapesCounted
+};
+
+// Adds [a, b) to fixed-count bins that double their width when time runs past the last bin.
+class Timeline {
+ public:
+  Timeline(std::int64_t origin, std::size_t bins)
+      : origin_(origin),
+        busy_(bins, 0),
+        idle_(std::size(kGapCauses), std::vector<std::int64_t>(bins, 0)) {}
+
+  void add_busy(std::int64_t a, std::int64_t b) { add(busy_, a, b); }
+  void add_idle(GapCause cause, std::int64_t a, std::int64_t b) {
+    add(idle_[static_cast<int>(cause)], a, b);
+  }
+  void store(DeviceUtilization& d) {
+    d.bin_ns = bin_ns_;
+    d.bin_busy_ns = std::move(busy_);
+    d.bin_idle_ns = std::move(idle_);
+  }
+
+ private:
+  void add(std::vector<std::int64_t>& bins, std::int64_t a, std::int64_t b) {
+    while (b - origin_ > bin_ns_ * static_cast<std::int64_t>(busy_.size())) widen();
+    for (std::int64_t t = a; t < b;) {
+      const auto index = static_cast<std::size_t>((t - origin_) / bin_ns_);
+      const std::int64_t bin_end = origin_ + (static_cast<std::int64_t>(index) + 1) * bin_ns_;
+      const std::int64_t upto = std::min(b, bin_end);
+      bins[index] += upto - t;
+      t = upto;
+    }
+  }
+  void widen() {
+    auto halve = [](std::vector<std::int64_t>& v) {
+      const std::size_t n = v.size();
+      for (std::size_t i = 0; i < n; ++i)
+        v[i] = (2 * i < n ? v[2 * i] : 0) + (2 * i + 1 < n ? v[2 * i + 1] : 0);
+    };
+    halve(busy_);
+    for (auto& v : idle_) halve(v);
+    bin_ns_ *= 2;
+  }
+  std::int64_t origin_;
+  std::int64_t bin_ns_ = kFirstBinNs;
+  std::vector<std::int64_t> busy_;
+  std::vector<std::vector<std::int64_t>> idle_;
+};
+
+struct DeviceState {
+  DeviceUtilization util;
+  std::int64_t busy_start = 0, busy_end = 0;
+  Timeline timeline;
+  std::vector<Interval> copies;  // merged
+  // The storm being watched: consecutive kernels shorter than their launch overhead.
+  Storm run;
+  std::unordered_map<int, std::size_t> run_names;  // group index -> count
+
+  DeviceState(int device, std::int64_t first_start, std::size_t bins)
+      : timeline(first_start, bins) {
+    util.device = device;
+    util.window_start_ns = first_start;
+    busy_start = busy_end = first_start;
+    for (GapCause c : kGapCauses) util.idle_by_cause.push_back({c, 0, 0});
+  }
+};
+
+class Analyzer {
+ public:
+  Analyzer(TraceSource& source, const AnalysisOptions& options) : src_(source), opt_(options) {
+    out_.group_by = options.group_by;
+    out_.backlog_share = options.backlog_share;
+    for (GapCause c : kGapCauses) out_.idle_by_cause.push_back({c, 0, 0});
+  }
+
+  Analysis run() {
+    out_.metadata = src_.metadata();
+    out_.origin_ns = ns(src_.origin_ns().value_or(0));
+    read_nvtx();
+    read_api_calls();
+    read_syncs();
+    read_copies();
+    src_.kernels([this](const trace::KernelRecord& k) { on_kernel(k); });
+    finish();
+    return std::move(out_);
+  }
+
+ private:
+  void read_nvtx() {
+    std::unordered_map<std::string, int> index;
+    std::vector<std::vector<double>> durations;
+    src_.nvtx_ranges([&](const trace::NvtxRangeRecord& r) {
+      std::string name = r.domain.empty() ? r.name : r.domain + ":" + r.name;
+      auto [it, fresh] = index.emplace(std::move(name), static_cast<int>(out_.nvtx.size()));
+      if (fresh) {
+        out_.nvtx.push_back({it->first});
+        durations.emplace_back();
+      }
+      const std::int64_t d = ns(r.end_ns) - ns(r.start_ns);
+      out_.nvtx[it->second].total_ns += std::max<std::int64_t>(0, d);
+      durations[it->second].push_back(static_cast<double>(std::max<std::int64_t>(0, d)));
+      nvtx_threads_[{r.process_id, r.thread_id}].ranges.push_back(
+          {ns(r.start_ns), ns(r.end_ns), it->second});
+    });
+    for (std::size_t i = 0; i < out_.nvtx.size(); ++i)
+      out_.nvtx[i].duration_ns = summarize(durations[i]);
+  }
+
+  void read_api_calls() {
+    std::unordered_map<std::string, ApiRole> roles;
+    std::vector<Interval> sync;
+    src_.api_calls([&](const trace::ApiRecord& a) {
+      ++out_.api_call_count;
+      auto it = roles.find(a.name);
+      if (it == roles.end()) it = roles.emplace(a.name, api_role(a.name)).first;
+      const ApiRole role = it->second;
+      if (role == ApiRole::synchronize) sync.push_back({ns(a.start_ns), ns(a.end_ns)});
+      if ((role == ApiRole::launch || role == ApiRole::copy) && a.correlation_id != 0) {
+        int nvtx = -1;
+        if (auto t = nvtx_threads_.find({a.process_id, a.thread_id}); t != nvtx_threads_.end())
+          nvtx = t->second.innermost(ns(a.start_ns));
+        launches_.push_back({a.correlation_id, ns(a.start_ns), ns(a.end_ns), nvtx});
+      }
+    });
+    // Correlation ids grow with call order in CUPTI, so this is usually already sorted.
+    auto by_id = [](const Launch& x, const Launch& y) {
+      return x.correlation_id < y.correlation_id;
+    };
+    if (!std::is_sorted(launches_.begin(), launches_.end(), by_id))
+      std::sort(launches_.begin(), launches_.end(), by_id);
+    sync_ = std::move(sync);
+  }
+
+  void read_syncs() {
+    src_.syncs([&](const trace::SyncRecord& s) {
+      if (s.type != "stream_wait_event") sync_.push_back({ns(s.start_ns), ns(s.end_ns)});
+    });
+    sync_ = merge(std::move(sync_));
+  }
+
+  void read_copies() {
+    std::map<int, std::vector<Interval>> per_device;
+    std::map<std::string, CopyGroup> groups;
+    auto add = [&](const std::string& kind, std::uint32_t device, std::uint64_t bytes,
+                   std::uint64_t start, std::uint64_t end) {
+      per_device[static_cast<int>(device)].push_back({ns(start), ns(end)});
+      CopyGroup& g = groups.try_emplace(kind, CopyGroup{kind}).first->second;
+      ++g.count;
+      g.bytes += bytes;
+      g.total_ns += std::max<std::int64_t>(0, ns(end) - ns(start));
+    };
+    src_.memcpys([&](const trace::MemcpyRecord& c) {
+      add(c.kind, c.device_id, c.bytes, c.start_ns, c.end_ns);
+    });
+    const std::string memset = "memset";
+    src_.memsets([&](const trace::MemsetRecord& c) {
+      add(memset, c.device_id, c.bytes, c.start_ns, c.end_ns);
+    });
+    for (auto& [device, v] : per_device) copies_by_device_[device] = merge(std::move(v));
+    for (auto& [kind, g] : groups) out_.copies.push_back(g);
+    std::sort(out_.copies.begin(), out_.copies.end(),
+              [](auto& a, auto& b) { return a.total_ns > b.total_ns; });
+  }
+
+  const Launch* find_launch(std::uint32_t correlation_id) const {
+    if (correlation_id == 0) return nullptr;
+    auto it =
+        std::lower_bound(launches_.begin(), launches_.end(), correlation_id,
+                         [](const Launch& l, std::uint32_t id) { return l.correlation_id < id; });
+    return it != launches_.end() && it->correlation_id == correlation_id ? &*it : nullptr;
+  }
+
+  int group_index(const trace::KernelRecord& k, const LaunchShape& s) {
+    std::string key = display_name(k);
+    if (opt_.group_by == GroupBy::name_and_launch) {
+      key += fmt::format("\x1f{},{},{}/{},{},{}/{}/{}", s.grid.x, s.grid.y, s.grid.z, s.block.x,
+                         s.block.y, s.block.z, s.shared_mem_bytes, s.registers_per_thread);
+    }
+    auto [it, fresh] = group_index_.emplace(std::move(key), static_cast<int>(groups_.size()));
+    if (fresh) {
+      groups_.emplace_back();
+      groups_.back().group.name = display_name(k);
+      groups_.back().group.shape = s;
+      groups_.back().shapes.push_back(s);
+    }
+    GroupState& g = groups_[it->second];
+    if (!fresh && opt_.group_by == GroupBy::name && g.shapes.size() < kMaxShapesCounted &&
+        std::find(g.shapes.begin(), g.shapes.end(), s) == g.shapes.end())
+      g.shapes.push_back(s);
+    return it->second;
+  }
+
+  DeviceState& device(int id, std::int64_t start) {
+    auto it = devices_.find(id);
+    if (it == devices_.end()) it = devices_.try_emplace(id, id, start, opt_.timeline_bins).first;
+    return it->second;
+  }
+
+  GapCause attribute(int device, std::int64_t gap_start, std::int64_t gap_end,
+                     const Launch* launch) const {
+    if (auto c = copies_by_device_.find(device);
+        c != copies_by_device_.end() && overlaps(c->second, gap_start, gap_end))
+      return GapCause::copies;
+    if (overlaps(sync_, gap_start, gap_end)) return GapCause::synchronization;
+    // The launch call was still running when the GPU ran dry: the queue was empty.
+    if (launch && launch->end_ns > gap_start) return GapCause::launch_bound;
+    return GapCause::unattributed;
+  }
+
+  void record_gap(DeviceState& d, const Gap& gap) {
+    const auto cause = static_cast<std::size_t>(gap.cause);
+    ++d.util.idle_by_cause[cause].count;
+    d.util.idle_by_cause[cause].total_ns += gap.duration_ns();
+    ++out_.idle_by_cause[cause].count;
+    out_.idle_by_cause[cause].total_ns += gap.duration_ns();
+    d.timeline.add_idle(gap.cause, gap.start_ns, gap.end_ns);
+    ++out_.gap_count;
+    if (opt_.top_gaps == 0) return;
+    largest_gaps_.push(gap);
+    if (largest_gaps_.size() > opt_.top_gaps) largest_gaps_.pop();
+  }
+
+  void close_storm(DeviceState& d) {
+    Storm& run = d.run;
+    if (run.kernels >= opt_.storm_min_kernels && run.kernels > 0) {
+      ++out_.storm_count;
+      auto top = std::max_element(d.run_names.begin(), d.run_names.end(),
+                                  [](auto& a, auto& b) { return a.second < b.second; });
+      run.top_kernel = groups_[top->first].group.name;
+      run.device = d.util.device;
+      storms_.push_back(run);
+      // Keep the list short as we go: a pathological trace may have many storms.
+      if (storms_.size() > 4 * opt_.top_storms + 16) trim_storms();
+    }
+    run = Storm{};
+    d.run_names.clear();
+  }
+
+  void trim_storms() {
+    std::sort(storms_.begin(), storms_.end(),
+              [](auto& a, auto& b) { return a.kernels > b.kernels; });
+    if (storms_.size() > opt_.top_storms) storms_.resize(opt_.top_storms);
+  }
+
+  void on_kernel(const trace::KernelRecord& k) {
+    const std::int64_t start = ns(k.start_ns), end = std::max(start, ns(k.end_ns));
+    if (start < last_start_)
+      throw Error(fmt::format(
+          "kernel '{}' starts before the kernel read before it, so the trace is not in start "
+          "order; re-record it with this ktune.",
+          display_name(k)));
+    last_start_ = start;
+    const std::int64_t duration = end - start;
+    ++out_.kernel_count;
+    out_.kernel_total_ns += duration;
+
+    const int gi = group_index(k, launch_shape(k));
+    GroupState& g = groups_[gi];
+    g.group.total_ns += duration;
+    g.durations_ns.push_back(static_cast<double>(duration));
+
+    const Launch* launch = find_launch(k.correlation_id);
+    if (launch && launch->nvtx_group >= 0) {
+      ++out_.nvtx[launch->nvtx_group].kernels;
+      out_.nvtx[launch->nvtx_group].kernel_gpu_ns += duration;
+    }
+
+    const int dev = static_cast<int>(k.device_id);
+    DeviceState& d = device(dev, start);
+    ++d.util.kernels;
+    if (start > d.busy_end) {
+      d.util.busy_ns += d.busy_end - d.busy_start;
+      d.timeline.add_busy(d.busy_start, d.busy_end);
+      record_gap(d,
+                 {dev, d.busy_end, start, attribute(dev, d.busy_end, start, launch), g.group.name});
+      d.busy_start = start;
+      d.busy_end = end;
+    } else {
+      d.busy_end = std::max(d.busy_end, end);
+    }
+
+    const std::int64_t overhead =
+        launch ? launch->end_ns - launch->start_ns : opt_.default_launch_overhead_ns;
+    if (duration < overhead) {
+      if (d.run.kernels == 0) d.run.start_ns = start;
+      ++d.run.kernels;
+      d.run.end_ns = std::max(d.run.end_ns, end);
+      d.run.kernel_ns += duration;
+      d.run.launch_overhead_ns += overhead;
+      ++d.run_names[gi];
+    } else {
+      close_storm(d);
+    }
+  }
+
+  void finish() {
+    for (auto& [id, d] : devices_) {
+      d.util.busy_ns += d.busy_end - d.busy_start;
+      d.timeline.add_busy(d.busy_start, d.busy_end);
+      d.util.window_end_ns = d.busy_end;
+      d.util.idle_ns = d.util.window_ns() - d.util.busy_ns;
+      d.timeline.store(d.util);
+      close_storm(d);
+      out_.devices.push_back(std::move(d.util));
+    }
+    trim_storms();
+    out_.storms = std::move(storms_);
+
+    for (GroupState& g : groups_) {
+      g.group.duration_ns = summarize(g.durations_ns);
+      g.group.distinct_shapes = g.shapes.size();
+      g.group.share = out_.kernel_total_ns > 0 ? static_cast<double>(g.group.total_ns) /
+                                                     static_cast<double>(out_.kernel_total_ns)
+                                               : 0.0;
+      std::vector<double>().swap(g.durations_ns);
+      out_.kernels.push_back(std::move(g.group));
+    }
+    std::stable_sort(out_.kernels.begin(), out_.kernels.end(),
+                     [](auto& a, auto& b) { return a.total_ns > b.total_ns; });
+    double cumulative = 0;
+    for (const KernelGroup& g : out_.kernels) {
+      if (out_.backlog_size > 0 && cumulative >= opt_.backlog_share - 1e-12) break;
+      cumulative += g.share;
+      ++out_.backlog_size;
+    }
+
+    while (!largest_gaps_.empty()) {
+      out_.largest_gaps.push_back(largest_gaps_.top());
+      largest_gaps_.pop();
+    }
+    std::reverse(out_.largest_gaps.begin(), out_.largest_gaps.end());
+    std::stable_sort(out_.nvtx.begin(), out_.nvtx.end(),
+                     [](auto& a, auto& b) { return a.total_ns > b.total_ns; });
+  }
+
+  struct LongerGap {
+    bool operator()(const Gap& a, const Gap& b) const { return a.duration_ns() > b.duration_ns(); }
+  };
+
+  TraceSource& src_;
+  const AnalysisOptions& opt_;
+  Analysis out_;
+  std::map<ThreadKey, NvtxThread> nvtx_threads_;
+  std::vector<Launch> launches_;
+  std::vector<Interval> sync_;
+  std::map<int, std::vector<Interval>> copies_by_device_;
+  std::unordered_map<std::string, int> group_index_;
+  std::vector<GroupState> groups_;
+  std::map<int, DeviceState> devices_;
+  std::priority_queue<Gap, std::vector<Gap>, LongerGap> largest_gaps_;  // shortest on top
+  std::vector<Storm> storms_;
+  std::int64_t last_start_ = INT64_MIN;
+};
+
+}  // namespace
+
+Analysis analyze(TraceSource& source, const AnalysisOptions& options) {
+  return Analyzer(source, options).run();
+}
+
+}  // namespace ktune::analyze

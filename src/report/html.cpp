@@ -1,0 +1,162 @@
+// One self-contained HTML file: inline CSS and SVG, no scripts, fonts or images from elsewhere, so
+// it can be attached to a ticket or opened offline.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ktune/report/report.hpp"
+#include "sections.hpp"
+#include "units.hpp"
+
+namespace ktune::report {
+
+using analyze::Analysis;
+using analyze::GapCause;
+namespace d = detail;
+
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+const char* cause_color(GapCause c) {
+  switch (c) {
+    case GapCause::launch_bound:
+      return "#e8a33d";
+    case GapCause::synchronization:
+      return "#d9534f";
+    case GapCause::copies:
+      return "#5b8dd6";
+    case GapCause::unattributed:
+      return "#b0b0b0";
+  }
+  return "#b0b0b0";
+}
+
+// Horizontal bars of the top kernels' total GPU time.
+std::string kernel_bars(const Analysis& a, std::size_t top) {
+  const std::size_t n = std::min(top, a.kernels.size());
+  if (n == 0) return {};
+  const int bar_h = 18, label_w = 360, chart_w = 420, width = label_w + chart_w + 90;
+  const double max_ns = static_cast<double>(a.kernels.front().total_ns);
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
+      "aria-label=\"kernels by total GPU time\">\n",
+      width, static_cast<int>(n) * (bar_h + 4) + 4);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& g = a.kernels[i];
+    const int y = 2 + static_cast<int>(i) * (bar_h + 4);
+    const double w = max_ns > 0 ? chart_w * static_cast<double>(g.total_ns) / max_ns : 0;
+    std::string label = g.name.size() > 52 ? g.name.substr(0, 50) + "..." : g.name;
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"lbl\">{}</text>"
+        "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {} ({})"
+        "</title></rect><text x=\"{:.1f}\" y=\"{}\" class=\"lbl\">{}</text>\n",
+        label_w - 6, y + 13, esc(label), label_w, y, std::max(w, 1.0), bar_h,
+        i < a.backlog_size ? "#3c8d5a" : "#8fbf9f", esc(g.name),
+        d::duration(static_cast<double>(g.total_ns)), d::percent(g.share), label_w + w + 4, y + 13,
+        d::percent(g.share));
+  }
+  return svg + "</svg>\n";
+}
+
+// One strip per device: each bin's busy share in green, its idle time coloured by cause.
+std::string timelines(const Analysis& a) {
+  std::string svg;
+  const int width = 800, strip_h = 40;
+  for (const auto& u : a.devices) {
+    const std::size_t bins = u.bin_busy_ns.size();
+    if (bins == 0 || u.bin_ns <= 0) continue;
+    std::size_t used = 0;  // bins that lie inside the window
+    while (used < bins && static_cast<std::int64_t>(used) * u.bin_ns < u.window_ns()) ++used;
+    used = std::max<std::size_t>(used, 1);
+    const double bw = static_cast<double>(width) / static_cast<double>(used);
+    svg += fmt::format(
+        "<p>Device {}: {} window, busy {}</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+        "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"device {} timeline\">\n",
+        u.device, d::duration(static_cast<double>(u.window_ns())), d::percent(u.busy_fraction()),
+        width, strip_h, u.device);
+    for (std::size_t i = 0; i < used; ++i) {
+      const double full = static_cast<double>(u.bin_ns);
+      double y = 0;
+      auto stack = [&](std::int64_t v, const char* color) {
+        if (v <= 0) return;
+        const double h = strip_h * std::min(1.0, static_cast<double>(v) / full);
+        svg += fmt::format(
+            "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"/>",
+            i * bw, strip_h - y - h, bw + 0.05, h, color);
+        y += h;
+      };
+      stack(u.bin_busy_ns[i], "#3c8d5a");
+      for (GapCause c : analyze::kGapCauses)
+        stack(u.bin_idle_ns[static_cast<int>(c)][i], cause_color(c));
+    }
+    svg += "\n</svg>\n";
+  }
+  if (svg.empty()) return svg;
+  std::string legend = "<p class=\"legend\"><span style=\"background:#3c8d5a\"></span>busy ";
+  for (GapCause c : analyze::kGapCauses)
+    legend += fmt::format("<span style=\"background:{}\"></span>idle: {} ", cause_color(c),
+                          d::cause_text(c));
+  return svg + legend + "</p>\n";
+}
+
+}  // namespace
+
+std::string render_html(const Analysis& a, const RenderOptions& o) {
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>ktune report</title>\n<style>\n"
+      "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}"
+      "table{border-collapse:collapse;margin:.5em 0 1.5em}"
+      "th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;white-space:nowrap}"
+      "td:last-child{white-space:normal}th{background:#f3f3f3}"
+      ".lbl{font:12px monospace}.legend span{display:inline-block;width:12px;height:12px;"
+      "margin:0 4px 0 12px;vertical-align:middle}code{background:#f3f3f3}\n"
+      "</style></head><body>\n";
+  out += fmt::format("<h1>ktune report</h1>\n<p><code>{}</code></p>\n<p><b>{}</b></p>\n",
+                     esc(d::capture_line(a)), esc(d::headline(a)));
+  out += "<h2>Timeline</h2>\n" + timelines(a);
+  out += "<h2>Top kernels</h2>\n" + kernel_bars(a, std::min<std::size_t>(o.top_kernels, 20));
+  for (const d::Section& s : d::sections(a, o)) {
+    out += fmt::format("<h2>{}</h2>\n", esc(s.title));
+    if (!s.note.empty()) out += fmt::format("<p>{}</p>\n", esc(s.note));
+    if (s.rows.empty()) continue;
+    out += "<table><tr>";
+    for (const auto& h : s.header) out += "<th>" + esc(h) + "</th>";
+    out += "</tr>\n";
+    for (const auto& r : s.rows) {
+      out += "<tr>";
+      for (const auto& c : r) out += "<td>" + esc(c) + "</td>";
+      out += "</tr>\n";
+    }
+    out += "</table>\n";
+  }
+  return out + "</body></html>\n";
+}
+
+}  // namespace ktune::report

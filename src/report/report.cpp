@@ -1,0 +1,381 @@
+#include "ktune/report/report.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+#include "sections.hpp"
+#include "units.hpp"
+
+namespace ktune::report {
+
+using analyze::Analysis;
+using analyze::GapCause;
+using nlohmann::json;
+namespace d = detail;
+
+const std::vector<Format>& formats() {
+  static const std::vector<Format> all = {
+      {"text", "tables for a terminal", render_text},
+      {"md", "markdown for a pull request", render_markdown},
+      {"json", "JSON for tools (schema_version 1)", render_json},
+      {"html", "one self-contained HTML file with SVG charts", render_html},
+  };
+  return all;
+}
+
+const Format& find_format(std::string_view name) {
+  for (const Format& f : formats())
+    if (f.name == name) return f;
+  std::vector<std::string_view> names;
+  for (const Format& f : formats()) names.push_back(f.name);
+  throw Error(fmt::format("--format '{}' is not a report format; use one of {}.", name,
+                          fmt::join(names, ", ")));
+}
+
+namespace {
+
+json shape_json(const analyze::LaunchShape& s) {
+  return {{"grid", {s.grid.x, s.grid.y, s.grid.z}},
+          {"block", {s.block.x, s.block.y, s.block.z}},
+          {"shared_mem_bytes", s.shared_mem_bytes},
+          {"registers_per_thread", s.registers_per_thread}};
+}
+
+json causes_json(const std::vector<analyze::GapCauseTotal>& totals, std::int64_t idle_ns) {
+  json j = json::object();
+  for (const auto& t : totals)
+    j[analyze::to_string(t.cause)] = {{"count", t.count},
+                                      {"total_ns", t.total_ns},
+                                      {"share_of_idle", d::fraction(t.total_ns, idle_ns)}};
+  return j;
+}
+
+}  // namespace
+
+json to_json(const Analysis& a) {
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["kind"] = "ktune.report";
+  const auto& m = a.metadata;
+  j["trace"] = {{"schema_version", m.schema_version},
+                {"command_line", m.command_line},
+                {"pid", m.pid},
+                {"started_at", m.started_at},
+                {"finished_at", m.finished_at},
+                {"complete", m.complete},
+                {"dropped_records", m.dropped_records},
+                {"capped_records", m.capped_records},
+                {"tracer_version", m.tracer_version},
+                {"origin_ns", a.origin_ns}};
+  j["group_by"] = analyze::to_string(a.group_by);
+  const std::int64_t busy = a.busy_ns(), window = a.window_ns();
+  j["totals"] = {{"kernel_count", a.kernel_count},
+                 {"kernel_time_ns", a.kernel_total_ns},
+                 {"api_calls", a.api_call_count},
+                 {"window_ns", window},
+                 {"busy_ns", busy},
+                 {"idle_ns", window - busy},
+                 {"busy_pct", 100 * d::fraction(busy, window)},
+                 {"idle_pct", 100 * d::fraction(window - busy, window)}};
+
+  json devices = json::array();
+  for (const auto& u : a.devices) {
+    json idle_bins = json::object();
+    for (GapCause c : analyze::kGapCauses)
+      idle_bins[analyze::to_string(c)] = u.bin_idle_ns[static_cast<int>(c)];
+    devices.push_back(
+        {{"device", u.device},
+         {"kernels", u.kernels},
+         {"window_start_ns", u.window_start_ns},
+         {"window_end_ns", u.window_end_ns},
+         {"busy_ns", u.busy_ns},
+         {"idle_ns", u.idle_ns},
+         {"busy_pct", 100 * d::fraction(u.busy_ns, u.window_ns())},
+         {"idle_pct", 100 * d::fraction(u.idle_ns, u.window_ns())},
+         {"idle_by_cause", causes_json(u.idle_by_cause, u.idle_ns)},
+         {"timeline", {{"bin_ns", u.bin_ns}, {"busy_ns", u.bin_busy_ns}, {"idle_ns", idle_bins}}}});
+  }
+  j["devices"] = devices;
+
+  json kernels = json::array();
+  for (const auto& g : a.kernels) {
+    json k = {{"name", g.name},
+              {"share", g.share},
+              {"total_ns", g.total_ns},
+              {"count", g.duration_ns.count},
+              {"mean_ns", g.duration_ns.mean},
+              {"median_ns", g.duration_ns.median},
+              {"min_ns", g.duration_ns.min},
+              {"max_ns", g.duration_ns.max},
+              {"stddev_ns", g.duration_ns.stddev},
+              {"distinct_shapes", g.distinct_shapes}};
+    k["launch"] = shape_json(g.shape);
+    kernels.push_back(std::move(k));
+  }
+  j["kernels"] = kernels;
+
+  json largest = json::array();
+  for (const auto& g : a.largest_gaps)
+    largest.push_back({{"device", g.device},
+                       {"start_ns", g.start_ns},
+                       {"end_ns", g.end_ns},
+                       {"duration_ns", g.duration_ns()},
+                       {"cause", analyze::to_string(g.cause)},
+                       {"next_kernel", g.next_kernel}});
+  j["gaps"] = {{"count", a.gap_count},
+               {"idle_ns", window - busy},
+               {"by_cause", causes_json(a.idle_by_cause, window - busy)},
+               {"largest", largest}};
+
+  json storms = json::array();
+  for (const auto& s : a.storms)
+    storms.push_back({{"device", s.device},
+                      {"start_ns", s.start_ns},
+                      {"end_ns", s.end_ns},
+                      {"kernels", s.kernels},
+                      {"kernel_ns", s.kernel_ns},
+                      {"launch_overhead_ns", s.launch_overhead_ns},
+                      {"top_kernel", s.top_kernel}});
+  j["storms"] = {{"count", a.storm_count}, {"longest", storms}};
+
+  json nvtx = json::array();
+  for (const auto& n : a.nvtx)
+    nvtx.push_back({{"name", n.name},
+                    {"count", n.duration_ns.count},
+                    {"total_ns", n.total_ns},
+                    {"mean_ns", n.duration_ns.mean},
+                    {"median_ns", n.duration_ns.median},
+                    {"min_ns", n.duration_ns.min},
+                    {"max_ns", n.duration_ns.max},
+                    {"stddev_ns", n.duration_ns.stddev},
+                    {"kernels", n.kernels},
+                    {"kernel_gpu_ns", n.kernel_gpu_ns}});
+  j["nvtx"] = nvtx;
+
+  json copies = json::array();
+  for (const auto& c : a.copies)
+    copies.push_back(
+        {{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.total_ns}});
+  j["copies"] = copies;
+
+  json backlog = json::array();
+  double share = 0;
+  for (std::size_t i = 0; i < a.backlog_size; ++i) {
+    backlog.push_back(a.kernels[i].name);
+    share += a.kernels[i].share;
+  }
+  j["backlog"] = {{"target_share", a.backlog_share}, {"share", share}, {"kernels", backlog}};
+  return j;
+}
+
+std::string render_json(const Analysis& a, const RenderOptions&) {
+  return to_json(a).dump(2) + "\n";
+}
+
+namespace {
+
+// Columns of the kernel table, shared by text and markdown.
+std::vector<std::string> kernel_row(const analyze::KernelGroup& g) {
+  const Summary& s = g.duration_ns;
+  return {d::percent(g.share),     d::duration(static_cast<double>(g.total_ns)),
+          std::to_string(s.count), d::duration(s.mean),
+          d::duration(s.median),   d::duration(s.min),
+          d::duration(s.max),      d::duration(s.stddev),
+          d::shape_text(g),        g.name};
+}
+const std::vector<std::string> kKernelHeader = {"Time", "Total", "Count",  "Mean",       "Median",
+                                                "Min",  "Max",   "StdDev", "Grid Block", "Name"};
+
+// Left-aligned columns padded to their widest cell; the last column is not padded.
+std::string text_table(const std::vector<std::string>& header,
+                       const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    out += "  ";
+    for (std::size_t c = 0; c < cells.size(); ++c)
+      out += c + 1 == cells.size() ? cells[c] : fmt::format("{:<{}}  ", cells[c], width[c]);
+    out += "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
+std::string md_cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string md_table(const std::vector<std::string>& header,
+                     const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "|";
+  for (const auto& h : header) out += " " + h + " |";
+  out += "\n|";
+  for (std::size_t i = 0; i < header.size(); ++i) out += " --- |";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += "|";
+    for (const auto& c : r) out += " " + md_cell(c) + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string capture_line(const Analysis& a) {
+  const auto& m = a.metadata;
+  std::string cmd = m.command_line.empty() ? std::string("(command unknown)")
+                                           : fmt::format("{}", fmt::join(m.command_line, " "));
+  std::string line =
+      fmt::format("{} (pid {}, started {})", cmd, m.pid, m.started_at.empty() ? "?" : m.started_at);
+  if (!m.complete) line += "; trace not closed cleanly, so it may end early";
+  if (m.dropped_records > 0) line += fmt::format("; {} records dropped", m.dropped_records);
+  return line;
+}
+
+std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
+  std::vector<Section> out;
+  const std::int64_t busy = a.busy_ns(), window = a.window_ns();
+
+  Section util{"GPU busy and idle",
+               "Busy is the union of kernel intervals on a device; the window "
+               "runs from its first kernel start to its last kernel end."};
+  util.header = {"Device", "Kernels", "Window", "Busy", "Idle"};
+  for (const auto& u : a.devices)
+    util.rows.push_back({std::to_string(u.device), std::to_string(u.kernels),
+                         d::duration(static_cast<double>(u.window_ns())),
+                         d::percent(d::fraction(u.busy_ns, u.window_ns())),
+                         d::percent(d::fraction(u.idle_ns, u.window_ns()))});
+  out.push_back(util);
+
+  Section k{fmt::format("Kernels by total GPU time (--by {})", analyze::to_string(a.group_by)),
+            a.kernels.size() > o.top_kernels
+                ? fmt::format("Top {} of {}; --format json lists them all.", o.top_kernels,
+                              a.kernels.size())
+                : ""};
+  k.header = kKernelHeader;
+  for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i)
+    k.rows.push_back(kernel_row(a.kernels[i]));
+  out.push_back(k);
+
+  Section gaps{"Idle gaps by cause",
+               fmt::format("{} gaps, {} idle.", a.gap_count, d::duration(double(window - busy)))};
+  gaps.header = {"Cause", "Gaps", "Idle time", "Share of idle"};
+  for (const auto& t : a.idle_by_cause)
+    gaps.rows.push_back({d::cause_text(t.cause), std::to_string(t.count),
+                         d::duration(static_cast<double>(t.total_ns)),
+                         d::percent(d::fraction(t.total_ns, window - busy))});
+  out.push_back(gaps);
+
+  if (!a.largest_gaps.empty()) {
+    Section big{"Largest gaps", "Times count from the first record of the trace."};
+    big.header = {"Device", "At", "Length", "Cause", "Next kernel"};
+    for (const auto& g : a.largest_gaps)
+      big.rows.push_back({std::to_string(g.device),
+                          d::duration(static_cast<double>(g.start_ns - a.origin_ns)),
+                          d::duration(static_cast<double>(g.duration_ns())), d::cause_text(g.cause),
+                          g.next_kernel});
+    out.push_back(big);
+  }
+
+  Section storms{"Storms of tiny kernels",
+                 fmt::format("{} runs of consecutive kernels each shorter than its launch call.",
+                             a.storm_count)};
+  storms.header = {"Device", "At", "Kernels", "Span", "GPU time", "Launch time", "Mostly"};
+  for (const auto& s : a.storms)
+    storms.rows.push_back(
+        {std::to_string(s.device), d::duration(static_cast<double>(s.start_ns - a.origin_ns)),
+         std::to_string(s.kernels), d::duration(static_cast<double>(s.end_ns - s.start_ns)),
+         d::duration(static_cast<double>(s.kernel_ns)),
+         d::duration(static_cast<double>(s.launch_overhead_ns)), s.top_kernel});
+  out.push_back(storms);
+
+  if (!a.nvtx.empty()) {
+    Section n{"NVTX ranges", "Kernels are those launched from inside the range (innermost)."};
+    n.header = {"Total", "Count", "Mean", "Median", "Min", "Max", "Kernels", "GPU time", "Range"};
+    for (const auto& r : a.nvtx)
+      n.rows.push_back({d::duration(static_cast<double>(r.total_ns)),
+                        std::to_string(r.duration_ns.count), d::duration(r.duration_ns.mean),
+                        d::duration(r.duration_ns.median), d::duration(r.duration_ns.min),
+                        d::duration(r.duration_ns.max), std::to_string(r.kernels),
+                        d::duration(static_cast<double>(r.kernel_gpu_ns)), r.name});
+    out.push_back(n);
+  }
+
+  if (!a.copies.empty()) {
+    Section c{"Copies and memsets", ""};
+    c.header = {"Kind", "Count", "Bytes", "GPU time"};
+    for (const auto& g : a.copies)
+      c.rows.push_back({g.kind, std::to_string(g.count), d::bytes(g.bytes),
+                        d::duration(static_cast<double>(g.total_ns))});
+    out.push_back(c);
+  }
+
+  double share = 0;
+  for (std::size_t i = 0; i < a.backlog_size; ++i) share += a.kernels[i].share;
+  Section b{"Tuning backlog",
+            fmt::format("{} kernels own {} of GPU time (target {}).", a.backlog_size,
+                        d::percent(share), d::percent(a.backlog_share))};
+  b.header = {"#", "Time", "Kernel"};
+  for (std::size_t i = 0; i < a.backlog_size; ++i)
+    b.rows.push_back({std::to_string(i + 1), d::percent(a.kernels[i].share), a.kernels[i].name});
+  out.push_back(b);
+  return out;
+}
+
+std::string headline(const Analysis& a) {
+  const std::int64_t busy = a.busy_ns(), window = a.window_ns();
+  return fmt::format("{} kernels ({} names), {} of GPU time; GPU busy {}, idle {}.", a.kernel_count,
+                     a.kernels.size(), d::duration(static_cast<double>(a.kernel_total_ns)),
+                     d::percent(d::fraction(busy, window)),
+                     d::percent(d::fraction(window - busy, window)));
+}
+
+}  // namespace detail
+
+using detail::capture_line;
+using detail::headline;
+using detail::Section;
+using detail::sections;
+
+std::string render_text(const Analysis& a, const RenderOptions& o) {
+  std::string out = fmt::format("ktune report: {}\n{}\n", capture_line(a), headline(a));
+  for (const Section& s : sections(a, o)) {
+    out += "\n" + s.title + "\n";
+    if (!s.note.empty()) out += "  " + s.note + "\n";
+    if (!s.rows.empty()) out += text_table(s.header, s.rows);
+  }
+  return out;
+}
+
+std::string render_markdown(const Analysis& a, const RenderOptions& o) {
+  std::string out =
+      fmt::format("## ktune report\n\n`{}`\n\n**{}**\n", md_cell(capture_line(a)), headline(a));
+  for (const Section& s : sections(a, o)) {
+    out += "\n### " + s.title + "\n\n";
+    if (!s.note.empty()) out += s.note + "\n\n";
+    if (!s.rows.empty()) out += md_table(s.header, s.rows);
+  }
+  return out;
+}
+
+}  // namespace ktune::report

@@ -1,0 +1,286 @@
+#include "ktune/analyze/analysis.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "ktune/core/error.hpp"
+#include "trace_builder.hpp"
+
+namespace ktune::analyze::test {
+namespace {
+
+Analysis run(TraceBuilder& b, AnalysisOptions o = {}) {
+  MemorySource source(b.t);
+  return analyze(source, o);
+}
+
+std::int64_t idle_of(const Analysis& a, GapCause c) {
+  return a.idle_by_cause[static_cast<int>(c)].total_ns;
+}
+
+TEST(Analysis, RanksKernelsByTotalTimeWithTheirStatistics) {
+  TraceBuilder b;
+  b.kernel("small", 0, 40);  // 40 us once
+  b.kernel("big", 100, 110);
+  b.kernel("big", 200, 220);
+  b.kernel("big", 300, 330);
+  const Analysis a = run(b);
+  ASSERT_EQ(a.kernels.size(), 2u);
+  EXPECT_EQ(a.kernels[0].name, "big");
+  EXPECT_EQ(a.kernel_count, 4u);
+  EXPECT_EQ(a.kernel_total_ns, 100'000);
+  const KernelGroup& big = a.kernels[0];
+  EXPECT_EQ(big.total_ns, 60'000);
+  EXPECT_DOUBLE_EQ(big.share, 0.6);
+  EXPECT_EQ(big.duration_ns.count, 3u);
+  EXPECT_DOUBLE_EQ(big.duration_ns.mean, 20'000);
+  EXPECT_DOUBLE_EQ(big.duration_ns.median, 20'000);
+  EXPECT_DOUBLE_EQ(big.duration_ns.min, 10'000);
+  EXPECT_DOUBLE_EQ(big.duration_ns.max, 30'000);
+  EXPECT_DOUBLE_EQ(big.duration_ns.stddev, 10'000);
+  EXPECT_EQ(big.shape.grid.x, 128);
+  EXPECT_EQ(big.shape.block.x, 256);
+  EXPECT_DOUBLE_EQ(a.kernels[1].share, 0.4);
+}
+
+TEST(Analysis, BacklogIsTheShortestPrefixOwningEightyPercent) {
+  TraceBuilder b;
+  b.kernel("a", 0, 50);    // 50 %
+  b.kernel("b", 60, 85);   // 25 % -> 75 %
+  b.kernel("c", 90, 105);  // 15 % -> 90 %: reaches 80 %
+  b.kernel("d", 110, 120);
+  const Analysis a = run(b);
+  EXPECT_EQ(a.backlog_size, 3u);
+  AnalysisOptions half;
+  half.backlog_share = 0.5;
+  EXPECT_EQ(run(b, half).backlog_size, 1u);
+}
+
+TEST(Analysis, OverlappingStreamsCountOnceInBusyTime) {
+  TraceBuilder b;
+  b.kernel("x", 0, 100, 0, 1);
+  b.kernel("y", 50, 150, 0, 2);  // overlaps x on another stream
+  b.kernel("z", 60, 70, 0, 3);   // inside both
+  b.kernel("w", 200, 300, 0, 1);
+  const Analysis a = run(b);
+  ASSERT_EQ(a.devices.size(), 1u);
+  const DeviceUtilization& d = a.devices[0];
+  EXPECT_EQ(d.window_ns(), 300'000);
+  EXPECT_EQ(d.busy_ns, 250'000);
+  EXPECT_EQ(d.idle_ns, 50'000);
+  EXPECT_EQ(d.busy_ns + d.idle_ns, d.window_ns());
+  EXPECT_EQ(a.gap_count, 1u);
+  EXPECT_EQ(a.kernel_total_ns, 310'000);  // kernel time counts overlaps, busy time does not
+  std::int64_t busy_bins = 0;
+  for (auto v : d.bin_busy_ns) busy_bins += v;
+  EXPECT_EQ(busy_bins, d.busy_ns);
+}
+
+TEST(Analysis, DevicesHaveTheirOwnWindows) {
+  TraceBuilder b;
+  b.kernel("a", 0, 10, 0, 7, 0);
+  b.kernel("b", 5, 25, 0, 7, 1);
+  b.kernel("c", 40, 50, 0, 7, 0);
+  const Analysis a = run(b);
+  ASSERT_EQ(a.devices.size(), 2u);
+  EXPECT_EQ(a.devices[0].busy_ns, 20'000);
+  EXPECT_EQ(a.devices[0].idle_ns, 30'000);
+  EXPECT_EQ(a.devices[1].busy_ns, 20'000);
+  EXPECT_EQ(a.devices[1].idle_ns, 0);
+  EXPECT_EQ(a.busy_ns(), 40'000);
+  EXPECT_EQ(a.window_ns(), 70'000);
+}
+
+// One gap of each cause, each with a different length so a swapped cause shows.
+TEST(Analysis, AttributesEachGapToItsCause) {
+  TraceBuilder b;
+  b.launched("k1", 0, 5, 10, 20, 1);
+  // Copies: an HtoD copy runs in the gap 20..40.
+  b.memcpy("HtoD", 22, 38, 1 << 20, 2);
+  b.launched("k2", 6, 8, 40, 50, 3);
+  // Synchronization: the host syncs 45..52 then launches k3 after the GPU ran dry (gap 50..80).
+  b.api("cudaDeviceSynchronize", 45, 52);
+  b.launched("k3", 60, 79, 80, 90, 4);
+  // Launch-bound: k4's launch call ends at 129, after the GPU went idle at 90 (gap 90..130).
+  b.launched("k4", 100, 129, 130, 140, 5);
+  // Unattributed: k5 was launched long before (call ends at 131) yet starts at 200 (gap 140..200).
+  b.launched("k5", 130, 131, 200, 210, 6);
+  const Analysis a = run(b);
+  EXPECT_EQ(a.gap_count, 4u);
+  EXPECT_EQ(idle_of(a, GapCause::copies), 20'000);
+  EXPECT_EQ(idle_of(a, GapCause::synchronization), 30'000);
+  EXPECT_EQ(idle_of(a, GapCause::launch_bound), 40'000);
+  EXPECT_EQ(idle_of(a, GapCause::unattributed), 60'000);
+  EXPECT_EQ(a.devices[0].idle_ns, 150'000);
+  ASSERT_EQ(a.largest_gaps.size(), 4u);
+  EXPECT_EQ(a.largest_gaps[0].cause, GapCause::unattributed);
+  EXPECT_EQ(a.largest_gaps[0].next_kernel, "k5");
+  EXPECT_EQ(a.largest_gaps[0].duration_ns(), 60'000);
+  EXPECT_EQ(a.largest_gaps[3].cause, GapCause::copies);
+  ASSERT_EQ(a.copies.size(), 1u);
+  EXPECT_EQ(a.copies[0].kind, "HtoD");
+  EXPECT_EQ(a.copies[0].bytes, 1u << 20);
+}
+
+TEST(Analysis, GapWithoutHostRecordsIsUnattributed) {
+  TraceBuilder b;
+  b.kernel("a", 0, 10);
+  b.kernel("b", 20, 30);
+  const Analysis a = run(b);
+  EXPECT_EQ(idle_of(a, GapCause::unattributed), 10'000);
+}
+
+TEST(Analysis, SyncRecordsCoverGapsButStreamWaitsDoNot) {
+  TraceBuilder b;
+  b.kernel("a", 0, 10, 1);
+  b.kernel("b", 20, 30, 2);
+  b.kernel("c", 40, 50, 3);
+  trace::SyncRecord s;
+  s.type = "stream_synchronize";
+  s.start_ns = TraceBuilder::at(5);
+  s.end_ns = TraceBuilder::at(12);
+  b.t.syncs.push_back(s);
+  s.type = "stream_wait_event";  // a GPU-side wait: the host was free
+  s.start_ns = TraceBuilder::at(31);
+  s.end_ns = TraceBuilder::at(39);
+  b.t.syncs.push_back(s);
+  const Analysis a = run(b);
+  EXPECT_EQ(idle_of(a, GapCause::synchronization), 10'000);
+  EXPECT_EQ(idle_of(a, GapCause::unattributed), 10'000);
+}
+
+TEST(Analysis, FindsStormsOfKernelsShorterThanTheirLaunch) {
+  TraceBuilder b;
+  std::uint32_t corr = 1;
+  double t = 0;
+  // 25 kernels of 1 us, each launched by a 5 us call: a storm.
+  for (int i = 0; i < 25; ++i, t += 6) b.launched("tiny", t, t + 5, t + 5.5, t + 6.5, corr++);
+  // A long kernel ends it; then 10 tiny ones: too few for a storm.
+  b.launched("long", t, t + 5, t + 6, t + 106, corr++);
+  t += 110;
+  for (int i = 0; i < 10; ++i, t += 6) b.launched("tiny2", t, t + 5, t + 5.5, t + 6.5, corr++);
+  const Analysis a = run(b);
+  EXPECT_EQ(a.storm_count, 1u);
+  ASSERT_EQ(a.storms.size(), 1u);
+  EXPECT_EQ(a.storms[0].kernels, 25u);
+  EXPECT_EQ(a.storms[0].top_kernel, "tiny");
+  EXPECT_EQ(a.storms[0].kernel_ns, 25'000);
+  EXPECT_EQ(a.storms[0].launch_overhead_ns, 125'000);
+  AnalysisOptions o;
+  o.storm_min_kernels = 10;
+  EXPECT_EQ(run(b, o).storm_count, 2u);
+}
+
+TEST(Analysis, NvtxRangesGetWallTimeAndTheGpuTimeOfKernelsLaunchedInside) {
+  TraceBuilder b;
+  b.nvtx("step", 0, 100);
+  b.nvtx("forward", 10, 40);  // nested: innermost wins
+  b.nvtx("step", 200, 260);
+  b.launched("gemm", 12, 14, 20, 50, 1);           // inside forward
+  b.launched("relu", 50, 52, 60, 65, 2);           // inside step
+  b.launched("relu", 210, 212, 220, 225, 3);       // inside the second step
+  b.launched("other", 300, 301, 302, 303, 4, 99);  // another thread, no range
+  const Analysis a = run(b);
+  ASSERT_EQ(a.nvtx.size(), 2u);
+  EXPECT_EQ(a.nvtx[0].name, "step");
+  EXPECT_EQ(a.nvtx[0].total_ns, 160'000);
+  EXPECT_EQ(a.nvtx[0].duration_ns.count, 2u);
+  EXPECT_EQ(a.nvtx[0].kernels, 2u);
+  EXPECT_EQ(a.nvtx[0].kernel_gpu_ns, 10'000);
+  EXPECT_EQ(a.nvtx[1].name, "forward");
+  EXPECT_EQ(a.nvtx[1].kernels, 1u);
+  EXPECT_EQ(a.nvtx[1].kernel_gpu_ns, 30'000);
+}
+
+TEST(Analysis, GroupsByNameOrByNameAndLaunchShape) {
+  TraceBuilder b;
+  b.kernel("gemm", 0, 10);
+  b.kernel("gemm", 20, 30).grid_x = 64;
+  b.kernel("gemm", 40, 50);
+  const Analysis by_name = run(b);
+  ASSERT_EQ(by_name.kernels.size(), 1u);
+  EXPECT_EQ(by_name.kernels[0].distinct_shapes, 2u);
+  AnalysisOptions o;
+  o.group_by = parse_group_by("name+launch");
+  const Analysis by_launch = run(b, o);
+  ASSERT_EQ(by_launch.kernels.size(), 2u);
+  EXPECT_EQ(by_launch.kernels[0].duration_ns.count, 2u);
+  EXPECT_EQ(by_launch.kernels[0].shape.grid.x, 128);
+  EXPECT_EQ(by_launch.kernels[1].shape.grid.x, 64);
+  EXPECT_THROW(parse_group_by("launch"), Error);
+}
+
+TEST(Analysis, EmptyTraceGivesZeros) {
+  TraceBuilder b;
+  const Analysis a = run(b);
+  EXPECT_EQ(a.kernel_count, 0u);
+  EXPECT_TRUE(a.devices.empty());
+  EXPECT_EQ(a.backlog_size, 0u);
+  EXPECT_EQ(a.window_ns(), 0);
+}
+
+// Yields kernels generated on the fly, so a test can feed a million without holding them.
+class SyntheticSource : public TraceSource {
+ public:
+  explicit SyntheticSource(std::size_t n, bool shuffled = false) : n_(n), shuffled_(shuffled) {}
+  void kernels(const Visitor<trace::KernelRecord>& visit) override {
+    trace::KernelRecord k;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const std::size_t j = shuffled_ ? n_ - 1 - i : i;
+      k.name = "kernel_" + std::to_string(j % 50);
+      k.demangled_name.clear();
+      k.start_ns = kT0 + j * 3000;  // 2 us kernel, 1 us gap
+      k.end_ns = k.start_ns + 2000;
+      k.correlation_id = static_cast<std::uint32_t>(j + 1);
+      visit(k);
+    }
+  }
+  void memcpys(const Visitor<trace::MemcpyRecord>&) override {}
+  void memsets(const Visitor<trace::MemsetRecord>&) override {}
+  void api_calls(const Visitor<trace::ApiRecord>& visit) override {
+    trace::ApiRecord a;
+    a.name = "cudaLaunchKernel";
+    for (std::size_t j = 0; j < n_; ++j) {
+      a.start_ns = kT0 + j * 3000 - 2500;
+      a.end_ns = a.start_ns + 1500;
+      a.correlation_id = static_cast<std::uint32_t>(j + 1);
+      visit(a);
+    }
+  }
+  void syncs(const Visitor<trace::SyncRecord>&) override {}
+  void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>&) override {}
+  const trace::TraceMetadata& metadata() const override { return meta_; }
+  std::optional<std::uint64_t> origin_ns() override { return kT0 - 2500; }
+
+ private:
+  std::size_t n_;
+  bool shuffled_;
+  trace::TraceMetadata meta_;
+};
+
+TEST(Analysis, KernelsOutOfStartOrderAreRejected) {
+  SyntheticSource source(10, true);
+  EXPECT_THROW(analyze(source), Error);
+}
+
+TEST(Analysis, AMillionKernelsReportInSeconds) {
+  constexpr std::size_t n = 1'000'000;
+  SyntheticSource source(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Analysis a = analyze(source);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("analysed %zu kernels in %.2f s\n", n, s);
+  EXPECT_EQ(a.kernel_count, n);
+  EXPECT_EQ(a.kernels.size(), 50u);
+  EXPECT_EQ(a.kernel_total_ns, static_cast<std::int64_t>(n) * 2000);
+  EXPECT_EQ(a.devices[0].busy_ns, static_cast<std::int64_t>(n) * 2000);
+  EXPECT_EQ(a.devices[0].idle_ns, static_cast<std::int64_t>(n - 1) * 1000);
+  // Each launch call ends 1 us before its kernel starts, at the previous kernel's end: the queue
+  // was empty for every gap but the call itself was done, so nothing here is launch-bound.
+  EXPECT_EQ(idle_of(a, GapCause::unattributed), static_cast<std::int64_t>(n - 1) * 1000);
+  EXPECT_LT(s, 30.0);  // a generous bound for a shared 2-core CI box; typically ~1 s
+}
+
+}  // namespace
+}  // namespace ktune::analyze::test

@@ -1,0 +1,228 @@
+// Reports and exports over real .ktrace files: hand-built ones written with the trace module's
+// writer, every fixture in tests/fixtures/traces/ (recorded on a GPU), and the ktune binary.
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
+#include "ktune/report/chrome_trace.hpp"
+#include "ktune/report/report.hpp"
+#include "run_ktune.hpp"
+#include "trace_builder.hpp"
+
+namespace ktune::report {
+namespace {
+
+namespace fs = std::filesystem;
+using analyze::test::TraceBuilder;
+using nlohmann::json;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path = fs::temp_directory_path() /
+           ("ktune-report-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+trace::Trace busy_trace() {
+  TraceBuilder b;
+  std::uint32_t corr = 1;
+  double t = 0;
+  b.nvtx("warmup", 0, 40);
+  for (int i = 0; i < 30; ++i, t += 6) b.launched("tiny_add", t, t + 5, t + 5.5, t + 6.5, corr++);
+  b.api("cudaDeviceSynchronize", t, t + 10);
+  b.launched("void gemm<float, 128>(float const*, float*)", t + 20, t + 22, t + 30, t + 530,
+             corr++);
+  b.memcpy("DtoH", t + 540, t + 600, 1 << 24, corr);
+  b.api("cudaMemcpy", t + 535, t + 601, corr++);
+  trace::MemsetRecord ms;
+  ms.bytes = 4096;
+  ms.start_ns = TraceBuilder::at(t + 605);
+  ms.end_ns = TraceBuilder::at(t + 606);
+  ms.stream_id = 7;
+  b.t.memsets.push_back(ms);
+  b.launched("softmax", t + 602, t + 604, t + 610, t + 700, corr++);
+  trace::SyncRecord s;
+  s.type = "context_synchronize";
+  s.start_ns = TraceBuilder::at(t + 700);
+  s.end_ns = TraceBuilder::at(t + 701);
+  b.t.syncs.push_back(s);
+  return b.t;
+}
+
+std::string report_json(analyze::TraceSource& source) {
+  return render_json(analyze::analyze(source), {});
+}
+
+TEST(KtraceSource, ReadsWhatTheWriterWrote) {
+  TempDir dir;
+  const trace::Trace t = busy_trace();
+  trace::write_ktrace(dir.path / "t.ktrace", t);
+  analyze::KtraceSource from_file(dir.path / "t.ktrace");
+  analyze::MemorySource from_memory(t);
+  EXPECT_EQ(from_file.counts().kernels, t.kernels.size());
+  EXPECT_EQ(from_file.origin_ns(), from_memory.origin_ns());
+  EXPECT_EQ(report_json(from_file), report_json(from_memory));
+  std::ostringstream a, b;
+  write_chrome_trace(from_file, a);
+  write_chrome_trace(from_memory, b);
+  EXPECT_EQ(a.str(), b.str());
+}
+
+void expect_error(const fs::path& p, const std::string& fragment) {
+  try {
+    analyze::KtraceSource source(p);
+    FAIL() << "no error for " << p;
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(fragment), std::string::npos) << m;
+    EXPECT_NE(m.find(p.filename().string()), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+TEST(KtraceSource, BadFilesGetOneSentence) {
+  TempDir dir;
+  expect_error(dir.path / "missing.ktrace", "does not exist");
+  write_file_atomic(dir.path / "notes.txt", "not a database\n");
+  expect_error(dir.path / "notes.txt", "not a .ktrace");
+  const fs::path newer = dir.path / "newer.ktrace";
+  trace::write_ktrace(newer, busy_trace());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE metadata SET value = '99' WHERE key = 'schema_version'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  expect_error(newer, "newer");
+}
+
+// Invariants that hold for any trace: they check the analysis and the export against each other
+// and against the file's own row counts.
+void check_invariants(const fs::path& path) {
+  SCOPED_TRACE(path.string());
+  analyze::KtraceSource source(path);
+  const trace::TraceCounts& n = source.counts();
+  const analyze::Analysis a = analyze::analyze(source);
+  EXPECT_EQ(a.kernel_count, n.kernels);
+  std::int64_t total = 0;
+  std::size_t count = 0;
+  double share = 0;
+  for (const auto& g : a.kernels) {
+    total += g.total_ns;
+    count += g.duration_ns.count;
+    share += g.share;
+  }
+  EXPECT_EQ(total, a.kernel_total_ns);
+  EXPECT_EQ(count, a.kernel_count);
+  if (a.kernel_count > 0) EXPECT_NEAR(share, 1.0, 1e-9);
+  for (const auto& d : a.devices) {
+    EXPECT_EQ(d.busy_ns + d.idle_ns, d.window_ns());
+    EXPECT_GE(d.idle_ns, 0);
+    std::int64_t by_cause = 0;
+    for (const auto& c : d.idle_by_cause) by_cause += c.total_ns;
+    EXPECT_EQ(by_cause, d.idle_ns);
+    EXPECT_LE(d.busy_ns, a.kernel_total_ns);
+  }
+  const json r = json::parse(render_json(a, {}));
+  if (a.window_ns() > 0)
+    EXPECT_NEAR(r["totals"]["busy_pct"].get<double>() + r["totals"]["idle_pct"].get<double>(),
+                100.0, 1e-9);
+
+  TempDir dir;
+  const ChromeTraceCounts c = export_chrome_trace(source, dir.path / "out.json");
+  const json j = json::parse(read_file(dir.path / "out.json"));
+  std::map<std::string, std::size_t> by_cat, by_phase;
+  for (const auto& e : j["traceEvents"]) {
+    ++by_phase[e["ph"].get<std::string>()];
+    if (e["ph"] == "X") ++by_cat[e["cat"].get<std::string>()];
+  }
+  EXPECT_EQ(by_cat["kernel"], n.kernels);
+  EXPECT_EQ(by_cat["memcpy"], n.memcpys);
+  EXPECT_EQ(by_cat["memset"], n.memsets);
+  EXPECT_EQ(by_cat["cuda_api"], n.api_calls);
+  EXPECT_EQ(by_cat["nvtx"], n.nvtx_ranges);
+  EXPECT_EQ(by_phase["s"], by_phase["f"]);
+  EXPECT_EQ(by_phase["s"], c.flows);
+  EXPECT_EQ(c.kernels, n.kernels);
+}
+
+TEST(Fixtures, HandBuiltTraceKeepsTheInvariants) {
+  TempDir dir;
+  trace::write_ktrace(dir.path / "busy.ktrace", busy_trace());
+  check_invariants(dir.path / "busy.ktrace");
+}
+
+// The lead records small traces on the GPU machine and drops them here.
+TEST(Fixtures, RecordedTracesKeepTheInvariants) {
+  const fs::path dir = fs::path(KTUNE_SOURCE_DIR) / "tests" / "fixtures" / "traces";
+  std::size_t n = 0;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".ktrace") {
+        check_invariants(e.path());
+        ++n;
+      }
+  if (n == 0) GTEST_SKIP() << "no recorded traces in " << dir;
+  std::printf("checked %zu recorded traces\n", n);
+}
+
+TEST(Cli, ReportAndExportATrace) {
+  TempDir dir;
+  const fs::path t = dir.path / "busy.ktrace";
+  trace::write_ktrace(t, busy_trace());
+  auto r = test::run_ktune("report " + t.string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["totals"]["kernel_count"], 32);
+  EXPECT_EQ(j["storms"]["count"], 1);
+
+  r = test::run_ktune("report " + t.string() + " --by name+launch --format md");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(--by name+launch)"), std::string::npos) << r.out;
+
+  r = test::run_ktune("report " + t.string() + " --format html -o " +
+                      (dir.path / "r.html").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_file(dir.path / "r.html").find("<svg"), std::string::npos);
+
+  r = test::run_ktune("export " + t.string() + " --chrome " + (dir.path / "c.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("32 kernels"), std::string::npos) << r.out;
+  EXPECT_NO_THROW(json::parse(read_file(dir.path / "c.json")));
+}
+
+TEST(Cli, BadInputFailsWithOneLine) {
+  TempDir dir;
+  const fs::path t = dir.path / "busy.ktrace";
+  trace::write_ktrace(t, busy_trace());
+  for (const std::string args :
+       {"report " + (dir.path / "nope.ktrace").string(), "report " + t.string() + " --format pdf",
+        "report " + t.string() + " --by launch", "export " + t.string(),
+        "export " + (dir.path / "nope.ktrace").string() + " --chrome x.json",
+        "export " + t.string() + " --chrome " + (dir.path / "no/such/dir/x.json").string()}) {
+    const auto r = test::run_ktune(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ktune::report
