@@ -1,0 +1,145 @@
+// Tracer options through the environment, sampling and trace paths.
+#include "ktune/trace/options.hpp"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::trace {
+namespace {
+
+GetEnv env_of(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Options, DefaultsWithAnEmptyEnvironment) {
+  const TracerOptions o = options_from_env(env_of({}));
+  EXPECT_EQ(o.output, "ktune.ktrace");
+  EXPECT_FALSE(o.kernels_only);
+  EXPECT_EQ(o.window.delay_s, 0);
+  EXPECT_EQ(o.window.sample_one_in, 1u);
+  EXPECT_EQ(o.flush_period_ms, 1000u);
+  EXPECT_EQ(o.buffer_mib, 8u);
+  EXPECT_EQ(o.root_pid, 0);
+}
+
+TEST(Options, RoundTripThroughTheEnvironment) {
+  TracerOptions o;
+  o.output = "/tmp/run/x.ktrace";
+  o.kernels_only = true;
+  o.window.delay_s = 2.5;
+  o.window.duration_s = 10;
+  o.window.range = "nvtx:train step";
+  o.window.sample_one_in = 8;
+  o.window.job_id = "job 42";
+  o.window.max_records = 123456789012ull;
+  o.flush_period_ms = 250;
+  o.buffer_mib = 16;
+  o.root_pid = 4242;
+  std::map<std::string, std::string> vars;
+  for (const auto& [k, v] : options_to_env(o)) vars[k] = v;
+  const TracerOptions back = options_from_env(env_of(vars));
+  EXPECT_EQ(back.output, o.output);
+  EXPECT_TRUE(back.kernels_only);
+  EXPECT_EQ(back.window.delay_s, 2.5);
+  EXPECT_EQ(back.window.duration_s, 10);
+  EXPECT_EQ(back.window.range, "nvtx:train step");
+  EXPECT_EQ(back.window.sample_one_in, 8u);
+  EXPECT_EQ(back.window.job_id, "job 42");
+  EXPECT_EQ(back.window.max_records, 123456789012ull);
+  EXPECT_EQ(back.flush_period_ms, 250u);
+  EXPECT_EQ(back.buffer_mib, 16u);
+  EXPECT_EQ(back.root_pid, 4242);
+  // Every variable written is in the one documented list.
+  for (const auto& [k, v] : vars) {
+    bool listed = false;
+    for (const auto& e : tracer_env_vars()) listed |= k == e.name;
+    EXPECT_TRUE(listed) << k;
+  }
+}
+
+TEST(Options, BadValuesNameTheVariable) {
+  auto expect_error = [](std::map<std::string, std::string> vars, const std::string& needle) {
+    try {
+      options_from_env(env_of(std::move(vars)));
+      ADD_FAILURE() << "expected an error mentioning " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).back(), '.');
+    }
+  };
+  expect_error({{"KTUNE_TRACE_DELAY_S", "soon"}}, "KTUNE_TRACE_DELAY_S='soon'");
+  expect_error({{"KTUNE_TRACE_DELAY_S", "-1"}}, "KTUNE_TRACE_DELAY_S");
+  expect_error({{"KTUNE_TRACE_SAMPLE", "0"}}, "KTUNE_TRACE_SAMPLE");
+  expect_error({{"KTUNE_TRACE_MAX_RECORDS", "12abc"}}, "KTUNE_TRACE_MAX_RECORDS");
+  expect_error({{"KTUNE_TRACE_MODE", "everything"}}, "KTUNE_TRACE_MODE='everything'");
+  expect_error({{"KTUNE_TRACE_RANGE", "nvtx:"}}, "KTUNE_TRACE_RANGE");
+  expect_error({{"KTUNE_TRACE_FLUSH_MS", "1"}}, "KTUNE_TRACE_FLUSH_MS");
+}
+
+TEST(Options, SlurmJobIdIsTheDefaultSamplingKey) {
+  EXPECT_EQ(options_from_env(env_of({{"SLURM_JOB_ID", "991"}})).window.job_id, "991");
+  EXPECT_EQ(options_from_env(env_of({{"SLURM_JOB_ID", "991"}, {"KTUNE_TRACE_JOB_ID", "a"}}))
+                .window.job_id,
+            "a");
+}
+
+TEST(Sampling, DeterministicPerJobAndRoughlyOneInN) {
+  TraceWindow w;
+  w.sample_one_in = 4;
+  w.job_id = "job-1";
+  int chosen = 0;
+  for (int rank = 0; rank < 4000; ++rank) {
+    const std::string key = "rank:" + std::to_string(rank);
+    const bool in = sampled_in(w, key);
+    EXPECT_EQ(in, sampled_in(w, key));  // same job, same answer
+    chosen += in;
+  }
+  EXPECT_GT(chosen, 800);
+  EXPECT_LT(chosen, 1200);
+  // Another job picks other processes.
+  TraceWindow other = w;
+  other.job_id = "job-2";
+  int same = 0;
+  for (int rank = 0; rank < 400; ++rank) {
+    const std::string key = "rank:" + std::to_string(rank);
+    same += sampled_in(w, key) == sampled_in(other, key);
+  }
+  EXPECT_LT(same, 400);
+  w.sample_one_in = 1;
+  EXPECT_TRUE(sampled_in(w, "anything"));
+}
+
+TEST(Sampling, ProcessKeyPrefersTheLaunchersRank) {
+  EXPECT_EQ(process_key(env_of({{"RANK", "3"}, {"LOCAL_RANK", "1"}})), "rank:3");
+  EXPECT_EQ(process_key(env_of({{"SLURM_PROCID", "7"}})), "rank:7");
+  EXPECT_EQ(process_key(env_of({})).rfind("pid:", 0), 0u);
+}
+
+TEST(TracePath, RootWritesOutChildrenWritePidFiles) {
+  EXPECT_EQ(trace_path("/r/run.ktrace", 0, 55), "/r/run.ktrace");
+  EXPECT_EQ(trace_path("/r/run.ktrace", 55, 55), "/r/run.ktrace");
+  EXPECT_EQ(trace_path("/r/run.ktrace", 55, 56), "/r/run.56.ktrace");
+  EXPECT_EQ(trace_path("/r/run", 55, 56), "/r/run.56.ktrace");
+}
+
+TEST(TracedApis, LaunchesCopiesSyncsButNotGraphBuilding) {
+  for (const char* yes :
+       {"cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cuLaunchKernelEx", "cudaMemcpyAsync",
+        "cuMemcpyHtoD_v2", "cudaMemsetAsync", "cudaStreamSynchronize", "cuCtxSynchronize",
+        "cudaDeviceSynchronize", "cudaGraphLaunch", "cudaStreamWaitEvent", "cudaProfilerStart"})
+    EXPECT_TRUE(is_traced_api(yes)) << yes;
+  for (const char* no : {"cudaGetDevice", "cudaMalloc", "cudaGraphAddMemcpyNode",
+                         "cudaGraphExecKernelNodeSetParams", "cudaStreamIsCapturing",
+                         "cudaOccupancyMaxActiveBlocksPerMultiprocessor", "cuFuncGetAttribute"})
+    EXPECT_FALSE(is_traced_api(no)) << no;
+}
+
+}  // namespace
+}  // namespace ktune::trace

@@ -1,0 +1,264 @@
+// ktune profile [options] -- CMD ARGS...: runs CMD with libktune_tracer.so injected through
+// CUDA_INJECTION64_PATH, forwards SIGINT/SIGTERM to it, and lists the trace(s) it left: OUT.ktrace
+// for CMD itself and OUT.<pid>.ktrace for each child process that used CUDA. Exits with CMD's code.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "command.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/trace/ktrace.hpp"
+#include "ktune/trace/options.hpp"
+
+namespace ktune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+volatile sig_atomic_t g_child = 0;
+
+// Ctrl-C in a terminal already reaches the child (same process group); forward only signals sent
+// to ktune alone (kill, a job scheduler), so the child never sees one twice.
+void forward(int sig, siginfo_t* info, void*) {
+  if (g_child > 0 && info && info->si_code != SI_KERNEL) ::kill(g_child, sig);
+}
+
+fs::path self_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+fs::path locate_tracer() {
+  if (const char* env = std::getenv("KTUNE_TRACER"); env && *env) {
+    if (!fs::is_regular_file(env))
+      throw Error(
+          fmt::format("KTUNE_TRACER={} is not a file; point it at libktune_tracer.so or "
+                      "unset it.",
+                      env));
+    return fs::absolute(env);
+  }
+  const fs::path dir = self_dir();
+  for (const fs::path& p : {dir / "libktune_tracer.so", dir / "../lib/libktune_tracer.so"})
+    if (fs::is_regular_file(p)) return fs::canonical(p);
+  throw Error(
+      fmt::format("libktune_tracer.so was not found next to the ktune binary ({}); build "
+                  "the ktune_tracer target or set KTUNE_TRACER to its path.",
+                  dir.string()));
+}
+
+// The executable CMD names, as execvp would find it; one sentence when there is none.
+void check_command(const std::string& cmd) {
+  auto runnable = [](const fs::path& p) {
+    // access() alone says yes to root for any file; the mode bits say whether it is a program.
+    std::error_code ec;
+    const auto perms = fs::status(p, ec).permissions();
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0 &&
+           (perms & (fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec)) !=
+               fs::perms::none;
+  };
+  if (cmd.find('/') != std::string::npos) {
+    if (!fs::exists(cmd))
+      throw Error(fmt::format("command '{}' does not exist; check the path after '--'.", cmd));
+    if (!runnable(cmd))
+      throw Error(
+          fmt::format("command '{}' is not an executable file; check the path after "
+                      "'--' or chmod +x it.",
+                      cmd));
+    return;
+  }
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/bin:/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    const std::string dir(dirs.substr(0, colon));
+    if (runnable(fs::path(dir.empty() ? "." : dir) / cmd)) return;
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  throw Error(
+      fmt::format("command '{}' was not found on PATH; check its spelling or give its "
+                  "full path after '--'.",
+                  cmd));
+}
+
+// Traces this run wrote: OUT.ktrace and OUT.<pid>.ktrace, written since `since`.
+std::vector<fs::path> traces_written(const fs::path& output, fs::file_time_type since) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  auto fresh = [&](const fs::path& p) {
+    return fs::is_regular_file(p, ec) && fs::last_write_time(p, ec) >= since;
+  };
+  if (fresh(output)) out.push_back(output);
+  fs::path stem = output;
+  if (stem.extension() == ".ktrace") stem.replace_extension();
+  const fs::path dir = stem.parent_path().empty() ? fs::path(".") : stem.parent_path();
+  const std::string prefix = stem.filename().string() + ".";
+  std::vector<fs::path> children;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= prefix.size() + 7 || name.rfind(prefix, 0) != 0 ||
+        name.substr(name.size() - 7) != ".ktrace")
+      continue;
+    const std::string mid = name.substr(prefix.size(), name.size() - prefix.size() - 7);
+    if (mid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (fresh(e.path())) children.push_back(stem.parent_path() / name);
+  }
+  std::sort(children.begin(), children.end());
+  out.insert(out.end(), children.begin(), children.end());
+  return out;
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) {
+  if (cmd.empty())
+    throw Error(
+        "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
+  trace::check_range(opts.window.range);
+  check_command(cmd[0]);
+  const fs::path tracer = locate_tracer();
+  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
+    std::fprintf(stderr,
+                 "ktune: CUDA_INJECTION64_PATH was set to %s (another tool?); ktune's tracer "
+                 "replaces it for this run.\n",
+                 other);
+  opts.output = fs::absolute(opts.output);
+  std::error_code ec;
+  if (!opts.output.parent_path().empty()) fs::create_directories(opts.output.parent_path(), ec);
+  const auto since = fs::file_time_type::clock::now() - std::chrono::seconds(1);
+
+  // A close-on-exec pipe tells the parent whether exec failed (and why) or succeeded (EOF).
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0)
+    throw Error(fmt::format("cannot start '{}': pipe failed ({}).", cmd[0], std::strerror(errno)));
+  std::vector<char*> argv;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  const pid_t child = ::fork();
+  if (child < 0)
+    throw Error(fmt::format("cannot start '{}': fork failed ({}).", cmd[0], std::strerror(errno)));
+  if (child == 0) {
+    ::close(pipefd[0]);
+    opts.root_pid = ::getpid();  // exec keeps the pid: this process writes OUT.ktrace
+    for (const auto& [name, value] : trace::options_to_env(opts))
+      ::setenv(name.c_str(), value.c_str(), 1);
+    ::setenv("CUDA_INJECTION64_PATH", tracer.c_str(), 1);
+    ::execvp(argv[0], argv.data());
+    const int err = errno;
+    (void)!::write(pipefd[1], &err, sizeof err);
+    _exit(127);
+  }
+  ::close(pipefd[1]);
+  g_child = child;
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+
+  int exec_errno = 0;
+  const bool exec_failed = ::read(pipefd[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  ::close(pipefd[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  g_child = 0;
+  if (exec_failed)
+    throw Error(fmt::format("cannot run '{}': {}; check the command after '--'.", cmd[0],
+                            std::strerror(exec_errno)));
+
+  const int code = exit_code_of(status);
+  const auto traces = traces_written(opts.output, since);
+  if (traces.empty()) {
+    std::fprintf(stderr, "ktune: no trace written: '%s' made no CUDA calls%s (exit code %d).\n",
+                 cmd[0].c_str(), opts.window.sample_one_in > 1 ? " or was not sampled" : "", code);
+    return code;
+  }
+  for (const auto& p : traces) {
+    try {
+      const trace::TraceCounts c = trace::read_ktrace_counts(p);
+      std::fprintf(
+          stderr,
+          "ktune: trace %s (pid %lld): %llu kernels, %llu memcpy, %llu memset, %llu API "
+          "calls, %llu dropped%s\n",
+          p.c_str(), static_cast<long long>(c.metadata.pid),
+          static_cast<unsigned long long>(c.kernels), static_cast<unsigned long long>(c.memcpys),
+          static_cast<unsigned long long>(c.memsets), static_cast<unsigned long long>(c.api_calls),
+          static_cast<unsigned long long>(c.metadata.dropped_records),
+          c.metadata.complete ? "" : " (cut short: holds what was recorded)");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ktune: trace %s is unreadable: %s\n", p.c_str(), e.what());
+    }
+  }
+  return code;
+}
+
+const bool registered = register_command(
+    {"profile", "Run a CUDA program under the injected tracer and write a .ktrace", 20,
+     [](CLI::App& app, const GlobalOptions&) -> Runner {
+       auto opts = std::make_shared<trace::TracerOptions>();
+       auto cmd = std::make_shared<std::vector<std::string>>();
+       auto kernels_only = std::make_shared<bool>(false);
+       auto output = std::make_shared<std::string>("ktune.ktrace");
+       auto& w = opts->window;
+       app.add_option("-o,--output", *output,
+                      "Trace of the command; its children write OUT.<pid>.ktrace")
+           ->envname("KTUNE_TRACE_OUTPUT");
+       app.add_flag("--kernels-only", *kernels_only, "Record kernels only (the lightest mode)");
+       app.add_option("--delay", w.delay_s, "Seconds before capture starts")
+           ->envname("KTUNE_TRACE_DELAY_S")
+           ->check(CLI::NonNegativeNumber);
+       app.add_option("--duration", w.duration_s, "Seconds of capture; 0: until exit")
+           ->envname("KTUNE_TRACE_DURATION_S")
+           ->check(CLI::NonNegativeNumber);
+       app.add_option("--range", w.range,
+                      "Capture only inside cudaProfilerStart/Stop ('profiler') or an NVTX range "
+                      "('nvtx:NAME')")
+           ->envname("KTUNE_TRACE_RANGE");
+       app.add_option("--sample", w.sample_one_in, "Trace 1 in N processes (by job id and rank)")
+           ->envname("KTUNE_TRACE_SAMPLE")
+           ->check(CLI::PositiveNumber);
+       app.add_option("--job-id", w.job_id, "Sampling key shared by a job's processes")
+           ->envname("KTUNE_TRACE_JOB_ID");
+       app.add_option("--max-records", w.max_records, "Cap on records written; 0: none")
+           ->envname("KTUNE_TRACE_MAX_RECORDS");
+       app.add_option("--flush-ms", opts->flush_period_ms, "Buffer flush and commit period")
+           ->envname("KTUNE_TRACE_FLUSH_MS")
+           ->check(CLI::Range(10u, 3600000u));
+       app.add_option("--buffer-mb", opts->buffer_mib, "Size of each CUPTI activity buffer")
+           ->envname("KTUNE_TRACE_BUFFER_MB")
+           ->check(CLI::Range(1u, 1024u));
+       app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
+       return [opts, cmd, kernels_only, output] {
+         if (const char* mode = std::getenv("KTUNE_TRACE_MODE"); mode && !*kernels_only)
+           *kernels_only = std::string_view(mode) == "kernels";
+         opts->kernels_only = *kernels_only;
+         opts->output = *output;
+         if (opts->window.job_id.empty())
+           if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) opts->window.job_id = s;
+         return run_profile(*opts, *cmd);
+       };
+     }});
+
+}  // namespace
+}  // namespace ktune::cli

@@ -1,0 +1,155 @@
+// `ktune profile` as a user runs it. CPU tier: argument and command errors, exit-code passthrough,
+// the environment handed to the traced command. GPU tier (skipped without one): tracing the
+// tiny-kernel loop gives exactly the launched kernel count, nothing dropped.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "ktune/cuda/driver.hpp"
+#include "ktune/trace/ktrace.hpp"
+#include "run_ktune.hpp"
+#include "trace_test_util.hpp"
+
+namespace ktune::trace {
+namespace {
+
+using ktune::test::run_ktune;
+
+void expect_one_sentence(const std::string& err, const std::string& needle) {
+  EXPECT_NE(err.find(needle), std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << "one line: " << err;
+  EXPECT_EQ(err.rfind(".\n"), err.size() - 2) << err;
+}
+
+TEST(ProfileCli, NeedsACommand) {
+  const auto r = run_ktune("profile");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_sentence(r.err, "no command to profile");
+}
+
+TEST(ProfileCli, UnknownCommandIsOneSentence) {
+  const auto r = run_ktune("profile -- ktune-no-such-program-xyz --flag");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_sentence(r.err, "'ktune-no-such-program-xyz' was not found on PATH");
+  const auto r2 = run_ktune("profile -- /nonexistent/dir/prog");
+  EXPECT_EQ(r2.exit_code, 1);
+  expect_one_sentence(r2.err, "does not exist");
+  test::TempDir dir;
+  std::ofstream(dir.path / "notes.txt") << "not a program\n";
+  const auto r3 = run_ktune("profile -- " + (dir.path / "notes.txt").string());
+  EXPECT_EQ(r3.exit_code, 1);
+  expect_one_sentence(r3.err, "not an executable");
+}
+
+TEST(ProfileCli, BadRangeAndMissingTracerAreOneSentence) {
+  const auto r = run_ktune("profile --range bogus -- true");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_sentence(r.err, "capture range 'bogus'");
+  const auto r2 = run_ktune("profile -- true", "KTUNE_TRACER=/nonexistent/libktune_tracer.so");
+  EXPECT_EQ(r2.exit_code, 1);
+  expect_one_sentence(r2.err, "KTUNE_TRACER=/nonexistent/libktune_tracer.so is not a file");
+}
+
+TEST(ProfileCli, ExitCodeIsTheCommands) {
+  test::TempDir dir;
+  const auto r = run_ktune("profile -o " + (dir.path / "t.ktrace").string() + " -- sh -c 'exit 7'");
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_NE(r.err.find("no trace written"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "t.ktrace"));
+  const auto killed = run_ktune("profile -- sh -c 'kill -TERM $$'");
+  EXPECT_EQ(killed.exit_code, 128 + 15);
+}
+
+TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
+  test::TempDir dir;
+  const auto r = run_ktune(
+      "profile --kernels-only --delay 2.5 --range nvtx:step --sample 4 "
+      "--job-id j1 --max-records 100 -o " +
+      (dir.path / "x.ktrace").string() +
+      " -- sh -c 'echo pid=$$; env | grep -E \"^(KTUNE_TRACE|CUDA_INJ)\" | "
+      "sort'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("pid=(\\d+)")));
+  EXPECT_NE(r.out.find("KTUNE_TRACE_ROOT_PID=" + m[1].str() + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KTUNE_TRACE_MODE=kernels\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KTUNE_TRACE_DELAY_S=2.5\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KTUNE_TRACE_RANGE=nvtx:step\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KTUNE_TRACE_SAMPLE=4\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KTUNE_TRACE_JOB_ID=j1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KTUNE_TRACE_MAX_RECORDS=100\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KTUNE_TRACE_OUTPUT=" + (dir.path / "x.ktrace").string() + "\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("CUDA_INJECTION64_PATH=/.*libktune_tracer\\.so")))
+      << r.out;
+  // Environment fallbacks feed the same options.
+  const auto e =
+      run_ktune("profile -- sh -c 'env | grep KTUNE_TRACE_MODE'", "KTUNE_TRACE_MODE=kernels");
+  EXPECT_NE(e.out.find("KTUNE_TRACE_MODE=kernels"), std::string::npos) << e.out;
+}
+
+// GPU tier: the lead's H100 run. Needs nvcc for the tiny loop (the toolkit is on the GPU machine).
+TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = (dir.path / "tiny_loop").string();
+  const std::string nvcc =
+      std::filesystem::exists("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : "nvcc";
+  ASSERT_EQ(
+      std::system((nvcc + " -O2 -o " + exe + " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu")
+                      .c_str()),
+      0);
+  for (const char* mode : {"", "--kernels-only"}) {
+    const auto out = dir.path / (std::string("t") + (*mode ? "k" : "d") + ".ktrace");
+    const auto r =
+        run_ktune(std::string("profile ") + mode + " -o " + out.string() + " -- " + exe + " 5000");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("tiny_launches=5100"), std::string::npos) << r.out;
+    const Trace t = read_ktrace(out);
+    EXPECT_TRUE(t.metadata.complete);
+    EXPECT_EQ(t.metadata.dropped_records, 0u);
+    std::size_t tiny = 0;
+    for (const auto& k : t.kernels) tiny += k.demangled_name.find("tiny_add") != std::string::npos;
+    EXPECT_EQ(tiny, 5100u) << mode;
+    ASSERT_TRUE(t.metadata.identity.has_value());
+    EXPECT_FALSE(t.metadata.identity->devices.empty());
+    if (*mode) {
+      EXPECT_EQ(t.metadata.mode, "kernels");
+      EXPECT_TRUE(t.api_calls.empty());
+    } else {
+      EXPECT_EQ(t.metadata.mode, "default");
+      std::size_t launches = 0;
+      for (const auto& a : t.api_calls) launches += a.name.find("cudaLaunchKernel") == 0;
+      EXPECT_EQ(launches, 5100u);
+      EXPECT_EQ(t.memsets.size(), 1u);
+      EXPECT_FALSE(t.syncs.empty());
+    }
+  }
+}
+
+// GPU tier: a capture window (a cap on records) and a Ctrl-C'd program still leave a valid trace.
+TEST(ProfileGpu, RecordCapIsHonouredAndCounted) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = (dir.path / "tiny_loop").string();
+  ASSERT_EQ(std::system(("/usr/local/cuda/bin/nvcc -O2 -o " + exe +
+                         " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu")
+                            .c_str()),
+            0);
+  const auto out = dir.path / "cap.ktrace";
+  const auto r = run_ktune("profile --kernels-only --max-records 1000 -o " + out.string() + " -- " +
+                           exe + " 5000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Trace t = read_ktrace(out);
+  EXPECT_EQ(t.kernels.size(), 1000u);
+  // Records CUPTI had already delivered past the cap are counted; then capture switches off.
+  EXPECT_GT(t.metadata.capped_records, 0u);
+  EXPECT_LE(t.metadata.capped_records + t.kernels.size(), 5100u);
+}
+
+}  // namespace
+}  // namespace ktune::trace
