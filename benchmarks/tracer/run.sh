@@ -15,6 +15,7 @@ reps=${REPS:-3}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 python=${PYTHON:-python3}
 : >"$log"
+rm -f "$out"/*.ktrace  # a stale trace must not pass for this run's
 say() { echo "$*" | tee -a "$log"; }
 
 "$nvcc" -O2 -o "$out/tiny_loop" "$here/tiny_loop.cu" >>"$log" 2>&1 || { say "FAIL: nvcc tiny_loop"; exit 1; }
