@@ -196,6 +196,12 @@ IndexedSpace::IndexedSpace(const SearchSpace& space) : space_(&space) {
   ranks_.shrink_to_fit();
 }
 
+IndexedSpace::IndexedSpace(const SearchSpace& space, std::vector<std::uint64_t> ranks)
+    : space_(&space), ranks_(std::move(ranks)) {
+  std::sort(ranks_.begin(), ranks_.end());
+  ranks_.erase(std::unique(ranks_.begin(), ranks_.end()), ranks_.end());
+}
+
 std::optional<std::size_t> IndexedSpace::find(const Configuration& c) const {
   if (c.size() != space_->parameters().size()) return std::nullopt;
   for (std::size_t i = 0; i < c.size(); ++i)

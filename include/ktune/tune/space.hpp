@@ -66,6 +66,8 @@ class SearchSpace {
 class IndexedSpace {
  public:
   explicit IndexedSpace(const SearchSpace& space);
+  // An explicit set of configurations (ranks in `space`), e.g. those a T4 file recorded.
+  IndexedSpace(const SearchSpace& space, std::vector<std::uint64_t> ranks);
   const SearchSpace& space() const { return *space_; }
   std::size_t size() const { return ranks_.size(); }
   Configuration at(std::size_t i) const { return space_->unrank(ranks_[i]); }

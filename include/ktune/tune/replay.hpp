@@ -1,0 +1,73 @@
+#pragma once
+// Replay: a strategy searches a recorded space with no GPU. Each evaluation returns the recorded
+// time (failures count as spent evaluations); a run scores best-time-in-space / best-time-found.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ktune/tune/space.hpp"
+#include "ktune/tune/strategy.hpp"
+#include "ktune/tune/t4.hpp"
+
+namespace ktune::tune {
+
+// A T4 file's results laid over a space. Without a T1 file the space is exactly the recorded
+// configurations; with one it is the T1 space, and configurations the file lacks evaluate as
+// failures (LaunchFailed, "not recorded").
+class RecordedSpace {
+ public:
+  static std::unique_ptr<RecordedSpace> load(const std::filesystem::path& t4,
+                                             const std::optional<std::filesystem::path>& t1 = {});
+  // For tests and synthetic studies: records given directly.
+  static std::unique_ptr<RecordedSpace> from_records(T4File records,
+                                                     std::optional<ProblemSpec> spec = {});
+
+  const IndexedSpace& index() const { return *index_; }
+  const SearchSpace& space() const { return *space_; }
+  // The recorded outcome of a configuration (IndexedSpace position).
+  Evaluation evaluate(std::size_t index) const;
+  double best_time_ns() const { return best_time_ns_; }   // best valid time in the whole file
+  std::size_t unrecorded() const { return unrecorded_; }  // T1 configurations the file lacks
+  const std::string& source() const { return source_; }
+
+ private:
+  RecordedSpace() = default;
+  std::string source_;
+  std::unique_ptr<MapScope> constants_;
+  std::unique_ptr<SearchSpace> space_;
+  std::unique_ptr<IndexedSpace> index_;
+  std::vector<Evaluation> outcome_;  // per IndexedSpace position
+  double best_time_ns_ = 0;
+  std::size_t unrecorded_ = 0;
+};
+
+// One search of `budget` evaluations; returns best_time_ns() / best found (0 if nothing ran).
+double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
+                   std::size_t budget);
+
+struct ReplayResult {
+  std::size_t budget = 0;
+  double mean_fraction_of_optimum = 0;
+  double random_mean_fraction_of_optimum = 0;  // random search with the same seeds
+};
+
+// Seeds 0..seeds-1 for each budget, run on `threads` threads (results do not depend on it).
+// `progress(done, total)` is called after each run.
+std::vector<ReplayResult> replay(
+    const RecordedSpace& space, const std::string& strategy,
+    const std::vector<std::size_t>& budgets, std::size_t seeds, unsigned threads = 1,
+    const std::function<void(std::size_t, std::size_t)>& progress = {});
+
+constexpr int kReplaySchemaVersion = 1;
+// {"schema_version", "strategy", "space", "seeds", "results": [{"budget",
+// "mean_fraction_of_optimum", "random_mean_fraction_of_optimum"}]}
+nlohmann::json replay_json(const std::string& strategy, const std::string& space, std::size_t seeds,
+                           const std::vector<ReplayResult>& results);
+
+}  // namespace ktune::tune

@@ -1,0 +1,90 @@
+#pragma once
+// Search strategies (KTT's contract): a strategy proposes the next configuration given the results
+// so far; every proposal is evaluated and its outcome, failures included, is fed back. Strategies
+// are registered by name and reproducible: the same space, seed and results give the same
+// proposals.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ktune/tune/outcome.hpp"
+#include "ktune/tune/space.hpp"
+
+namespace ktune::tune {
+
+// One finished evaluation. `index` is the configuration's position in the IndexedSpace.
+struct Evaluation {
+  std::size_t index = 0;
+  Status status = Status::Ok;
+  double time_ns = 0;  // meaningful only when status is Ok
+};
+
+// When a search ends: after `max_evaluations` (failures count), or when the space is exhausted.
+struct StopCondition {
+  std::size_t max_evaluations = 100;
+  bool done(std::size_t evaluations) const { return evaluations >= max_evaluations; }
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+
+  // Starts a search over `space` (which must outlive it). `budget` is the planned number of
+  // evaluations; strategies may use it to pace themselves (annealing's schedule).
+  void begin(const IndexedSpace& space, std::uint64_t seed, std::size_t budget);
+  // The next configuration (an IndexedSpace position) never proposed before in this search, or
+  // nullopt when every configuration has been tried.
+  std::optional<std::size_t> propose();
+  // Feeds back the outcome of a proposed configuration.
+  void observe(const Evaluation& e);
+
+  const std::vector<Evaluation>& history() const { return history_; }
+  std::size_t tried() const { return tried_.size(); }
+
+ protected:
+  // Hooks. next() may return a position already tried (or nullopt); propose() then falls back to
+  // a uniformly random untried one, so a strategy never wastes an evaluation on a repeat.
+  virtual void on_begin() {}
+  virtual std::optional<std::size_t> next() = 0;
+  virtual void on_result(const Evaluation&) {}
+
+  const IndexedSpace& space() const { return *space_; }
+  std::mt19937_64& rng() { return rng_; }
+  std::size_t budget() const { return budget_; }
+  bool was_tried(std::size_t index) const { return tried_.count(index) != 0; }
+  std::optional<std::size_t> random_untried();
+  // Valid configurations that differ from `index` in one parameter (all its other values).
+  std::vector<std::size_t> neighbours(std::size_t index) const;
+  // The best successful evaluation so far, if any.
+  const Evaluation* best() const { return best_ ? &history_[*best_] : nullptr; }
+
+ private:
+  const IndexedSpace* space_ = nullptr;
+  std::mt19937_64 rng_;
+  std::size_t budget_ = 0;
+  std::unordered_set<std::size_t> tried_;
+  std::vector<Evaluation> history_;
+  std::optional<std::size_t> best_;
+  std::vector<std::size_t> untried_order_;  // lazily shuffled fallback for small spaces
+};
+
+struct StrategyInfo {
+  std::string name;
+  std::string summary;
+  std::function<std::unique_ptr<Strategy>()> make;
+};
+
+// Registers a strategy at static-init time; the list is what --strategy accepts.
+bool register_strategy(StrategyInfo info);
+const std::vector<StrategyInfo>& registered_strategies();
+// Throws ktune::Error naming the unknown strategy and listing the known ones.
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
+// The strategy `ktune tune` and `ktune replay` use unless told otherwise.
+const char* default_strategy_name();
+
+}  // namespace ktune::tune

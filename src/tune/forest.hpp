@@ -1,0 +1,38 @@
+#pragma once
+// A small random forest regressor (bagged CART trees with random feature subsets): the cost model
+// of the model-guided strategy. Its spread across trees serves as the uncertainty.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace ktune::tune::detail {
+
+struct ForestOptions {
+  int trees = 24;
+  int max_depth = 14;
+  int min_leaf = 2;            // samples per leaf
+  double feature_share = 0.7;  // features tried per split
+};
+
+class Forest {
+ public:
+  // x: n rows of d features, y: n targets. Deterministic for a given rng state.
+  void fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+           const ForestOptions& opt, std::mt19937_64& rng);
+  // Mean and standard deviation of the trees' predictions.
+  void predict(const std::vector<double>& x, double& mean, double& stddev) const;
+
+ private:
+  struct Node {
+    int feature = -1;  // -1: leaf
+    double threshold = 0, value = 0;
+    int left = -1, right = -1;
+  };
+  using Tree = std::vector<Node>;
+  int build(Tree& t, std::vector<int>& rows, int begin, int end, int depth,
+            const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+            const ForestOptions& opt, std::mt19937_64& rng);
+  std::vector<Tree> trees_;
+};
+
+}  // namespace ktune::tune::detail
