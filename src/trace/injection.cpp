@@ -347,7 +347,7 @@ bool Tracer::start() {
         "); this process runs untraced.");
     return false;
   }
-  if (!cupti_ok(sub, "cuptiSubscribe")) return false;
+  if (!cupti_ok(sub, "cuptiSubscribe (this process runs untraced)")) return false;
   if (!cupti_ok(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
                 "cuptiActivityRegisterCallbacks"))
     return false;
