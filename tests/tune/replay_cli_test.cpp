@@ -1,0 +1,48 @@
+// ktune replay as a user runs it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_ktune.hpp"
+#include "datasets.hpp"
+
+namespace ktune {
+namespace {
+
+const std::string kFixture = (test::fixtures_dir() / "statuses_T4.json").string();
+
+TEST(ReplayCli, JsonCarriesSchemaVersionAndOneRowPerBudget) {
+  const auto r =
+      test::run_ktune("replay " + kFixture + " --strategy genetic --budget 2,8 --seeds 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // no progress line when piped
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["strategy"], "genetic");
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["budget"], 2);
+  EXPECT_DOUBLE_EQ(j["results"][1]["mean_fraction_of_optimum"].get<double>(), 1.0);  // all 8
+  EXPECT_DOUBLE_EQ(j["results"][1]["random_mean_fraction_of_optimum"].get<double>(), 1.0);
+}
+
+TEST(ReplayCli, AllComparesEveryStrategy) {
+  const auto r = test::run_ktune("replay " + kFixture + " --strategy all --budget 4 --seeds 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"genetic", "annealing", "model", "random"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << r.out;
+}
+
+TEST(ReplayCli, BadInputGetsOneSentence) {
+  auto r = test::run_ktune("replay " + kFixture + " --budget 10,x");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("'x' is not a positive integer"), std::string::npos) << r.err;
+  r = test::run_ktune("replay " + kFixture + " --strategy nope");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("unknown strategy 'nope'"), std::string::npos) << r.err;
+  r = test::run_ktune("replay /nonexistent/x_T4.json");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/nonexistent/x_T4.json"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ktune
