@@ -1,0 +1,323 @@
+// ktune cache ls | get | put | rm | export | import | invalidate | stats: the tuning cache.
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
+#include "ktune/runtime/environment.hpp"
+#include "ktune/store/store.hpp"
+
+namespace ktune::cli {
+namespace {
+
+constexpr int kCacheSchemaVersion = 1;  // of every --json output of `ktune cache`
+
+struct Options {
+  bool json = false, all = false, stale = false, force = false;
+  store::EntryFilter filter;
+  std::string shape, file, reason = "invalidated by ktune cache invalidate";
+  store::Environment env;  // --arch/--device-name/--toolkit/--driver-major, else the GPU's
+};
+
+std::vector<std::int64_t> parse_shape(const std::string& text) {
+  std::vector<std::int64_t> dims;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto x = text.find('x', pos);
+    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    try {
+      std::size_t used = 0;
+      dims.push_back(std::stoll(part, &used));
+      if (used != part.size()) throw std::invalid_argument(part);
+    } catch (const std::exception&) {
+      throw Error(
+          fmt::format("--shape '{}' is not a shape; write sizes joined by 'x', e.g. "
+                      "4096x4096x1024.",
+                      text));
+    }
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  store::validate_shape(dims, "--shape");
+  return dims;
+}
+
+// Flags fill what they name; the rest comes from the GPU when one is there. Staleness needs only
+// the toolkit (and driver); a lookup also needs the arch and device.
+store::Environment environment(const Options& o, const GlobalOptions& g, bool for_lookup) {
+  store::Environment env = o.env;
+  env.arch = o.filter.arch;
+  env.device_name = o.filter.device_name;
+  const bool complete =
+      !env.toolkit.empty() && (!for_lookup || (!env.arch.empty() && !env.device_name.empty()));
+  if (complete) return env;
+  try {
+    const auto gpu = runtime::detect_environment(g.device);
+    if (env.arch.empty()) env.arch = gpu.arch;
+    if (env.device_name.empty()) env.device_name = gpu.device_name;
+    if (env.toolkit.empty()) env.toolkit = gpu.toolkit;
+    if (env.driver_major == 0) env.driver_major = gpu.driver_major;
+  } catch (const Error&) {
+    throw Error(for_lookup ? "no GPU to take the environment from; pass --arch, --device-name and "
+                             "--toolkit (and --driver-major where it matters)."
+                           : "no GPU to judge staleness against; pass --toolkit (and "
+                             "--driver-major where it matters).");
+  }
+  return env;
+}
+
+void add_filter(CLI::App& app, Options& o) {
+  app.add_option("--op", o.filter.op, "Only this op");
+  app.add_option("--dtype", o.filter.dtype, "Only this dtype");
+  app.add_option("--arch", o.filter.arch,
+                 "Only this GPU architecture, sm_90 (and the current one, default: the GPU's)");
+  app.add_option("--device-name", o.filter.device_name,
+                 "Only this device name (and the current one, default: the GPU's)");
+  app.add_option("--with-toolkit", o.filter.toolkit, "Only entries tuned with this toolkit");
+}
+
+void add_env(CLI::App& app, Options& o) {
+  app.add_option("--toolkit", o.env.toolkit, "Current toolkit, e.g. 13.0 (default: NVRTC's)");
+  app.add_option("--driver-major", o.env.driver_major, "Current driver major (default: NVML's)");
+}
+
+nlohmann::json with_schema(nlohmann::json j) {
+  j["schema_version"] = kCacheSchemaVersion;
+  return j;
+}
+
+void print_entries(const std::vector<store::CacheEntry>& entries, const store::Environment* env) {
+  fmt::print("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12} {:>9}  {}\n", "op", "dtype", "bucket",
+             "arch", "device", "toolkit", "median_us", "noise_us", "config");
+  for (const auto& e : entries) {
+    std::string note;
+    if (e.invalidated_at)
+      note = "  [invalid: " + e.invalid_reason.value_or("") + "]";
+    else if (env && !store::stale_reason(e.key, *env).empty())
+      note = "  [stale: " + store::stale_reason(e.key, *env) + "]";
+    fmt::print("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12.3f} {:>9.3f}  {}{}\n", e.key.op,
+               e.key.dtype, e.key.bucket, e.key.arch, e.key.device_name, e.key.toolkit,
+               e.median_ns / 1e3, e.noise_ns / 1e3, e.config.dump(), note);
+  }
+  fmt::print("{} entr{}\n", entries.size(), entries.size() == 1 ? "y" : "ies");
+}
+
+int run_ls(const Options& o, const GlobalOptions& g) {
+  auto s = store::Store::open(g.db);
+  store::EntryFilter f = o.filter;
+  f.include_invalidated = o.all;
+  std::optional<store::Environment> env;
+  if (o.stale) {
+    env = environment(o, g, false);
+    f.stale_relative_to = env;
+  }
+  const auto entries = s->list_entries(f);
+  if (o.json)
+    fmt::print("{}\n", with_schema({{"store", s->describe()}, {"entries", entries}}).dump(2));
+  else
+    print_entries(entries, env ? &*env : nullptr);
+  return 0;
+}
+
+int run_get(const Options& o, const GlobalOptions& g) {
+  if (o.filter.op.empty() || o.filter.dtype.empty() || o.shape.empty())
+    throw Error("ktune cache get needs --op, --dtype and --shape (e.g. --shape 4096x4096).");
+  auto s = store::Store::open(g.db);
+  store::LookupQuery q{o.filter.op, o.filter.dtype, parse_shape(o.shape), environment(o, g, true)};
+  const auto r = s->lookup(q);
+  if (o.json) {
+    fmt::print("{}\n", with_schema(nlohmann::json(r)).dump(2));
+  } else if (r.match == store::Match::none) {
+    fmt::print("no config for {} {} {} on {} (no entry and no default)\n", q.op, q.dtype,
+               store::shape_name(q.shape), q.env.arch);
+  } else {
+    fmt::print("{}  ({} match, bucket {}{})\n", r.config.dump(), store::match_name(r.match),
+               r.bucket, r.stale ? ", STALE: " + r.stale_reason : "");
+  }
+  return r.match == store::Match::none ? 3 : 0;
+}
+
+int run_put(const Options& o, const GlobalOptions& g) {
+  const std::string text =
+      o.file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(o.file);
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded())
+    throw Error(fmt::format("{} is not valid JSON; give one cache entry object.", o.file));
+  store::CacheEntry e;
+  try {
+    e = j.get<store::CacheEntry>();
+  } catch (const Error& err) {
+    throw Error(fmt::format("{}: {}", o.file, err.what()));
+  }
+  auto s = store::Store::open(g.db);
+  const auto r = s->put_entry(e, o.force);
+  if (o.json)
+    fmt::print(
+        "{}\n",
+        with_schema({{"winner", r.winner}, {"reason", r.reason}, {"bucket", r.bucket}}).dump(2));
+  else
+    fmt::print("{}: {}\n", r.winner ? "stored as winner" : "kept the stored winner", r.reason);
+  return 0;
+}
+
+int run_rm(const Options& o, const GlobalOptions& g) {
+  const auto& f = o.filter;
+  if (!o.all && f.op.empty() && f.dtype.empty() && f.arch.empty() && f.device_name.empty() &&
+      f.toolkit.empty())
+    throw Error("ktune cache rm needs a filter (--op, --arch, ...) or --all to remove everything.");
+  auto s = store::Store::open(g.db);
+  const auto n = s->remove_entries(f);
+  if (o.json)
+    fmt::print("{}\n", with_schema({{"removed", n}}).dump(2));
+  else
+    fmt::print("removed {} entr{}\n", n, n == 1 ? "y" : "ies");
+  return 0;
+}
+
+int run_export(const Options& o, const GlobalOptions& g) {
+  auto s = store::Store::open(g.db);
+  const auto pack = s->export_pack(o.filter);
+  if (o.file.empty() || o.file == "-") {
+    fmt::print("{}\n", store::pack_to_json(pack).dump(2));
+  } else {
+    store::write_pack(o.file, pack);
+    std::fprintf(stderr, "wrote %zu entries and %zu op specs to %s\n", pack.entries.size(),
+                 pack.ops.size(), o.file.c_str());
+  }
+  return 0;
+}
+
+int run_import(const Options& o, const GlobalOptions& g) {
+  const auto pack = store::read_pack(o.file);  // validated whole before the store is opened
+  auto s = store::Store::open(g.db);
+  const auto r = s->import_pack(pack, o.force);
+  if (o.json)
+    fmt::print("{}\n",
+               with_schema({{"ops", r.ops}, {"winners", r.winners}, {"kept", r.kept}}).dump(2));
+  else
+    fmt::print("imported {}: {} new winners, {} stored winners kept, {} op specs\n", o.file,
+               r.winners, r.kept, r.ops);
+  return 0;
+}
+
+int run_invalidate(const Options& o, const GlobalOptions& g) {
+  const auto& f = o.filter;
+  if (!o.stale && !o.all && f.op.empty() && f.dtype.empty() && f.arch.empty() &&
+      f.device_name.empty() && f.toolkit.empty())
+    throw Error("ktune cache invalidate needs --stale, a filter (--op, --arch, ...) or --all.");
+  auto s = store::Store::open(g.db);
+  const store::Environment env = o.stale ? environment(o, g, false) : store::Environment{};
+  const auto n = s->invalidate(f, env, o.stale, o.reason);
+  if (o.json)
+    fmt::print("{}\n", with_schema({{"invalidated", n}}).dump(2));
+  else
+    fmt::print("invalidated {} entr{}\n", n, n == 1 ? "y" : "ies");
+  return 0;
+}
+
+int run_stats(const Options& o, const GlobalOptions& g) {
+  auto s = store::Store::open(g.db);
+  store::EntryFilter all;
+  all.include_invalidated = true;
+  const auto entries = s->list_entries(all);
+  store::Environment env;
+  try {
+    env = environment(o, g, false);
+  } catch (const Error&) {  // stats without a GPU or --toolkit: stale count unknown
+  }
+  std::map<std::string, int> per_op, per_arch;
+  int invalid = 0, stale = 0;
+  for (const auto& e : entries) {
+    if (e.invalidated_at) {
+      ++invalid;
+      continue;
+    }
+    ++per_op[e.key.op];
+    ++per_arch[e.key.arch];
+    if (!env.toolkit.empty() && !store::stale_reason(e.key, env).empty()) ++stale;
+  }
+  const nlohmann::json j = with_schema({{"store", s->describe()},
+                                        {"store_schema_version", s->schema_version()},
+                                        {"entries", entries.size()},
+                                        {"invalidated", invalid},
+                                        {"stale", stale},
+                                        {"ops", s->ops().size()},
+                                        {"per_op", per_op},
+                                        {"per_arch", per_arch}});
+  if (o.json) {
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("store      {} (schema {})\n", s->describe(), s->schema_version());
+    fmt::print("entries    {} ({} invalidated, {} stale{})\n", entries.size(), invalid, stale,
+               env.toolkit.empty() ? ": no GPU or --toolkit to judge" : "");
+    for (const auto& [op, n] : per_op) fmt::print("  op   {:<20} {}\n", op, n);
+    for (const auto& [arch, n] : per_arch) fmt::print("  arch {:<20} {}\n", arch, n);
+  }
+  return 0;
+}
+
+const bool registered = register_command(
+    {"cache", "List, query, edit, export and import the tuning cache", 40,
+     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
+       auto o = std::make_shared<Options>();
+       app.require_subcommand(1);
+       using Fn = int (*)(const Options&, const GlobalOptions&);
+       auto subs = std::make_shared<std::vector<std::pair<CLI::App*, Fn>>>();
+       auto add = [&](const char* name, const char* help, Fn fn) {
+         CLI::App* sub = app.add_subcommand(name, help);
+         sub->add_flag("--json", o->json,
+                       "JSON output (schema_version " + std::to_string(kCacheSchemaVersion) + ")");
+         subs->emplace_back(sub, fn);
+         return sub;
+       };
+       auto* ls = add("ls", "List entries (a table, or --json)", run_ls);
+       add_filter(*ls, *o);
+       add_env(*ls, *o);
+       ls->add_flag("--all", o->all, "Include invalidated entries");
+       ls->add_flag("--stale", o->stale, "Only entries stale here: to re-tune");
+       auto* get = add("get", "Look up the config of an op and shape on this GPU", run_get);
+       add_filter(*get, *o);
+       add_env(*get, *o);
+       get->add_option("--shape", o->shape, "Shape, sizes joined by 'x' (4096x4096x1024)")
+           ->required();
+       auto* put =
+           add("put", "Offer one entry (JSON object, a file or -); winner rule applies", run_put);
+       put->add_option("file", o->file, "Entry JSON file, or - for stdin")->required();
+       put->add_flag("--force", o->force, "Replace the stored winner even if not faster");
+       auto* rm = add("rm", "Remove entries matching a filter", run_rm);
+       add_filter(*rm, *o);
+       rm->add_flag("--all", o->all, "Remove every entry");
+       auto* ex = add("export", "Write a tuning pack (JSON) of the matching entries", run_export);
+       add_filter(*ex, *o);
+       ex->add_option("-o,--out", o->file, "Pack file (default: stdout)");
+       auto* im = add("import", "Read a tuning pack; all of it or nothing", run_import);
+       im->add_option("file", o->file, "Pack file")->required();
+       im->add_flag("--force", o->force, "Pack entries replace stored winners regardless");
+       auto* inv =
+           add("invalidate", "Mark entries as never to be handed out again", run_invalidate);
+       add_filter(*inv, *o);
+       add_env(*inv, *o);
+       inv->add_flag("--stale", o->stale, "Only entries from another toolkit or driver");
+       inv->add_flag("--all", o->all, "Every matching entry (no filter needed)");
+       inv->add_option("--reason", o->reason, "Recorded with each entry");
+       auto* st = add("stats", "Counts per op and arch, stale and invalidated entries", run_stats);
+       st->add_option("--arch", o->filter.arch, "Current arch (default: the GPU's)");
+       st->add_option("--device-name", o->filter.device_name,
+                      "Current device (default: the GPU's)");
+       add_env(*st, *o);
+       return [o, subs, &globals] {
+         for (const auto& [sub, fn] : *subs)
+           if (sub->parsed()) return fn(*o, globals);
+         return 2;
+       };
+     }});
+
+}  // namespace
+}  // namespace ktune::cli
