@@ -275,12 +275,24 @@ LookupResult Store::lookup(const LookupQuery& q) {
   f.op = q.op;
   f.dtype = q.dtype;
   f.arch = q.env.arch;
+  f.device_name = q.env.device_name;
   Params params;
-  const std::string where = where_clause(f, params);
+  // The common case first: the exact bucket on this device is one indexed probe.
+  std::string where = where_clause(f, params);
+  params.emplace_back(result.bucket);
   std::vector<CacheEntry> candidates;
-  for (const auto& r :
-       db_->query(fmt::format("SELECT {} FROM cache_entries{}", kEntryColumns, where), params))
+  for (const auto& r : db_->query(fmt::format("SELECT {} FROM cache_entries{} AND bucket = ${}",
+                                              kEntryColumns, where, params.size()),
+                                  params))
     candidates.push_back(entry_from_row(r));
+  if (candidates.empty()) {  // fallback: every entry of the op on this arch
+    f.device_name.clear();
+    params.clear();
+    where = where_clause(f, params);
+    for (const auto& r :
+         db_->query(fmt::format("SELECT {} FROM cache_entries{}", kEntryColumns, where), params))
+      candidates.push_back(entry_from_row(r));
+  }
   const Choice choice = choose_entry(candidates, result.bucket, q.shape, q.env);
   if (choice.index >= 0) {
     CacheEntry& e = candidates[static_cast<std::size_t>(choice.index)];
