@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
-# Builds ktune here (Release, tests and benchmarks included) and stages what the GPU tier needs in
-# .gpu-carry/: bin/ (ktune, the tracer, benchmark programs), tests/ (GoogleTest binaries) and lib/
-# (libpq, absent from the GPU image). Carry .gpu-carry to the GPU machine and run scripts/gpu-tier.sh.
+# Builds ktune here (Release, tests and benchmarks included) and stages the build tree, less its
+# object files, in .gpu-carry/ with lib/libpq.so.5 (absent from the GPU image). On the GPU machine,
+# scripts/gpu-tier.sh mounts it back at /work/main/build-gpu, where its ctest files point.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build-gpu
-bundle=$root/.gpu-carry
+build=/work/main/build-gpu
+[ "$root" = /work/main ] || { echo "gpu-bundle.sh: run from the checkout at /work/main (test files name that path)" >&2; exit 1; }
 "$root/scripts/deps.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_BUILD_RPATH='$ORIGIN/../lib;$ORIGIN' \
+  -DCMAKE_BUILD_RPATH="$build/lib" \
   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags -DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 cmake --build "$build" -j"$(nproc)"
-rm -rf "$bundle"
-mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/tests"
-cp "$build/src/cli/ktune" "$bundle/bin/"
-find "$build/src" -name 'libktune_tracer.so' -exec cp {} "$bundle/bin/" \;
-find "$build/tests" -maxdepth 2 -type f -perm -u+x -name '*_tests' -exec cp {} "$bundle/tests/" \;
-[ -d "$build/benchmarks" ] && find "$build/benchmarks" -maxdepth 3 -type f -perm -u+x ! -name '*.sh' \
-  ! -path '*/CMakeFiles/*' -exec cp {} "$bundle/bin/" \;
-# libpq and the libraries only it needs; everything else ktune links is on the GPU image.
-for lib in libpq.so.5; do
-  cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$bundle/lib/"
-done
-strip --strip-debug "$bundle"/bin/* "$bundle"/tests/* 2>/dev/null || true
-du -sh "$bundle"
+mkdir -p "$build/lib"
+cp -L /usr/lib/x86_64-linux-gnu/libpq.so.5 "$build/lib/"
+rm -rf "$root/.gpu-carry"
+cp -a "$build" "$root/.gpu-carry"
+find "$root/.gpu-carry" \( -name CMakeFiles -o -name Testing \) -type d -prune -exec rm -rf {} +
+find "$root/.gpu-carry" \( -name '*.a' -o -name '*.o' -o -name '.ninja*' \) -type f -delete
+find "$root/.gpu-carry" -type f -perm -u+x ! -name '*.sh' -exec strip --strip-debug {} + 2>/dev/null || true
+du -sh "$root/.gpu-carry"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU tier, run on a GPU machine from the repository root:
-#   scripts/gpu-tier.sh [BUNDLE_OR_BUILD_DIR] [OUT_DIR]
-# BUNDLE_OR_BUILD_DIR: .gpu-carry from scripts/gpu-bundle.sh (default), or a build dir made there.
+#   scripts/gpu-tier.sh [BUILD_DIR] [OUT_DIR]
+# BUILD_DIR: a build made on this machine, or .gpu-carry staged elsewhere by scripts/gpu-bundle.sh
+# (the default), which is mounted back at /work/main/build-gpu where its ctest files point.
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, and prints a short summary last. KTUNE_GPU_ONLY=calibrate,tracer picks
 # benchmarks; KTUNE_GPU_SKIP_TESTS=1 skips the test binaries.
@@ -11,9 +12,12 @@ bundle=$(cd "${1:-$root/.gpu-carry}" && pwd)
 out=${2:-${OUT:-/tmp/ktune-gpu}}
 mkdir -p "$out"
 export KTUNE_HOME=$(mktemp -d /tmp/ktune-home.XXXXXX)   # fresh store and kernel cache
-# Test binaries name fixtures by the source path they were built from (/work/main).
-if [ ! -e /work/main ] && [ "$root" != /work/main ]; then mkdir -p /work && ln -s "$root" /work/main; fi
-bin=$bundle/bin/ktune; [ -x "$bin" ] || bin=$bundle/src/cli/ktune
+if [ "$bundle" = "$root/.gpu-carry" ]; then
+  if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
+  ln -sfn "$bundle" /work/main/build-gpu
+  bundle=/work/main/build-gpu
+fi
+bin=$bundle/src/cli/ktune
 summary=()
 
 {
@@ -25,15 +29,10 @@ summary=()
 } 2>&1 | tee "$out/identity.txt"
 
 if [ -z "${KTUNE_GPU_SKIP_TESTS:-}" ]; then
-  : >"$out/tests.txt"
-  for t in "$bundle"/tests/*_tests; do
-    [ -x "$t" ] || continue
-    name=$(basename "$t")
-    if "$t" --gtest_brief=1 >"$out/test-$name.log" 2>&1; then status=ok; else status=FAILED; fi
-    echo "$name $status $(grep -cE '^\[       OK' "$out/test-$name.log") $(grep -cE '^\[  SKIPPED' "$out/test-$name.log")" >>"$out/tests.txt"
-    grep -E '^\[  FAILED  \]' "$out/test-$name.log" | sed "s/^/$name: /"
-  done
-  summary+=("tests (binary status passed skipped): $(tr '\n' ';' <"$out/tests.txt")")
+  ctest --test-dir "$bundle" -j8 --timeout 300 --output-on-failure >"$out/ctest.log" 2>&1
+  grep -E 'tests passed|FAILED|Not Run|\(Failed\)|\(Timeout\)' "$out/ctest.log" | tail -n 30
+  skipped=$(grep -c 'Skipped' "$out/ctest.log" || true)
+  summary+=("ctest: $(grep -E 'tests passed' "$out/ctest.log"), $skipped skipped")
 fi
 
 for run in "$root"/benchmarks/*/run.sh; do
