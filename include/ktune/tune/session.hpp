@@ -1,0 +1,127 @@
+#pragma once
+// A tuning session: a strategy proposes configurations of a T1 spec, an Evaluator (the GPU side,
+// implemented in bench) measures them, and every outcome is appended to results.jsonl (one JSON
+// line per evaluation, fsync'ed) before the strategy sees it. A session killed at any point resumes
+// from that file: recorded configurations are fed back without being measured again. At the end
+// (or on a stop) it writes t4.json, summary.json and curve.svg beside the results.
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ktune/tune/outcome.hpp"
+#include "ktune/tune/spec.hpp"
+
+namespace ktune::tune {
+
+using ConfigMap = std::map<std::string, Value>;
+
+// How one configuration ended, as the evaluator reports it.
+struct CandidateResult {
+  Status status = Status::Ok;
+  double time_ns = 0;   // median per launch: Ok (full measurement) or Timeout (the screen's)
+  double noise_ns = 0;  // spread of that median: half the p5..p95 width
+  std::size_t samples = 0;
+  bool full = false;   // true: measured with the full stop rule (a contender)
+  std::string detail;  // the verification summary, or why it failed (one sentence)
+  // The GPU context is lost (illegal address, launch failure): nothing more can run in this
+  // process. The session records the candidate, writes its files and stops.
+  bool fatal = false;
+};
+
+// The GPU side of a session. evaluate() never throws for a candidate's own failure (that is a
+// CandidateResult); a throw means the session itself cannot go on.
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // Configurations about to be evaluated, in order: a hint to compile them ahead (worker threads).
+  virtual void prepare(const std::vector<ConfigMap>& upcoming) { (void)upcoming; }
+  // Verifies and measures one configuration. `best_ns`: the best full median so far; a candidate
+  // clearly slower than it may be screened out (Status::Timeout, "slower").
+  virtual CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
+};
+
+struct SessionOptions {
+  std::string strategy;  // empty: default_strategy_name()
+  std::uint64_t seed = 1;
+  std::size_t budget = 100;  // evaluations, failures and resumed ones included
+  double time_limit_s = 0;   // wall clock of this process's search; 0: none
+  std::size_t prefetch = 8;  // configurations proposed (and compiled) ahead of measurement
+  std::map<std::string, std::int64_t> shape;  // overrides of the spec's shape variables
+  std::filesystem::path out_dir;              // created if missing
+  bool resume = false;  // continue from out_dir/results.jsonl (else it must not exist)
+  const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop after this one
+  std::function<double()> clock_s;               // seconds; default: a steady clock
+};
+
+// One line of results.jsonl.
+struct SessionRecord {
+  std::size_t sequence = 0;  // 0-based evaluation number
+  ConfigMap config;
+  CandidateResult result;
+  double elapsed_s = 0;  // since the session (this process) started; resumed lines keep theirs
+  std::string timestamp;
+};
+
+enum class StopCause { budget, time, exhausted, interrupted, fatal };
+const char* to_string(StopCause c);
+
+struct SessionSummary {
+  std::string spec, op, strategy;
+  std::uint64_t seed = 0;
+  std::size_t budget = 0;
+  double time_limit_s = 0;
+  std::map<std::string, std::int64_t> shape;
+  std::size_t space_size = 0;   // valid configurations
+  std::size_t evaluations = 0;  // records in results.jsonl used by this search
+  std::size_t evaluated_now = 0, resumed = 0;
+  double elapsed_s = 0;          // this process's search
+  double evaluations_per_s = 0;  // evaluated_now / elapsed_s
+  StopCause stop = StopCause::budget;
+  std::map<Status, std::size_t> counts;
+  std::optional<SessionRecord> best;   // fastest fully measured, verified configuration
+  std::vector<SessionRecord> records;  // in evaluation order
+};
+
+inline constexpr int kSessionSchemaVersion = 1;
+
+class Session {
+ public:
+  // `spec` must outlive the session.
+  Session(const ProblemSpec& spec, SessionOptions options, Evaluator& evaluator);
+  // Runs to a stop and writes the files. A fatal candidate is recorded and the files written, then
+  // ktune::Error tells the user to --resume. Other exceptions (evaluator or I/O) propagate with
+  // every finished evaluation already on disk.
+  SessionSummary run();
+
+  static std::filesystem::path results_path(const std::filesystem::path& dir);
+
+ private:
+  const ProblemSpec& spec_;
+  SessionOptions opt_;
+  Evaluator& evaluator_;
+};
+
+// Reads results.jsonl. A torn last line (a crash mid-write) is ignored; any other bad line throws
+// ktune::Error naming the file and line.
+std::vector<SessionRecord> read_results(const std::filesystem::path& path);
+
+nlohmann::json record_json(const SessionRecord& r);
+SessionRecord record_from_json(const nlohmann::json& j);
+// {"schema_version": "1.0.0", "metadata": {...}, "results": [...]}: readable by read_t4.
+nlohmann::json session_t4_json(const SessionSummary& s);
+// {"schema_version": 1, "spec", "op", "strategy", "seed", "budget", "time_limit_s", "shape",
+//  "space_size", "evaluations", "evaluated_now", "resumed", "elapsed_s", "evaluations_per_s",
+//  "stop", "status_counts", "best": {"sequence", "config", "time_ns", "noise_ns", "samples"} |
+//  null}
+nlohmann::json session_summary_json(const SessionSummary& s);
+// Self-contained SVG: the best-so-far time against evaluation number, with every timed point.
+std::string best_so_far_svg(const SessionSummary& s);
+
+}  // namespace ktune::tune

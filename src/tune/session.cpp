@@ -1,0 +1,358 @@
+#include "ktune/tune/session.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+#include "ktune/core/identity.hpp"
+#include "ktune/core/paths.hpp"
+#include "ktune/core/version.hpp"
+#include "ktune/tune/space.hpp"
+#include "ktune/tune/strategy.hpp"
+#include "ktune/tune/t4.hpp"
+
+namespace ktune::tune {
+
+const char* to_string(StopCause c) {
+  switch (c) {
+    case StopCause::budget:
+      return "budget";
+    case StopCause::time:
+      return "time";
+    case StopCause::exhausted:
+      return "exhausted";
+    case StopCause::interrupted:
+      return "interrupted";
+    case StopCause::fatal:
+      return "fatal";
+  }
+  return "budget";
+}
+
+std::filesystem::path Session::results_path(const std::filesystem::path& dir) {
+  return dir / "results.jsonl";
+}
+
+namespace {
+
+nlohmann::json config_json(const ConfigMap& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : c) j[name] = v;
+  return j;
+}
+
+// The identity of a configuration across processes: its values as canonical JSON.
+std::string config_key(const ConfigMap& c) {
+  return config_json(c).dump();
+}
+
+ConfigMap config_of(const SearchSpace& space, const Configuration& c) {
+  ConfigMap out;
+  const auto& params = space.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) out[params[i].name] = params[i].values[c[i]];
+  return out;
+}
+
+// Appends lines to results.jsonl, each one on disk (fsync) before the strategy learns of it.
+class ResultsLog {
+ public:
+  explicit ResultsLog(const std::filesystem::path& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw Error(fmt::format("cannot open {} for appending ({}); check the --out directory.",
+                              path.string(), std::strerror(errno)));
+  }
+  ~ResultsLog() { ::close(fd_); }
+  ResultsLog(const ResultsLog&) = delete;
+  ResultsLog& operator=(const ResultsLog&) = delete;
+  void append(const nlohmann::json& j) {
+    const std::string line = j.dump() + "\n";
+    std::size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        throw Error(fmt::format("cannot append to {} ({}); free disk space and --resume.",
+                                path_.string(), std::strerror(errno)));
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd_) != 0)
+      throw Error(fmt::format("cannot sync {} ({}); check the disk and --resume.", path_.string(),
+                              std::strerror(errno)));
+  }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+void write_outputs(const std::filesystem::path& dir, const SessionSummary& s) {
+  write_file_atomic(dir / "t4.json", session_t4_json(s).dump(2) + "\n");
+  write_file_atomic(dir / "summary.json", session_summary_json(s).dump(2) + "\n");
+  write_file_atomic(dir / "curve.svg", best_so_far_svg(s));
+}
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------------
+nlohmann::json record_json(const SessionRecord& r) {
+  const CandidateResult& x = r.result;
+  return {{"schema_version", kSessionSchemaVersion},
+          {"sequence", r.sequence},
+          {"config", config_json(r.config)},
+          {"status", to_string(x.status)},
+          {"time_ns", x.time_ns},
+          {"noise_ns", x.noise_ns},
+          {"samples", x.samples},
+          {"measurement", x.full ? "full" : (x.time_ns > 0 ? "screen" : "none")},
+          {"detail", x.detail},
+          {"fatal", x.fatal},
+          {"elapsed_s", r.elapsed_s},
+          {"timestamp", r.timestamp}};
+}
+
+SessionRecord record_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error("a results line must be a JSON object");
+  if (j.value("schema_version", 0) != kSessionSchemaVersion)
+    throw Error(fmt::format("schema_version {} is not {}, the one this ktune writes",
+                            j.value("schema_version", nlohmann::json()).dump(),
+                            kSessionSchemaVersion));
+  SessionRecord r;
+  r.sequence = j.at("sequence").get<std::size_t>();
+  for (const auto& [name, v] : j.at("config").items()) r.config[name] = v.get<Value>();
+  const auto status = status_from_string(j.at("status").get<std::string>());
+  if (!status) throw Error(fmt::format("unknown status '{}'", j.at("status").dump()));
+  r.result.status = *status;
+  r.result.time_ns = j.at("time_ns").get<double>();
+  r.result.noise_ns = j.value("noise_ns", 0.0);
+  r.result.samples = j.value("samples", std::size_t{0});
+  r.result.full = j.value("measurement", "") == "full";
+  r.result.detail = j.value("detail", "");
+  r.result.fatal = j.value("fatal", false);
+  r.elapsed_s = j.value("elapsed_s", 0.0);
+  r.timestamp = j.value("timestamp", "");
+  return r;
+}
+
+std::vector<SessionRecord> read_results(const std::filesystem::path& path) {
+  std::vector<SessionRecord> out;
+  std::ifstream in(path);
+  if (!in) return out;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    try {
+      out.push_back(record_from_json(nlohmann::json::parse(lines[i])));
+    } catch (const std::exception& e) {
+      if (i + 1 == lines.size()) break;  // torn by a crash mid-write: that evaluation is redone
+      throw Error(fmt::format("{}:{}: {}; restore the line or start a new session with --out.",
+                              path.string(), i + 1, e.what()));
+    }
+  }
+  return out;
+}
+
+// -----------------------------------------------------------------------------------------------
+Session::Session(const ProblemSpec& spec, SessionOptions options, Evaluator& evaluator)
+    : spec_(spec), opt_(std::move(options)), evaluator_(evaluator) {
+  if (opt_.strategy.empty()) opt_.strategy = default_strategy_name();
+  if (opt_.prefetch == 0) opt_.prefetch = 1;
+  if (!opt_.clock_s) {
+    opt_.clock_s = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+}
+
+SessionSummary Session::run() {
+  const std::filesystem::path& dir = opt_.out_dir;
+  const std::filesystem::path results = results_path(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw Error(fmt::format("cannot create the output directory {} ({}); pick another --out.",
+                            dir.string(), ec.message()));
+  if (!opt_.resume && std::filesystem::exists(results))
+    throw Error(
+        fmt::format("{} already holds a session; continue it with --resume {} or pick "
+                    "another --out.",
+                    results.string(), dir.string()));
+
+  const MapScope constants = spec_.constants(opt_.shape);
+  const SearchSpace space = SearchSpace::from_spec(spec_, &constants);
+  const IndexedSpace index(space);
+  std::unique_ptr<Strategy> strategy = make_strategy(opt_.strategy);
+  strategy->begin(index, opt_.seed, opt_.budget);
+
+  std::unordered_map<std::string, SessionRecord> recorded;
+  if (opt_.resume)
+    for (SessionRecord& r : read_results(results)) recorded[config_key(r.config)] = std::move(r);
+
+  SessionSummary s;
+  s.spec = spec_.source;
+  s.op = spec_.ktune.op.empty() ? spec_.name : spec_.ktune.op;
+  s.strategy = opt_.strategy;
+  s.seed = opt_.seed;
+  s.budget = opt_.budget;
+  s.time_limit_s = opt_.time_limit_s;
+  s.shape = opt_.shape;
+  s.space_size = index.size();
+  for (const auto& p : spec_.ktune.shape)
+    if (!s.shape.count(p.name) && p.default_value) s.shape[p.name] = *p.default_value;
+
+  ResultsLog log(results);
+  const double t0 = opt_.clock_s();
+  const auto elapsed = [&] { return opt_.clock_s() - t0; };
+  const auto must_stop = [&]() -> std::optional<StopCause> {
+    if (opt_.time_limit_s > 0 && elapsed() >= opt_.time_limit_s) return StopCause::time;
+    if (opt_.interrupt && opt_.interrupt->load()) return StopCause::interrupted;
+    return std::nullopt;
+  };
+  std::optional<double> best_ns;
+  std::optional<StopCause> stop;
+
+  const auto finish = [&] {
+    s.stop = *stop;
+    s.evaluations = s.records.size();
+    s.elapsed_s = elapsed();
+    s.evaluations_per_s = s.elapsed_s > 0 ? static_cast<double>(s.evaluated_now) / s.elapsed_s : 0;
+    write_outputs(dir, s);
+  };
+
+  while (!stop) {
+    if (s.records.size() >= opt_.budget) {
+      stop = StopCause::budget;
+      break;
+    }
+    if ((stop = must_stop())) break;
+    std::vector<std::size_t> batch;
+    const std::size_t room = std::min(opt_.prefetch, opt_.budget - s.records.size());
+    while (batch.size() < room)
+      if (auto p = strategy->propose())
+        batch.push_back(*p);
+      else
+        break;
+    if (batch.empty()) {
+      stop = StopCause::exhausted;
+      break;
+    }
+    std::vector<ConfigMap> configs, fresh;
+    for (std::size_t i : batch) {
+      configs.push_back(config_of(space, index.at(i)));
+      if (!recorded.count(config_key(configs.back()))) fresh.push_back(configs.back());
+    }
+    if (!fresh.empty()) evaluator_.prepare(fresh);
+
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      SessionRecord rec;
+      bool resumed = false;
+      if (auto it = recorded.find(config_key(configs[b])); it != recorded.end()) {
+        rec = it->second;
+        resumed = true;
+        ++s.resumed;
+      } else {
+        if ((stop = must_stop())) break;
+        rec.result = evaluator_.evaluate(configs[b], best_ns);
+        rec.config = configs[b];
+        rec.sequence = s.records.size();
+        rec.elapsed_s = elapsed();
+        rec.timestamp = utc_now_iso8601();
+        log.append(record_json(rec));
+        ++s.evaluated_now;
+      }
+      const CandidateResult& r = rec.result;
+      ++s.counts[r.status];
+      // A screened-out candidate ran correctly and its rough time ranks it: the strategy learns
+      // from that time, while the record keeps the outcome "slower" (Status::Timeout).
+      Evaluation e{batch[b], r.status, r.time_ns};
+      if (r.status == Status::Timeout && r.time_ns > 0) e.status = Status::Ok;
+      strategy->observe(e);
+      if (r.status == Status::Ok && r.full && (!best_ns || r.time_ns < *best_ns)) {
+        best_ns = r.time_ns;
+        s.best = rec;
+      }
+      const bool fatal = r.fatal && !resumed;
+      const std::string detail = r.detail;
+      s.records.push_back(std::move(rec));  // `r` refers into `rec`: not used below
+      if (fatal) {
+        stop = StopCause::fatal;
+        finish();
+        throw Error(fmt::format(
+            "configuration {} broke the GPU context ({}); it is recorded in {}, so run the same "
+            "command with --resume {} to continue without it.",
+            config_key(configs[b]), detail, results.string(), dir.string()));
+      }
+      if (s.records.size() >= opt_.budget) break;
+    }
+  }
+  finish();
+  return s;
+}
+
+// -----------------------------------------------------------------------------------------------
+nlohmann::json session_t4_json(const SessionSummary& s) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const SessionRecord& r : s.records) {
+    T4Record t;
+    t.configuration = r.config;
+    t.status = r.result.status;
+    t.time_ns = r.result.time_ns;
+    t.detail = r.result.detail;
+    results.push_back(t4_result_json(t, r.timestamp));
+  }
+  return {{"schema_version", kT4SchemaVersion},
+          {"metadata",
+           {{"timeunit", "milliseconds"},
+            {"name", s.op},
+            {"spec", s.spec},
+            {"tuner", "ktune"},
+            {"tuner_version", version()},
+            {"strategy", s.strategy},
+            {"seed", s.seed}}},
+          {"results", std::move(results)}};
+}
+
+nlohmann::json session_summary_json(const SessionSummary& s) {
+  nlohmann::json counts = nlohmann::json::object();
+  for (Status st : kAllStatuses) {
+    const auto it = s.counts.find(st);
+    counts[to_string(st)] = it == s.counts.end() ? 0 : it->second;
+  }
+  nlohmann::json best = nlohmann::json(nullptr);
+  if (s.best)
+    best = {{"sequence", s.best->sequence},      {"config", config_json(s.best->config)},
+            {"time_ns", s.best->result.time_ns}, {"noise_ns", s.best->result.noise_ns},
+            {"samples", s.best->result.samples}, {"detail", s.best->result.detail}};
+  return {{"schema_version", kSessionSchemaVersion},
+          {"spec", s.spec},
+          {"op", s.op},
+          {"strategy", s.strategy},
+          {"seed", s.seed},
+          {"budget", s.budget},
+          {"time_limit_s", s.time_limit_s},
+          {"shape", s.shape},
+          {"space_size", s.space_size},
+          {"evaluations", s.evaluations},
+          {"evaluated_now", s.evaluated_now},
+          {"resumed", s.resumed},
+          {"elapsed_s", s.elapsed_s},
+          {"evaluations_per_s", s.evaluations_per_s},
+          {"stop", to_string(s.stop)},
+          {"status_counts", std::move(counts)},
+          {"best", std::move(best)}};
+}
+
+}  // namespace ktune::tune

@@ -1,0 +1,341 @@
+#include "ktune/tune/session.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
+#include "ktune/tune/t4.hpp"
+
+namespace ktune::tune {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+ProblemSpec copy_spec() {
+  return ProblemSpec::load(fs::path(KTUNE_SOURCE_DIR) / "kernels/copy/copy.json");
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::temp_directory_path() /
+           fmt::format("ktune-session-{}-{}-{}", name, ::getpid(), ++counter());
+    fs::remove_all(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+// Stands in for the GPU: a fixed time per configuration and planted failures of every kind,
+// screening out candidates more than 5 % slower than the best so far, as the GPU evaluator does.
+class FakeEvaluator : public Evaluator {
+ public:
+  std::size_t calls = 0;
+  std::size_t throw_after = SIZE_MAX;  // simulates a crash (kill) after this many evaluations
+  // (BLOCK, ITEMS) with VEC=1, SKIP_TAIL=0 faults
+  std::optional<std::pair<std::int64_t, std::int64_t>> fatal_at;
+  std::vector<std::string> evaluated;
+  std::size_t prepared = 0;
+  double* clock = nullptr;  // advanced one second per evaluation when set
+
+  void prepare(const std::vector<ConfigMap>& upcoming) override { prepared += upcoming.size(); }
+
+  CandidateResult evaluate(const ConfigMap& c, std::optional<double> best_ns) override {
+    if (calls == throw_after) throw std::runtime_error("killed");
+    ++calls;
+    if (clock) *clock += 1.0;
+    json j = json::object();
+    for (const auto& [k, v] : c) j[k] = v;
+    evaluated.push_back(j.dump());
+    const std::int64_t block = c.at("BLOCK").as_int(), vec = c.at("VEC").as_int(),
+                       items = c.at("ITEMS").as_int(), skip = c.at("SKIP_TAIL").as_int();
+    CandidateResult r;
+    if (fatal_at && block == fatal_at->first && items == fatal_at->second && vec == 1 && !skip) {
+      r.status = Status::LaunchFailed;
+      r.fatal = true;
+      r.detail = "CUDA_ERROR_ILLEGAL_ADDRESS";
+      return r;
+    }
+    if (vec == 2 && items == 1) return {Status::CompileFailed, 0, 0, 0, false, "planted", false};
+    if (block == 1024 && items == 8) return {Status::ResourcesExceeded, 0, 0, 0, false, "regs"};
+    if (block == 128 && vec == 4 && items == 8) return {Status::LaunchFailed, 0, 0, 0, false, "x"};
+    if (skip == 1) return {Status::WrongResult, 0, 0, 0, false, "tail unwritten"};
+    // A smooth landscape with one optimum at BLOCK=256, VEC=4, ITEMS=4.
+    const auto sq = [](double v) { return v * v; };
+    const double t = 1000 + 40 * sq(std::log2(block) - 8) + 60 * sq(std::log2(vec) - 2) +
+                     25 * sq(std::log2(items) - 2);
+    if (best_ns && t > *best_ns * 1.05) return {Status::Timeout, t, 0, 3, false, "slower"};
+    return {Status::Ok, t, 2, 20, true, "verified"};
+  }
+};
+
+SessionOptions options(const fs::path& dir, const std::string& strategy, std::size_t budget) {
+  SessionOptions o;
+  o.strategy = strategy;
+  o.seed = 7;
+  o.budget = budget;
+  o.out_dir = dir;
+  o.prefetch = 4;
+  return o;
+}
+
+std::vector<json> lines_of(const fs::path& p) {
+  std::vector<json> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+TEST(Session, RecordsEveryOutcomeAndFindsTheOptimum) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("all");
+  FakeEvaluator ev;
+  Session session(spec, options(dir.path, "exhaustive", 1000), ev);
+  const SessionSummary s = session.run();
+  EXPECT_EQ(s.stop, StopCause::exhausted);
+  EXPECT_EQ(s.space_size, 96u);
+  EXPECT_EQ(s.evaluations, 96u);
+  EXPECT_EQ(ev.calls, 96u);
+  EXPECT_EQ(ev.prepared, 96u);  // every fresh configuration was offered for compiling ahead
+  for (Status st : kAllStatuses) EXPECT_GT(s.counts.at(st), 0u) << to_string(st);
+  ASSERT_TRUE(s.best);
+  EXPECT_EQ(s.best->config.at("BLOCK").as_int(), 256);
+  EXPECT_EQ(s.best->config.at("VEC").as_int(), 4);
+  EXPECT_EQ(s.best->config.at("ITEMS").as_int(), 4);
+  EXPECT_DOUBLE_EQ(s.best->result.time_ns, 1000);
+
+  const auto lines = lines_of(Session::results_path(dir.path));
+  ASSERT_EQ(lines.size(), 96u);
+  std::set<std::string> statuses;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["schema_version"], 1);
+    EXPECT_EQ(lines[i]["sequence"], i);
+    statuses.insert(lines[i]["status"].get<std::string>());
+  }
+  EXPECT_EQ(statuses, (std::set<std::string>{"ok", "compile_failed", "launch_failed",
+                                             "resources_exceeded", "wrong_result", "timeout"}));
+  for (const char* f : {"t4.json", "summary.json", "curve.svg"})
+    EXPECT_TRUE(fs::exists(dir.path / f)) << f;
+}
+
+TEST(Session, StopsAtTheBudget) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("budget");
+  FakeEvaluator ev;
+  const SessionSummary s = Session(spec, options(dir.path, "random", 7), ev).run();
+  EXPECT_EQ(s.stop, StopCause::budget);
+  EXPECT_EQ(ev.calls, 7u);
+  EXPECT_EQ(lines_of(Session::results_path(dir.path)).size(), 7u);
+}
+
+TEST(Session, StopsAtTheTimeLimit) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("time");
+  FakeEvaluator ev;
+  double now = 0;
+  ev.clock = &now;
+  SessionOptions o = options(dir.path, "random", 50);
+  o.time_limit_s = 5.5;  // each fake evaluation takes one second
+  o.clock_s = [&] { return now; };
+  const SessionSummary s = Session(spec, o, ev).run();
+  EXPECT_EQ(s.stop, StopCause::time);
+  EXPECT_EQ(ev.calls, 6u);
+  EXPECT_EQ(s.evaluations, 6u);
+  EXPECT_NEAR(s.evaluations_per_s, 1.0, 1e-9);
+}
+
+TEST(Session, StopsWhenInterrupted) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("interrupt");
+  FakeEvaluator ev;
+  std::atomic<bool> flag{true};
+  SessionOptions o = options(dir.path, "random", 50);
+  o.interrupt = &flag;
+  const SessionSummary s = Session(spec, o, ev).run();
+  EXPECT_EQ(s.stop, StopCause::interrupted);
+  EXPECT_EQ(ev.calls, 0u);
+  EXPECT_TRUE(fs::exists(dir.path / "summary.json"));
+}
+
+TEST(Session, ResumeDoesNotReevaluateAndReachesTheSameWinner) {
+  const ProblemSpec spec = copy_spec();
+  TempDir whole("whole"), split("split");
+  FakeEvaluator full_ev;
+  const SessionSummary uninterrupted =
+      Session(spec, options(whole.path, "model", 40), full_ev).run();
+
+  FakeEvaluator first;
+  first.throw_after = 13;  // the process dies in the middle of a prefetched batch
+  EXPECT_THROW(Session(spec, options(split.path, "model", 40), first).run(), std::runtime_error);
+  ASSERT_EQ(lines_of(Session::results_path(split.path)).size(), 13u);
+
+  FakeEvaluator second;
+  SessionOptions o = options(split.path, "model", 40);
+  o.resume = true;
+  const SessionSummary resumed = Session(spec, o, second).run();
+  EXPECT_EQ(resumed.resumed, 13u);
+  EXPECT_EQ(second.calls, 27u);
+  std::set<std::string> before(first.evaluated.begin(), first.evaluated.end());
+  for (const auto& c : second.evaluated) EXPECT_FALSE(before.count(c)) << c << " measured twice";
+  ASSERT_TRUE(uninterrupted.best && resumed.best);
+  EXPECT_EQ(resumed.best->config, uninterrupted.best->config);
+  EXPECT_EQ(lines_of(Session::results_path(split.path)).size(), 40u);
+  // The same search, record by record.
+  ASSERT_EQ(resumed.records.size(), uninterrupted.records.size());
+  for (std::size_t i = 0; i < resumed.records.size(); ++i)
+    EXPECT_EQ(resumed.records[i].config, uninterrupted.records[i].config) << i;
+}
+
+TEST(Session, FatalCandidateStopsWithAResumeHintAndIsNotRetried) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("fatal");
+  FakeEvaluator ev;
+  ev.fatal_at = std::make_pair(512, 2);
+  SessionOptions o = options(dir.path, "exhaustive", 1000);
+  try {
+    Session(spec, o, ev).run();
+    FAIL() << "expected the session to stop";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--resume " + dir.path.string()), std::string::npos)
+        << e.what();
+  }
+  const auto lines = lines_of(Session::results_path(dir.path));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back()["status"], "launch_failed");
+  EXPECT_TRUE(lines.back()["fatal"].get<bool>());
+  EXPECT_EQ(lines.back()["config"],
+            json::parse(R"({"BLOCK":512,"ITEMS":2,"SKIP_TAIL":0,"VEC":1})"));
+  EXPECT_EQ(json::parse(read_file(dir.path / "summary.json"))["stop"], "fatal");
+
+  FakeEvaluator again;
+  again.fatal_at = ev.fatal_at;  // it would fault again if it were retried
+  o.resume = true;
+  const SessionSummary s = Session(spec, o, again).run();
+  EXPECT_EQ(s.stop, StopCause::exhausted);
+  EXPECT_EQ(s.evaluations, 96u);
+  EXPECT_EQ(again.calls + lines.size(), 96u);
+}
+
+TEST(Session, RefusesToOverwriteWithoutResume) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("twice");
+  FakeEvaluator ev;
+  Session(spec, options(dir.path, "random", 3), ev).run();
+  EXPECT_THROW(Session(spec, options(dir.path, "random", 3), ev).run(), Error);
+}
+
+TEST(Session, TornLastLineIsIgnoredButABadMiddleLineIsNamed) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("torn");
+  FakeEvaluator ev;
+  Session(spec, options(dir.path, "random", 4), ev).run();
+  const fs::path results = Session::results_path(dir.path);
+  { std::ofstream(results, std::ios::app) << "{\"schema_version\": 1, \"seq"; }
+  EXPECT_EQ(read_results(results).size(), 4u);
+  { std::ofstream(results, std::ios::app) << "\n{}\n"; }
+  try {
+    read_results(results);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("results.jsonl:5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Session, T4AndSummaryShapesArePinned) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("shape");
+  FakeEvaluator ev;
+  const SessionSummary s = Session(spec, options(dir.path, "exhaustive", 30), ev).run();
+
+  const json summary = json::parse(read_file(dir.path / "summary.json"));
+  std::set<std::string> keys;
+  for (const auto& [k, v] : summary.items()) keys.insert(k);
+  EXPECT_EQ(keys, (std::set<std::string>{"schema_version", "spec", "op", "strategy", "seed",
+                                         "budget", "time_limit_s", "shape", "space_size",
+                                         "evaluations", "evaluated_now", "resumed", "elapsed_s",
+                                         "evaluations_per_s", "stop", "status_counts", "best"}));
+  EXPECT_EQ(summary["schema_version"], 1);
+  EXPECT_EQ(summary["op"], "copy");
+  EXPECT_EQ(summary["strategy"], "exhaustive");
+  EXPECT_EQ(summary["evaluations"], 30);
+  EXPECT_EQ(summary["stop"], "budget");
+  EXPECT_EQ(summary["status_counts"].size(), 6u);
+  std::size_t total = 0;
+  for (const auto& [k, v] : summary["status_counts"].items()) total += v.get<std::size_t>();
+  EXPECT_EQ(total, 30u);
+  ASSERT_TRUE(summary["best"].is_object());
+  EXPECT_EQ(summary["best"]["config"]["BLOCK"], s.best->config.at("BLOCK").as_int());
+  EXPECT_DOUBLE_EQ(summary["best"]["time_ns"].get<double>(), s.best->result.time_ns);
+
+  const json t4 = json::parse(read_file(dir.path / "t4.json"));
+  EXPECT_EQ(t4["schema_version"], kT4SchemaVersion);
+  EXPECT_EQ(t4["metadata"]["timeunit"], "milliseconds");
+  ASSERT_EQ(t4["results"].size(), 30u);
+  // It reads back through ktune's own T4 reader: same statuses, same times.
+  const T4File back = read_t4(dir.path / "t4.json");
+  ASSERT_EQ(back.results.size(), 30u);
+  for (std::size_t i = 0; i < 30; ++i) {
+    EXPECT_EQ(back.results[i].status, s.records[i].result.status) << i;
+    EXPECT_EQ(back.results[i].configuration, s.records[i].config) << i;
+    if (back.results[i].status == Status::Ok)
+      EXPECT_NEAR(back.results[i].time_ns, s.records[i].result.time_ns, 1e-6) << i;
+  }
+}
+
+TEST(Session, CurveIsAWellFormedSvgWithTheBestSoFarPath) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("svg");
+  FakeEvaluator ev;
+  Session(spec, options(dir.path, "random", 25), ev).run();
+  const std::string svg = read_file(dir.path / "curve.svg");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  const auto path = svg.find("<path id=\"best-so-far\" d=\"M");
+  EXPECT_NE(path, std::string::npos);
+  EXPECT_EQ(svg.find("<script"), std::string::npos);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  // Tags balance: every opened element is closed or self-closing.
+  std::size_t open = 0, close = 0, self = 0;
+  for (std::size_t p = svg.find('<'); p != std::string::npos; p = svg.find('<', p + 1)) {
+    const std::size_t end = svg.find('>', p);
+    ASSERT_NE(end, std::string::npos);
+    if (svg[p + 1] == '/')
+      ++close;
+    else if (svg[end - 1] == '/')
+      ++self;
+    else
+      ++open;
+  }
+  EXPECT_EQ(open, close);
+  EXPECT_GT(self, 0u);
+}
+
+TEST(Session, SvgWithoutAnyValidConfigurationSaysSo) {
+  SessionSummary s;
+  s.op = "x & y";
+  s.strategy = "random";
+  SessionRecord r;
+  r.result.status = Status::CompileFailed;
+  s.records.push_back(r);
+  const std::string svg = best_so_far_svg(s);
+  EXPECT_NE(svg.find("no verified configuration yet"), std::string::npos);
+  EXPECT_NE(svg.find("x &amp; y"), std::string::npos);
+  EXPECT_EQ(svg.find("best-so-far\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ktune::tune
