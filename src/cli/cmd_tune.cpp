@@ -1,0 +1,291 @@
+// ktune tune SPEC: searches a kernel's configuration space on the GPU (tune::Session driving
+// bench::GpuEvaluator), writes results.jsonl, t4.json, summary.json and curve.svg to --out, and
+// offers the verified winner to the cache. --resume DIR continues a killed or interrupted session.
+#include <atomic>
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "ktune/bench/evaluator.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/core/identity.hpp"
+#include "ktune/core/paths.hpp"
+#include "ktune/core/progress.hpp"
+#include "ktune/runtime/environment.hpp"
+#include "ktune/store/store.hpp"
+#include "ktune/tune/strategy.hpp"
+
+namespace ktune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kSessionFileSchemaVersion = 1;
+
+struct TuneArgs {
+  std::string spec, shape, strategy, out, resume, stop;
+  std::size_t budget = 100;
+  double time_s = 0;
+  std::uint64_t seed = 1;
+  double margin = 0.03;
+  bool json = false, no_cache = false;
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+}
+
+// "n=4096,k=8192" -> {n: 4096, k: 8192}.
+std::map<std::string, std::int64_t> parse_shape(const std::string& text) {
+  std::map<std::string, std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    std::int64_t v = 0;
+    const char* first = item.data() + (eq == std::string::npos ? 0 : eq + 1);
+    const auto [ptr, ec] = std::from_chars(first, item.data() + item.size(), v);
+    if (eq == std::string::npos || eq == 0 || ec != std::errc() ||
+        ptr != item.data() + item.size() || v <= 0)
+      throw Error(fmt::format(
+          "--shape item '{}' is not NAME=POSITIVE_INTEGER; write e.g. --shape n=4096,k=8192.",
+          item));
+    out[item.substr(0, eq)] = v;
+  }
+  return out;
+}
+
+std::string default_out_dir(const std::string& op) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  return fmt::format("ktune-tune-{}-{}", op, stamp);
+}
+
+// session.json: what --resume needs to run the same search again.
+nlohmann::json session_file(const TuneArgs& a, const std::map<std::string, std::int64_t>& shape) {
+  return {{"schema_version", kSessionFileSchemaVersion},
+          {"spec", fs::absolute(a.spec).string()},
+          {"strategy", a.strategy},
+          {"seed", a.seed},
+          {"budget", a.budget},
+          {"time_limit_s", a.time_s},
+          {"shape", shape},
+          {"contender_margin", a.margin},
+          {"stop", a.stop},
+          {"created_at", utc_now_iso8601()}};
+}
+
+// Restores the search settings of `dir`; explicit --budget/--time still apply.
+void load_session_file(TuneArgs& a, const fs::path& dir, bool budget_given, bool time_given,
+                       std::map<std::string, std::int64_t>& shape) {
+  const fs::path path = dir / "session.json";
+  if (!fs::exists(path))
+    throw Error(
+        fmt::format("--resume {}: no session.json there; point --resume at the --out "
+                    "directory of an earlier ktune tune.",
+                    dir.string()));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+    if (j.at("schema_version").get<int>() != kSessionFileSchemaVersion)
+      throw Error(fmt::format("schema_version {} is not {}", j.at("schema_version").dump(),
+                              kSessionFileSchemaVersion));
+    a.spec = j.at("spec").get<std::string>();
+    a.strategy = j.at("strategy").get<std::string>();
+    a.seed = j.at("seed").get<std::uint64_t>();
+    a.margin = j.value("contender_margin", a.margin);
+    a.stop = j.value("stop", a.stop);
+    shape = j.at("shape").get<std::map<std::string, std::int64_t>>();
+    if (!budget_given) a.budget = j.at("budget").get<std::size_t>();
+    if (!time_given) a.time_s = j.at("time_limit_s").get<double>();
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("{}: {}; it was written by ktune tune, restore it or start a new "
+                    "session.",
+                    path.string(), e.what()));
+  }
+}
+
+// Prints progress on a terminal while delegating to the GPU evaluator.
+class ProgressEvaluator : public tune::Evaluator {
+ public:
+  ProgressEvaluator(tune::Evaluator& inner, std::size_t budget)
+      : inner_(inner), progress_("tune", budget) {}
+  void prepare(const std::vector<tune::ConfigMap>& upcoming) override { inner_.prepare(upcoming); }
+  tune::CandidateResult evaluate(const tune::ConfigMap& c, std::optional<double> best) override {
+    tune::CandidateResult r = inner_.evaluate(c, best);
+    ++done_;
+    if (r.status == tune::Status::Ok && r.full && (!best || r.time_ns < *best)) best = r.time_ns;
+    progress_.update(done_, best ? fmt::format("best {:.2f} us", *best / 1e3) : "no valid yet");
+    return r;
+  }
+  void finish() { progress_.finish(); }
+
+ private:
+  tune::Evaluator& inner_;
+  Progress progress_;
+  std::size_t done_ = 0;
+};
+
+std::string describe(const tune::ConfigMap& c) {
+  std::string out;
+  for (const auto& [k, v] : c) out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v.repr());
+  return out;
+}
+
+int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
+  std::map<std::string, std::int64_t> shape = parse_shape(a.shape);
+  fs::path out;
+  if (!a.resume.empty()) {
+    out = a.resume;
+    load_session_file(a, out, budget_given, time_given, shape);
+  }
+  if (a.spec.empty())
+    throw Error("ktune tune needs a SPEC (a T1 JSON file) or --resume DIR; see ktune tune --help.");
+  if (a.strategy.empty()) a.strategy = tune::default_strategy_name();
+  tune::make_strategy(a.strategy);  // an unknown name fails before the GPU is touched
+  if (a.budget == 0 && a.time_s <= 0)
+    throw Error("--budget 0 with no --time never stops; give a budget or a time limit.");
+  const tune::ProblemSpec spec = tune::ProblemSpec::load(a.spec);
+  const std::string op = spec.ktune.op.empty() ? spec.name : spec.ktune.op;
+  (void)spec.constants(shape);  // unknown shape variables fail here, before the GPU
+  if (out.empty()) out = a.out.empty() ? default_out_dir(op) : a.out;
+
+  bench::EvaluatorSettings settings;
+  settings.contender_margin = a.margin;
+  settings.full.apply_overrides(a.stop);
+  bench::GpuEvaluator gpu(spec, shape, settings, g.device);
+  ProgressEvaluator ev(gpu, a.budget);
+
+  if (a.resume.empty()) {
+    if (fs::exists(tune::Session::results_path(out)))
+      throw Error(
+          fmt::format("{} already holds a session; continue it with --resume {} or pick "
+                      "another --out.",
+                      out.string(), out.string()));
+    fs::create_directories(out);
+    write_file_atomic(out / "session.json", session_file(a, shape).dump(2) + "\n");
+  }
+  tune::SessionOptions o;
+  o.strategy = a.strategy;
+  o.seed = a.seed;
+  o.budget = a.budget == 0 ? SIZE_MAX : a.budget;
+  o.time_limit_s = a.time_s;
+  o.shape = shape;
+  o.out_dir = out;
+  o.resume = !a.resume.empty();
+  o.interrupt = &g_interrupted;
+  g_interrupted = false;
+  auto* previous = std::signal(SIGINT, on_sigint);
+  tune::SessionSummary s;
+  try {
+    s = tune::Session(spec, o, ev).run();
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    ev.finish();
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  ev.finish();
+
+  std::optional<store::PutResult> put;
+  std::string db;
+  if (s.best && !a.no_cache) {
+    auto st = store::Store::open(g.db);
+    db = st->describe();
+    const store::OpSpec ops = bench::op_spec(spec);
+    if (!st->get_op(ops.op)) st->put_op(ops);
+    put = st->put_entry(
+        bench::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity()));
+  }
+
+  if (a.json) {
+    nlohmann::json j = tune::session_summary_json(s);
+    j["out"] = out.string();
+    if (put)
+      j["cache"] = {{"winner", put->winner}, {"reason", put->reason}, {"bucket", put->bucket}};
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print(
+        "tuned {} ({}): {} evaluations ({} now, {} resumed) in {:.1f} s, {:.2f} "
+        "evaluations/s, stop: {}\n",
+        op, spec.source, s.evaluations, s.evaluated_now, s.resumed, s.elapsed_s,
+        s.evaluations_per_s, tune::to_string(s.stop));
+    std::string counts;
+    for (tune::Status st : tune::kAllStatuses)
+      if (s.counts.count(st))
+        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ",
+                              st == tune::Status::Timeout ? "slower" : tune::to_string(st),
+                              s.counts.at(st));
+    fmt::print("outcomes: {}\n", counts);
+    if (s.best)
+      fmt::print("best: {}  median {:.2f} us (+-{:.2f}, {} samples), {}\n",
+                 describe(s.best->config), s.best->result.time_ns / 1e3,
+                 s.best->result.noise_ns / 1e3, s.best->result.samples, s.best->result.detail);
+    if (put)
+      fmt::print("cache: {} ({}), bucket {} in {}\n", put->winner ? "stored as winner" : "kept",
+                 put->reason, put->bucket, db);
+    fmt::print("files: {}/{{results.jsonl,t4.json,summary.json,curve.svg}}\n", out.string());
+  }
+  if (s.stop == tune::StopCause::interrupted) {
+    std::fprintf(stderr, "ktune: interrupted; continue with: ktune tune --resume %s\n",
+                 out.string().c_str());
+    return 130;
+  }
+  if (!s.best) {
+    std::fprintf(stderr,
+                 "ktune: no configuration of %s passed verification; see %s for each reason.\n",
+                 spec.source.c_str(), tune::Session::results_path(out).string().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+const bool registered = register_command(
+    {"tune", "Search a kernel's configurations on the GPU and cache the verified winner", 50,
+     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
+       auto a = std::make_shared<TuneArgs>();
+       app.add_option("spec", a->spec, "T1 tuning spec (JSON)");
+       app.add_option("--shape", a->shape, "Shape variables NAME=VALUE,... (e.g. n=4096,k=8192)");
+       std::string strategies;
+       for (const auto& s : tune::registered_strategies())
+         strategies += (strategies.empty() ? "" : ", ") + s.name;
+       app.add_option("--strategy", a->strategy,
+                      fmt::format("Search strategy: {} (default {})", strategies,
+                                  tune::default_strategy_name()));
+       auto* budget = app.add_option("--budget", a->budget,
+                                     "Evaluations, failures included (default 100; 0: no limit)");
+       auto* time = app.add_option("--time", a->time_s, "Wall-clock limit in seconds (0: none)");
+       app.add_option("--seed", a->seed, "Strategy seed (default 1)");
+       app.add_option("--out", a->out, "Output directory (default ktune-tune-<op>-<timestamp>)");
+       app.add_option("--resume", a->resume, "Continue the session in this directory");
+       app.add_option("--margin", a->margin,
+                      "Fully measure screened candidates within this fraction of the best "
+                      "(default 0.03)");
+       app.add_option("--stop", a->stop,
+                      "Full-measurement stop-rule overrides, e.g. min_gpu_time_s=0.2");
+       app.add_flag("--no-cache", a->no_cache, "Do not offer the winner to the cache");
+       app.add_flag("--json", a->json,
+                    fmt::format("Print the summary as JSON (schema_version {})",
+                                tune::kSessionSchemaVersion));
+       return [a, budget, time, &globals] {
+         return run_tune(*a, budget->count() > 0, time->count() > 0, globals);
+       };
+     }});
+
+}  // namespace
+}  // namespace ktune::cli
