@@ -102,10 +102,7 @@ class Calibrator {
         ctx_(o.device),
         dev_(cuda::capture_device(o.device)),
         flusher_(static_cast<std::size_t>(dev_.l2_bytes)) {
-    cuda::CompileOptions co;
-    co.arch = dev_.arch();
-    co.flags = {"-O3"};
-    module_ = cuda::Module(cuda::compile_cached(kKernels, "ktune_calibrate.cu", co).cubin);
+    module_ = cuda::Module(compile_kernels(dev_.arch()).cubin);
   }
 
   Result run() {
@@ -261,6 +258,12 @@ class Calibrator {
 };
 
 }  // namespace
+
+cuda::CompiledProgram compile_kernels(const std::string& arch) {
+  cuda::CompileOptions co;
+  co.arch = arch;
+  return cuda::compile_cached(kKernels, "ktune_calibrate.cu", co);
+}
 
 const Ceiling* Result::find(const std::string& name) const {
   auto it = std::find_if(ceilings.begin(), ceilings.end(),

@@ -10,6 +10,7 @@
 
 #include "ktune/core/identity.hpp"
 #include "ktune/core/stats.hpp"
+#include "ktune/cuda/nvrtc.hpp"
 
 namespace ktune::calibrate {
 
@@ -43,6 +44,9 @@ struct Result {
 
 // Runs every measurement on `options.device`; `progress` (may be empty) hears each step's name.
 Result run(const Options& options, const std::function<void(const std::string&)>& progress = {});
+
+// The copy and FMA kernels, compiled (disk-cached) for `arch`; needs no GPU.
+cuda::CompiledProgram compile_kernels(const std::string& arch);
 
 void to_json(nlohmann::json& j, const Ceiling& c);
 void to_json(nlohmann::json& j, const Result& r);  // includes schema_version
