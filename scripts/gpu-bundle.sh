@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds ktune here (Release, tests and benchmarks included) and stages the build tree, less its
-# object files, in .gpu-carry/ with lib/libpq.so.5 (absent from the GPU image). On the GPU machine,
+# object files, in .gpu-carry/ with lib/ holding libpq (absent from the GPU image). On the GPU machine,
 # scripts/gpu-tier.sh mounts it back at /work/main/build-gpu, where its ctest files point.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +12,11 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags -DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 cmake --build "$build" -j"$(nproc)"
 mkdir -p "$build/lib"
-cp -L /usr/lib/x86_64-linux-gnu/libpq.so.5 "$build/lib/"
+# libpq and the OpenLDAP 2.5 libraries it needs are absent from the GPU image (Ubuntu 24.04 ships
+# OpenLDAP 2.6); the binaries' RPATH (not RUNPATH) finds them for libpq too.
+for lib in libpq.so.5 libldap-2.5.so.0 liblber-2.5.so.0 libsasl2.so.2; do
+  cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$build/lib/"
+done
 rm -rf "$root/.gpu-carry"
 cp -a "$build" "$root/.gpu-carry"
 find "$root/.gpu-carry" \( -name CMakeFiles -o -name Testing \) -type d -prune -exec rm -rf {} +
