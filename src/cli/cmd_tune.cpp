@@ -34,6 +34,7 @@ struct TuneArgs {
   double time_s = 0;
   std::uint64_t seed = 1;
   double margin = 0.03;
+  std::size_t prefetch = 8;
   bool json = false, no_cache = false;
 };
 
@@ -85,6 +86,7 @@ nlohmann::json session_file(const TuneArgs& a, const std::map<std::string, std::
           {"time_limit_s", a.time_s},
           {"shape", shape},
           {"contender_margin", a.margin},
+          {"prefetch", a.prefetch},
           {"stop", a.stop},
           {"created_at", utc_now_iso8601()}};
 }
@@ -108,6 +110,7 @@ void load_session_file(TuneArgs& a, const fs::path& dir, bool budget_given, bool
     a.strategy = j.at("strategy").get<std::string>();
     a.seed = j.at("seed").get<std::uint64_t>();
     a.margin = j.value("contender_margin", a.margin);
+    a.prefetch = j.value("prefetch", a.prefetch);
     a.stop = j.value("stop", a.stop);
     shape = j.at("shape").get<std::map<std::string, std::int64_t>>();
     if (!budget_given) a.budget = j.at("budget").get<std::size_t>();
@@ -187,6 +190,7 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   o.time_limit_s = a.time_s;
   o.shape = shape;
   o.out_dir = out;
+  o.prefetch = a.prefetch;
   o.resume = !a.resume.empty();
   o.interrupt = &g_interrupted;
   g_interrupted = false;
@@ -276,6 +280,8 @@ const bool registered = register_command(
        app.add_option("--margin", a->margin,
                       "Fully measure screened candidates within this fraction of the best "
                       "(default 0.03)");
+       app.add_option("--prefetch", a->prefetch,
+                      "Configurations proposed and compiled ahead of measurement (default 8)");
        app.add_option("--stop", a->stop,
                       "Full-measurement stop-rule overrides, e.g. min_gpu_time_s=0.2");
        app.add_flag("--no-cache", a->no_cache, "Do not offer the winner to the cache");
