@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# ktune's main job on a GPU machine, once through the loop: build, identify the GPU, measure its
+# ceilings, profile a real workload and rank its kernels, tune the built-in fp16 GEMV and cache the
+# winner. Uses the embedded SQLite store (~/.local/share/ktune) unless KTUNE_DB is set.
+# Usage: scripts/run.sh [OUT_DIR]       (default ./ktune-run)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${KTUNE_BUILD_DIR:-$root/build}
+out=$(mkdir -p "${1:-ktune-run}" && cd "${1:-ktune-run}" && pwd)
+
+"$root/scripts/deps.sh"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$(nproc)" --target ktune ktune_tracer
+k=$build/src/cli/ktune
+step() { printf '\n== %s\n' "$*"; }
+
+step "ktune info"
+"$k" info
+step "ktune calibrate"
+"$k" calibrate
+
+# The workload: the PyTorch transformer layer when PyTorch is here, else a CUDA C++ launch loop.
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  workload=(python3 "$root/benchmarks/tracer/torch_layer.py" --iters 50 --tiny 2000)
+else
+  nvcc -O2 -arch=native -o "$out/tiny_loop" "$root/benchmarks/tracer/tiny_loop.cu"
+  workload=("$out/tiny_loop" 20000)
+fi
+step "ktune profile -- ${workload[*]}"
+"$k" profile -o "$out/workload.ktrace" -- "${workload[@]}"
+step "ktune report"
+"$k" report "$out/workload.ktrace" --top 10
+"$k" report "$out/workload.ktrace" --format html -o "$out/report.html"
+"$k" export "$out/workload.ktrace" --chrome "$out/workload.chrome.json"
+
+step "ktune tune kernels/gemv/gemv.json (fp16 GEMV 7168x16384)"
+"$k" tune "$root/kernels/gemv/gemv.json" --budget 60 --out "$out/tune-gemv"
+step "ktune cache ls"
+"$k" cache ls
+printf '\nwrote %s: workload.ktrace, report.html (open in a browser), workload.chrome.json (ui.perfetto.dev), tune-gemv/ (t4.json, summary.json, curve.svg)\n' "$out"
