@@ -4,9 +4,13 @@
 // atexit and signal handlers, the writer thread) catches everything; a failure prints one line on
 // stderr and leaves the program running untraced.
 //
-// Hot path: CUPTI fills activity buffers from a pool; the buffer-completed callback only queues
-// the buffer. One writer thread decodes, demangles and inserts in one transaction per batch, then
-// recycles the buffer. No callbacks are enabled unless a capture range needs them.
+// Hot path: CUPTI fills activity buffers from a pool of buffers the writer thread has already
+// zeroed and faulted in (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER: CUPTI would otherwise zero
+// each 8 MiB buffer on the application thread); the buffer-completed callback only queues the
+// buffer. One writer thread decodes, demangles and inserts in one transaction per batch, re-zeroes
+// the bytes CUPTI wrote and recycles the buffer. By default only runtime-API records are kept for
+// the host side (driver-API records double the per-launch cost: the runtime calls the driver for
+// every launch), and no callbacks are enabled unless a capture range needs them.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h>
@@ -26,6 +30,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "decode.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/version.hpp"
@@ -36,6 +42,24 @@ namespace ktune::trace {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// KTUNE_TRACE_EXPERIMENT: comma-separated switches that restore an older or CUPTI-default setting,
+// for overhead measurements only (benchmarks/tracer/variants.sh); unknown words are ignored.
+bool experiment(const char* word) {
+  const char* v = std::getenv("KTUNE_TRACE_EXPERIMENT");
+  if (!v) return false;
+  const std::string_view all(v), w(word);
+  for (std::size_t at = 0; at <= all.size();) {
+    const auto comma = std::min(all.find(',', at), all.size());
+    if (all.substr(at, comma - at) == w) return true;
+    at = comma + 1;
+  }
+  return false;
+}
 
 void say(const std::string& line) {
   std::fprintf(stderr, "ktune tracer [pid %d]: %s\n", static_cast<int>(::getpid()), line.c_str());
@@ -153,6 +177,7 @@ class Tracer {
     signal_flush_.store(final_flush ? 2 : 1, std::memory_order_relaxed);
   }
   bool finished() const { return finished_.load(); }
+  void set_init_ms(double ms) { init_ms_ = ms; }
   std::thread::id writer_id() const { return writer_id_; }
   void disown_after_fork() { forked_ = true; }
 
@@ -161,6 +186,9 @@ class Tracer {
   void writer_loop();
   void drain(KtraceWriter* writer);
   void finish(KtraceWriter* writer);
+  std::uint8_t* fresh_buffer() const;
+  void recycle(std::uint8_t* buffer, std::size_t valid_bytes);
+  void mark_finished();
 
   TracerOptions opts_;
   TraceMetadata meta_;
@@ -168,7 +196,9 @@ class Tracer {
   std::vector<std::uint32_t> runtime_cbids_, driver_cbids_;
 
   std::mutex pool_mu_;
-  std::vector<std::uint8_t*> pool_;
+  std::vector<std::uint8_t*> pool_;  // zeroed (unless cupti_zero_), ready for CUPTI
+  bool cupti_zero_ = false;          // CUPTI zeroes buffers itself, on the requesting thread
+  std::atomic<std::uint64_t> buffers_requested_{0}, buffers_fresh_{0};
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
@@ -182,6 +212,8 @@ class Tracer {
 
   std::thread writer_;
   std::thread::id writer_id_;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
   std::atomic<bool> finished_{false};
   std::atomic<int> signal_flush_{0};  // 1: commit now, 2: close the trace
   bool forked_ = false;
@@ -190,6 +222,8 @@ class Tracer {
   std::uint64_t records_ = 0, capped_records_ = 0, dropped_ = 0;
   bool identity_done_ = false;
   bool failed_ = false;
+  bool debug_ = false;  // KTUNE_TRACE_DEBUG=1: print own timings at exit
+  double init_ms_ = 0, writer_ms_ = 0, open_ms_ = 0;
 };
 
 Tracer* g_tracer = nullptr;  // leaked on purpose: alive until the process is gone
@@ -222,6 +256,14 @@ void CUPTIAPI on_cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
   }
 }
 
+std::uint8_t* Tracer::fresh_buffer() const {
+  const std::size_t bytes = std::size_t{opts_.buffer_mib} << 20;
+  // calloc of this size maps fresh zero pages: no memset on the calling thread. malloc aligns to
+  // 16 bytes, more than the 8 CUPTI needs.
+  return static_cast<std::uint8_t*>(cupti_zero_ ? std::aligned_alloc(8, bytes)
+                                                : std::calloc(1, bytes));
+}
+
 void Tracer::request_buffer(std::uint8_t** buffer, std::size_t* size) {
   const std::size_t bytes = std::size_t{opts_.buffer_mib} << 20;
   std::uint8_t* b = nullptr;
@@ -232,7 +274,11 @@ void Tracer::request_buffer(std::uint8_t** buffer, std::size_t* size) {
       pool_.pop_back();
     }
   }
-  if (!b) b = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
+  buffers_requested_.fetch_add(1, std::memory_order_relaxed);
+  if (!b) {
+    buffers_fresh_.fetch_add(1, std::memory_order_relaxed);
+    b = fresh_buffer();
+  }
   *buffer = b;
   *size = b ? bytes : 0;
 }
@@ -252,6 +298,28 @@ void Tracer::complete_buffer(CUcontext ctx, std::uint32_t stream, std::uint8_t* 
   queue_cv_.notify_one();
 }
 
+void Tracer::recycle(std::uint8_t* buffer, std::size_t valid_bytes) {
+  constexpr std::size_t kPoolMax = 4;  // more than this are returned to the system
+  const std::size_t bytes = std::size_t{opts_.buffer_mib} << 20;
+  if (!cupti_zero_) std::memset(buffer, 0, std::min(bytes, valid_bytes + 4096));
+  {
+    std::lock_guard lock(pool_mu_);
+    if (pool_.size() < kPoolMax) {
+      pool_.push_back(buffer);
+      return;
+    }
+  }
+  std::free(buffer);
+}
+
+void Tracer::mark_finished() {
+  {
+    std::lock_guard lock(done_mu_);
+    finished_ = true;
+  }
+  done_cv_.notify_all();
+}
+
 void Tracer::set_capturing(bool on) {
   std::lock_guard lock(capture_mu_);
   if (on && capped_) return;
@@ -264,9 +332,9 @@ void Tracer::set_capturing(bool on) {
   if (opts_.kernels_only) return;
   kind(CUPTI_ACTIVITY_KIND_MEMCPY, "enabling memcpy records");
   kind(CUPTI_ACTIVITY_KIND_MEMSET, "enabling memset records");
-  kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "enabling synchronization records");
+  if (!experiment("no_sync")) kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "enabling sync records");
   kind(CUPTI_ACTIVITY_KIND_MARKER, "enabling NVTX records");
-  kind(CUPTI_ACTIVITY_KIND_OVERHEAD, "enabling overhead records");
+  if (opts_.overhead_records) kind(CUPTI_ACTIVITY_KIND_OVERHEAD, "enabling overhead records");
   for (auto cbid : runtime_cbids_) cuptiActivityEnableRuntimeApi(cbid, on);
   for (auto cbid : driver_cbids_) cuptiActivityEnableDriverApi(cbid, on);
 }
@@ -326,6 +394,9 @@ void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 }
 
 bool Tracer::start() {
+  debug_ =
+      std::getenv("KTUNE_TRACE_DEBUG") && std::string_view(std::getenv("KTUNE_TRACE_DEBUG")) == "1";
+  cupti_zero_ = experiment("cupti_zero");
   meta_.mode = opts_.kernels_only ? "kernels" : "default";
   meta_.command_line = own_command_line();
   meta_.pid = ::getpid();
@@ -341,13 +412,38 @@ bool Tracer::start() {
   char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   params.oldSubscriberName = other;
   params.oldSubscriberSize = sizeof other - 1;
-  const CUptiResult sub = cuptiSubscribe_v2(&subscriber_, on_cupti_callback, nullptr, &params);
+  const bool subscribe = !experiment("no_subscribe") || !opts_.window.range.empty();
+  const CUptiResult sub = subscribe
+                              ? cuptiSubscribe_v2(&subscriber_, on_cupti_callback, nullptr, &params)
+                              : CUPTI_SUCCESS;
   if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     say(std::string("another profiler already holds CUPTI (") + (other[0] ? other : "unnamed") +
         "); this process runs untraced.");
     return false;
   }
   if (!cupti_ok(sub, "cuptiSubscribe (this process runs untraced)")) return false;
+  if (!cupti_zero_) {
+    // The pool hands out zeroed buffers, so CUPTI need not zero them on the application thread.
+    std::uint8_t zeroed = 1;
+    std::size_t size = sizeof zeroed;
+    if (cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed) !=
+        CUPTI_SUCCESS)
+      cupti_zero_ = true;  // then every buffer is zeroed by CUPTI, as before
+  }
+  if (experiment("shared_buffers")) {
+    std::uint8_t per_thread = 0;
+    std::size_t size = sizeof per_thread;
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
+  }
+  if (experiment("pinned")) {
+    std::uint8_t pinned = 1;
+    std::size_t size = sizeof pinned;
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &pinned);
+  }
+  // Stream/event queries that find work still pending are polling, not waiting: no record.
+  if (!opts_.kernels_only && !experiment("all_sync")) cuptiActivityEnableAllSyncRecords(0);
+  if (opts_.latency_timestamps)
+    cupti_ok(cuptiActivityEnableLatencyTimestamps(1), "enabling queued/submitted timestamps");
   if (!cupti_ok(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
                 "cuptiActivityRegisterCallbacks"))
     return false;
@@ -359,7 +455,10 @@ bool Tracer::start() {
           is_traced_api(name))
         runtime_cbids_.push_back(cbid);
     }
-    for (std::uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    // The runtime calls the driver for each of its launches, copies and syncs: driver records
+    // would double the host-side cost of every launch. Only when asked (a program that calls the
+    // driver API itself: Triton, NVRTC launchers).
+    for (std::uint32_t cbid = 1; opts_.driver_api && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
       const char* name = nullptr;
       if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name &&
           is_traced_api(name))
@@ -383,7 +482,7 @@ bool Tracer::start() {
   } else if (range.rfind("nvtx:", 0) == 0) {
     cupti_ok(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "enabling NVTX callbacks");
   }
-  cuptiActivityFlushPeriod(opts_.flush_period_ms);
+  if (!experiment("cupti_flush")) cuptiActivityFlushPeriod(opts_.flush_period_ms);
 
   writer_ = std::thread([this] { writer_loop(); });
   writer_id_ = writer_.get_id();
@@ -398,6 +497,7 @@ void Tracer::drain(KtraceWriter* writer) {
     batch.swap(queue_);
   }
   if (batch.empty()) return;
+  const auto t0 = Clock::now();
   static ActivityDecoder decoder([](std::string_view api, std::uint32_t cbid) {
     const char* name = nullptr;
     cuptiGetCallbackName(
@@ -419,8 +519,7 @@ void Tracer::drain(KtraceWriter* writer) {
       records.drops.push_back({c.context_id, c.stream_id, c.dropped});
       dropped_ += c.dropped;
     }
-    std::lock_guard lock(pool_mu_);
-    pool_.push_back(c.data);
+    recycle(c.data, c.valid_bytes);
   }
   if (opts_.window.max_records && records_ >= opts_.window.max_records && !capped_) {
     set_capturing(false);  // the cap is reached: stop paying for records nobody keeps
@@ -441,6 +540,7 @@ void Tracer::drain(KtraceWriter* writer) {
       say(std::string("stopped writing the trace: ") + e.what());
     }
   }
+  writer_ms_ += ms_since(t0);
 }
 
 void Tracer::finish(KtraceWriter* writer) {
@@ -465,14 +565,22 @@ void Tracer::writer_loop() {
   sigaddset(&block, SIGINT);
   sigaddset(&block, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  // Two buffers zeroed and faulted in here, so the first requests cost the program nothing.
+  for (int i = 0; i < 2 && !cupti_zero_; ++i) {
+    std::uint8_t* b = fresh_buffer();
+    if (!b) break;
+    recycle(b, std::size_t{opts_.buffer_mib} << 20);
+  }
   std::unique_ptr<KtraceWriter> writer;
   const auto path = trace_path(opts_.output, opts_.root_pid, ::getpid());
+  const auto t_open = Clock::now();
   try {
     writer = std::make_unique<KtraceWriter>(path, meta_);
   } catch (const std::exception& e) {
     failed_ = true;
     say(std::string(e.what()) + " This process runs untraced.");
   }
+  open_ms_ = ms_since(t_open);
   const auto t0 = Clock::now();
   const auto begin = t0 + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double>(opts_.window.delay_s));
@@ -502,7 +610,7 @@ void Tracer::writer_loop() {
       drain(writer.get());
       if (sig == 2) {
         finish(writer.get());
-        finished_ = true;
+        mark_finished();
       }
     }
     drain(writer.get());
@@ -511,26 +619,38 @@ void Tracer::writer_loop() {
   drain(writer.get());
   finish(writer.get());
   writer.reset();
-  finished_ = true;
+  mark_finished();
 }
 
 void Tracer::stop() {
   std::call_once(stop_once_, [this] {
     if (forked_ || !writer_.joinable()) return;
+    const auto t0 = Clock::now();
     set_capturing(false);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    const double flush_ms = ms_since(t0);
     {
       std::lock_guard lock(queue_mu_);
       stopping_ = true;
     }
     queue_cv_.notify_one();
     // Never hang the exiting program on a stuck disk: give the writer 10 s, then leave.
-    for (int i = 0; i < 1000 && !finished_; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (finished_)
+    bool done;
+    {
+      std::unique_lock lock(done_mu_);
+      done = done_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return finished_.load(); });
+    }
+    if (done)
       writer_.join();
     else
       writer_.detach();
+    if (debug_)
+      say(
+          fmt::format("timings: start-up {:.1f} ms, trace file created in {:.1f} ms (writer "
+                      "thread), exit {:.1f} ms (CUPTI flush {:.1f} ms), writer busy {:.1f} ms in "
+                      "all; {} records; buffers {} requested, {} newly allocated",
+                      init_ms_, open_ms_, ms_since(t0), flush_ms, writer_ms_, records_,
+                      buffers_requested_.load(), buffers_fresh_.load()));
     if (dropped_ > 0)
       say(std::to_string(dropped_) +
           " activity records were dropped (CUPTI buffers full); raise KTUNE_TRACE_BUFFER_MB.");
@@ -589,6 +709,7 @@ void route_nvtx_to_cupti() {
 int initialize() {
   static std::atomic<bool> once{false};
   if (once.exchange(true)) return 1;
+  const auto t0 = Clock::now();
   TracerOptions opts;
   try {
     opts = options_from_env();
@@ -605,6 +726,7 @@ int initialize() {
     return 1;
   }
   install_signal_handlers();
+  tracer->set_init_ms(ms_since(t0));
   pthread_atfork(nullptr, nullptr, [] {
     if (g_tracer) g_tracer->disown_after_fork();
     g_tracer = nullptr;  // a forked child has no writer thread; it runs untraced

@@ -15,7 +15,7 @@ namespace {
 // clang-format off
 const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_OUTPUT", "--output", "path of the root process's trace; children write OUT.<pid>.ktrace (default ktune.ktrace)"},
-    {"KTUNE_TRACE_MODE", "--kernels-only", "'default' (kernels, copies, memsets, API calls, syncs, NVTX, overhead) or 'kernels'"},
+    {"KTUNE_TRACE_MODE", "--kernels-only", "'default' (kernels, copies, memsets, runtime API calls, syncs, NVTX) or 'kernels'"},
     {"KTUNE_TRACE_DELAY_S", "--delay", "seconds after start-up before capture begins (default 0)"},
     {"KTUNE_TRACE_DURATION_S", "--duration", "seconds of capture, then stop; 0: until exit (default 0)"},
     {"KTUNE_TRACE_RANGE", "--range", "capture only inside cudaProfilerStart/Stop ('profiler') or an NVTX range ('nvtx:NAME')"},
@@ -24,7 +24,11 @@ const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_MAX_RECORDS", "--max-records", "stop writing after this many records, counting the rest (default 0: no cap)"},
     {"KTUNE_TRACE_FLUSH_MS", "--flush-ms", "period of CUPTI buffer flushes and trace commits in ms (default 1000)"},
     {"KTUNE_TRACE_BUFFER_MB", "--buffer-mb", "size of each CUPTI activity buffer in MiB (default 8)"},
+    {"KTUNE_TRACE_DRIVER_API", "", "1: record driver-API launches, copies and syncs too (default 0: runtime API only)"},
+    {"KTUNE_TRACE_LATENCY", "", "1: record kernels' queued/submitted timestamps (default 0)"},
+    {"KTUNE_TRACE_OVERHEAD", "", "1: record CUPTI's own overhead (default 0)"},
     {"KTUNE_TRACE_ROOT_PID", "", "set by ktune profile: the pid whose trace is OUT.ktrace"},
+    {"KTUNE_TRACE_DEBUG", "", "1: the tracer prints its own start-up, exit and writer times on stderr"},
 };
 // clang-format on
 
@@ -40,6 +44,16 @@ T parse_number(const GetEnv& get, const char* name, T fallback, T min, const cha
     throw Error(fmt::format("{}='{}' is not {}; set it to {} or unset it.", name, v, what,
                             std::is_floating_point_v<T> ? "a number like 2.5" : "a whole number"));
   return out;
+}
+
+bool parse_flag(const GetEnv& get, const char* name) {
+  const char* v = get(name);
+  if (!v || !*v) return false;
+  const std::string_view s(v);
+  if (s == "1") return true;
+  if (s == "0") return false;
+  throw Error(
+      fmt::format("{}='{}' is not 0 or 1; set it to 1 (on) or 0 (off), or unset it.", name, v));
 }
 
 std::uint64_t fnv1a(std::string_view s) {
@@ -101,23 +115,31 @@ TracerOptions options_from_env(const GetEnv& get) {
   o.flush_period_ms =
       parse_number(get, "KTUNE_TRACE_FLUSH_MS", 1000u, 10u, "a period in ms (at least 10)");
   o.buffer_mib = parse_number(get, "KTUNE_TRACE_BUFFER_MB", 8u, 1u, "a size in MiB (at least 1)");
+  o.driver_api = parse_flag(get, "KTUNE_TRACE_DRIVER_API");
+  o.latency_timestamps = parse_flag(get, "KTUNE_TRACE_LATENCY");
+  o.overhead_records = parse_flag(get, "KTUNE_TRACE_OVERHEAD");
   o.root_pid =
       parse_number(get, "KTUNE_TRACE_ROOT_PID", std::int64_t{0}, std::int64_t{0}, "a process id");
   return o;
 }
 
 std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOptions& o) {
-  return {{"KTUNE_TRACE_OUTPUT", o.output.string()},
-          {"KTUNE_TRACE_MODE", o.kernels_only ? "kernels" : "default"},
-          {"KTUNE_TRACE_DELAY_S", fmt::format("{}", o.window.delay_s)},
-          {"KTUNE_TRACE_DURATION_S", fmt::format("{}", o.window.duration_s)},
-          {"KTUNE_TRACE_RANGE", o.window.range},
-          {"KTUNE_TRACE_SAMPLE", std::to_string(o.window.sample_one_in)},
-          {"KTUNE_TRACE_JOB_ID", o.window.job_id},
-          {"KTUNE_TRACE_MAX_RECORDS", std::to_string(o.window.max_records)},
-          {"KTUNE_TRACE_FLUSH_MS", std::to_string(o.flush_period_ms)},
-          {"KTUNE_TRACE_BUFFER_MB", std::to_string(o.buffer_mib)},
-          {"KTUNE_TRACE_ROOT_PID", std::to_string(o.root_pid)}};
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"KTUNE_TRACE_OUTPUT", o.output.string()},
+      {"KTUNE_TRACE_MODE", o.kernels_only ? "kernels" : "default"},
+      {"KTUNE_TRACE_DELAY_S", fmt::format("{}", o.window.delay_s)},
+      {"KTUNE_TRACE_DURATION_S", fmt::format("{}", o.window.duration_s)},
+      {"KTUNE_TRACE_RANGE", o.window.range},
+      {"KTUNE_TRACE_SAMPLE", std::to_string(o.window.sample_one_in)},
+      {"KTUNE_TRACE_JOB_ID", o.window.job_id},
+      {"KTUNE_TRACE_MAX_RECORDS", std::to_string(o.window.max_records)},
+      {"KTUNE_TRACE_FLUSH_MS", std::to_string(o.flush_period_ms)},
+      {"KTUNE_TRACE_BUFFER_MB", std::to_string(o.buffer_mib)},
+      {"KTUNE_TRACE_ROOT_PID", std::to_string(o.root_pid)}};
+  if (o.driver_api) out.emplace_back("KTUNE_TRACE_DRIVER_API", "1");
+  if (o.latency_timestamps) out.emplace_back("KTUNE_TRACE_LATENCY", "1");
+  if (o.overhead_records) out.emplace_back("KTUNE_TRACE_OVERHEAD", "1");
+  return out;
 }
 
 bool sampled_in(const TraceWindow& window, std::string_view process_key) {

@@ -27,6 +27,34 @@ TEST(Options, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(o.flush_period_ms, 1000u);
   EXPECT_EQ(o.buffer_mib, 8u);
   EXPECT_EQ(o.root_pid, 0);
+  // The costly extras are off unless asked for.
+  EXPECT_FALSE(o.driver_api);
+  EXPECT_FALSE(o.latency_timestamps);
+  EXPECT_FALSE(o.overhead_records);
+}
+
+TEST(Options, CostlyExtrasAreOneOrZero) {
+  const TracerOptions on = options_from_env(env_of({{"KTUNE_TRACE_DRIVER_API", "1"},
+                                                    {"KTUNE_TRACE_LATENCY", "1"},
+                                                    {"KTUNE_TRACE_OVERHEAD", "1"}}));
+  EXPECT_TRUE(on.driver_api);
+  EXPECT_TRUE(on.latency_timestamps);
+  EXPECT_TRUE(on.overhead_records);
+  const TracerOptions off = options_from_env(env_of({{"KTUNE_TRACE_DRIVER_API", "0"}}));
+  EXPECT_FALSE(off.driver_api);
+  try {
+    options_from_env(env_of({{"KTUNE_TRACE_LATENCY", "yes"}}));
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KTUNE_TRACE_LATENCY='yes' is not 0 or 1"),
+              std::string::npos)
+        << e.what();
+  }
+  // Written only when on: a caller without these options leaves its environment's values alone.
+  for (const auto& [k, v] : options_to_env(TracerOptions{}))
+    EXPECT_TRUE(k != "KTUNE_TRACE_DRIVER_API" && k != "KTUNE_TRACE_LATENCY" &&
+                k != "KTUNE_TRACE_OVERHEAD")
+        << k;
 }
 
 TEST(Options, RoundTripThroughTheEnvironment) {
@@ -42,6 +70,9 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   o.flush_period_ms = 250;
   o.buffer_mib = 16;
   o.root_pid = 4242;
+  o.driver_api = true;
+  o.latency_timestamps = true;
+  o.overhead_records = true;
   std::map<std::string, std::string> vars;
   for (const auto& [k, v] : options_to_env(o)) vars[k] = v;
   const TracerOptions back = options_from_env(env_of(vars));
@@ -56,6 +87,9 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   EXPECT_EQ(back.flush_period_ms, 250u);
   EXPECT_EQ(back.buffer_mib, 16u);
   EXPECT_EQ(back.root_pid, 4242);
+  EXPECT_TRUE(back.driver_api);
+  EXPECT_TRUE(back.latency_timestamps);
+  EXPECT_TRUE(back.overhead_records);
   // Every variable written is in the one documented list.
   for (const auto& [k, v] : vars) {
     bool listed = false;
