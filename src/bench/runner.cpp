@@ -8,10 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "driver_extra.hpp"
+#include "constant_fill.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/identity.hpp"
 #include "ktune/cuda/nvml.hpp"
+#include "process_context.hpp"
 
 namespace ktune::bench {
 
@@ -154,6 +155,31 @@ std::vector<std::byte> encode_scalar(double value, cuda::DType t) {
   }
   return out;
 }
+
+// Every write the harness makes to device memory goes on its stream. That stream is non-blocking,
+// so a blocking host-to-device copy (legacy stream) does not order with it, and from pageable
+// memory it returns once the data is staged, not written: a constant fill of an output then landed
+// after the poison and the kernel, and verification saw the fill value ("got 0") in the tail.
+void fill_constant(CUdeviceptr dst, const std::vector<std::byte>& element, std::size_t count,
+                   CUstream s) {
+  const auto& d = driver();
+  const detail::ConstantFill f = detail::plan_constant_fill(element, count);
+  switch (f.kind) {
+    case detail::ConstantFill::Kind::none:
+      return;
+    case detail::ConstantFill::Kind::memset8:
+      KTUNE_CU(d.cuMemsetD8Async(dst, static_cast<unsigned char>(f.value), f.units, s));
+      return;
+    case detail::ConstantFill::Kind::memset32:
+      KTUNE_CU(d.cuMemsetD32Async(dst, f.value, f.units, s));
+      return;
+    case detail::ConstantFill::Kind::copy:
+      // From pageable memory the Async copy stages `f.host` before it returns, so it may go; the
+      // device write itself stays ordered on `s`.
+      KTUNE_CU(d.cuMemcpyHtoDAsync(dst, f.host.data(), f.host.size(), s));
+      return;
+  }
+}
 }  // namespace
 
 Workspace::Workspace(const std::vector<KernelArg>& args, std::uint64_t seed)
@@ -184,12 +210,7 @@ void Workspace::fill(CUstream s) {
     if (a.fill == KernelArg::Fill::random) {
       cuda::fill_random(buffers_[i].get(), a.count, a.dtype, seed_ * 1000003 + i, s);
     } else {
-      const std::vector<std::byte> one = encode_scalar(a.value, a.dtype);
-      std::vector<std::byte> host(a.bytes());
-      for (std::size_t k = 0; k < a.count; ++k)
-        std::memcpy(host.data() + k * one.size(), one.data(), one.size());
-      KTUNE_CU(driver().cuStreamSynchronize(s));
-      KTUNE_CU(driver().cuMemcpyHtoD(buffers_[i].get(), host.data(), host.size()));
+      fill_constant(buffers_[i].get(), encode_scalar(a.value, a.dtype), a.count, s);
     }
   }
 }
@@ -206,8 +227,7 @@ void Workspace::bind_constants(CUmodule m, CUstream s) const {
     if (a.kind != KernelArg::Kind::constant_memory) continue;
     CUdeviceptr sym = 0;
     std::size_t sym_bytes = 0;
-    const CUresult r =
-        detail::driver_extra().cuModuleGetGlobal(&sym, &sym_bytes, m, a.name.c_str());
+    const CUresult r = driver().cuModuleGetGlobal(&sym, &sym_bytes, m, a.name.c_str());
     if (r != CUDA_SUCCESS)
       throw Error(fmt::format(
           "constant-memory argument '{}' has no __constant__ symbol of that name in the kernel "
@@ -218,13 +238,14 @@ void Workspace::bind_constants(CUmodule m, CUstream s) const {
           "constant-memory argument '{}' needs {} bytes but the kernel's __constant__ symbol has "
           "{}; fix the argument's size or the declaration.",
           a.name, a.bytes(), sym_bytes));
-    const std::vector<std::byte> host = download(i);
-    KTUNE_CU(driver().cuStreamSynchronize(s));
-    KTUNE_CU(driver().cuMemcpyHtoD(sym, host.data(), host.size()));
+    // Device to device on `s`: ordered after this argument's fill and before the next launch.
+    if (a.bytes() > 0) KTUNE_CU(driver().cuMemcpyDtoDAsync(sym, buffers_[i].get(), a.bytes(), s));
   }
 }
 
 std::vector<std::byte> Workspace::download(std::size_t i) const {
+  // Waits for every stream of the context (the harness's is non-blocking, so the legacy-stream copy
+  // below does not order with it); a device-to-host copy returns only once it has completed.
   KTUNE_CU(driver().cuCtxSynchronize());
   std::vector<std::byte> host(args_.at(i).bytes());
   if (!host.empty()) KTUNE_CU(driver().cuMemcpyDtoH(host.data(), buffers_[i].get(), host.size()));
@@ -355,6 +376,7 @@ struct Bench::Prepared {
 };
 
 Bench::Bench(int device) : ctx_(device) {
+  detail::retain_primary_context_for_process(device);
   device_ = cuda::capture_device(device);
   flusher_ = std::make_unique<cuda::L2Flusher>(static_cast<std::size_t>(device_.l2_bytes));
 }
