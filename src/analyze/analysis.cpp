@@ -94,12 +94,23 @@ std::vector<Interval> merge(std::vector<Interval> v) {
   return out;
 }
 
-// True when some interval shares time with the open interval (a, b).
-bool overlaps(const std::vector<Interval>& merged, std::int64_t a, std::int64_t b) {
+// The parts of [a, b) that merged intervals cover, clipped to it, in time order.
+std::vector<Interval> covered(const std::vector<Interval>& merged, std::int64_t a, std::int64_t b) {
+  std::vector<Interval> out;
   auto it = std::upper_bound(merged.begin(), merged.end(), a,
                              [](std::int64_t t, const Interval& i) { return t < i.end_ns; });
-  return it != merged.end() && it->start_ns < b;
+  for (; it != merged.end() && it->start_ns < b; ++it) {
+    const Interval c{std::max(a, it->start_ns), std::min(b, it->end_ns)};
+    if (c.start_ns < c.end_ns) out.push_back(c);
+  }
+  return out;
 }
+
+// One stretch of a gap and the cause it is credited to.
+struct GapPiece {
+  GapCause cause;
+  std::int64_t start_ns, end_ns;
+};
 
 // The host side of a kernel or copy, found by correlation id.
 struct Launch {
@@ -331,24 +342,52 @@ class Analyzer {
     return it->second;
   }
 
-  GapCause attribute(int device, std::int64_t gap_start, std::int64_t gap_end,
-                     const Launch* launch) const {
-    if (auto c = copies_by_device_.find(device);
-        c != copies_by_device_.end() && overlaps(c->second, gap_start, gap_end))
-      return GapCause::copies;
-    if (overlaps(sync_, gap_start, gap_end)) return GapCause::synchronization;
-    // The launch call was still running when the GPU ran dry: the queue was empty.
-    if (launch && launch->end_ns > gap_start) return GapCause::launch_bound;
-    return GapCause::unattributed;
+  // Splits the gap [a, b) by time, so a cause is credited only with the idle time it explains:
+  // what a copy on this device covers is copies; of the rest, what a host sync call covers is
+  // synchronization; what remains is launch-bound when the next kernel's launch call was still
+  // running as the GPU ran dry (the queue was empty), else unattributed. The pieces tile the gap.
+  std::vector<GapPiece> split_gap(int device, std::int64_t a, std::int64_t b,
+                                  const Launch* launch) const {
+    const GapCause rest =
+        launch && launch->end_ns > a ? GapCause::launch_bound : GapCause::unattributed;
+    std::vector<GapPiece> pieces;
+    auto without_copies = [&](std::int64_t x, std::int64_t y) {
+      std::int64_t t = x;
+      for (const Interval& s : covered(sync_, x, y)) {
+        if (t < s.start_ns) pieces.push_back({rest, t, s.start_ns});
+        pieces.push_back({GapCause::synchronization, s.start_ns, s.end_ns});
+        t = s.end_ns;
+      }
+      if (t < y) pieces.push_back({rest, t, y});
+    };
+    std::int64_t t = a;
+    if (auto c = copies_by_device_.find(device); c != copies_by_device_.end())
+      for (const Interval& copy : covered(c->second, a, b)) {
+        if (t < copy.start_ns) without_copies(t, copy.start_ns);
+        pieces.push_back({GapCause::copies, copy.start_ns, copy.end_ns});
+        t = copy.end_ns;
+      }
+    if (t < b) without_copies(t, b);
+    return pieces;
   }
 
-  void record_gap(DeviceState& d, const Gap& gap) {
-    const auto cause = static_cast<std::size_t>(gap.cause);
-    ++d.util.idle_by_cause[cause].count;
-    d.util.idle_by_cause[cause].total_ns += gap.duration_ns();
-    ++out_.idle_by_cause[cause].count;
-    out_.idle_by_cause[cause].total_ns += gap.duration_ns();
-    d.timeline.add_idle(gap.cause, gap.start_ns, gap.end_ns);
+  // A gap's time goes to each cause by its pieces; the gap counts once under every cause that got
+  // some of it, and Gap::cause names the one with the largest share (ties: kGapCauses order).
+  void record_gap(DeviceState& d, Gap gap, const std::vector<GapPiece>& pieces) {
+    std::int64_t by_cause[std::size(kGapCauses)] = {};
+    for (const GapPiece& p : pieces) {
+      by_cause[static_cast<std::size_t>(p.cause)] += p.end_ns - p.start_ns;
+      d.timeline.add_idle(p.cause, p.start_ns, p.end_ns);
+    }
+    for (std::size_t c = 0; c < std::size(kGapCauses); ++c) {
+      if (by_cause[c] == 0) continue;
+      ++d.util.idle_by_cause[c].count;
+      d.util.idle_by_cause[c].total_ns += by_cause[c];
+      ++out_.idle_by_cause[c].count;
+      out_.idle_by_cause[c].total_ns += by_cause[c];
+    }
+    gap.cause = kGapCauses[std::max_element(std::begin(by_cause), std::end(by_cause)) -
+                           std::begin(by_cause)];
     ++out_.gap_count;
     if (opt_.top_gaps == 0) return;
     largest_gaps_.push(gap);
@@ -406,8 +445,8 @@ class Analyzer {
     if (start > d.busy_end) {
       d.util.busy_ns += d.busy_end - d.busy_start;
       d.timeline.add_busy(d.busy_start, d.busy_end);
-      record_gap(d,
-                 {dev, d.busy_end, start, attribute(dev, d.busy_end, start, launch), g.group.name});
+      record_gap(d, {dev, d.busy_end, start, GapCause::unattributed, g.group.name},
+                 split_gap(dev, d.busy_end, start, launch));
       d.busy_start = start;
       d.busy_end = end;
     } else {

@@ -92,16 +92,17 @@ TEST(Analysis, DevicesHaveTheirOwnWindows) {
   EXPECT_EQ(a.window_ns(), 70'000);
 }
 
-// One gap of each cause, each with a different length so a swapped cause shows.
+// One gap of each cause, each with a different length so a swapped cause shows. Each gap is
+// covered by its cause from end to end (a partly covered gap is split: see the tests below).
 TEST(Analysis, AttributesEachGapToItsCause) {
   TraceBuilder b;
   b.launched("k1", 0, 5, 10, 20, 1);
-  // Copies: an HtoD copy runs in the gap 20..40.
-  b.memcpy("HtoD", 22, 38, 1 << 20, 2);
+  // Copies: an HtoD copy fills the gap 20..40.
+  b.memcpy("HtoD", 20, 40, 1 << 20, 2);
   b.launched("k2", 6, 8, 40, 50, 3);
-  // Synchronization: the host syncs 45..52 then launches k3 after the GPU ran dry (gap 50..80).
-  b.api("cudaDeviceSynchronize", 45, 52);
-  b.launched("k3", 60, 79, 80, 90, 4);
+  // Synchronization: another host thread syncs 45..80; k3 was queued early yet waited (gap 50..80).
+  b.api("cudaDeviceSynchronize", 45, 80, 0, 12);
+  b.launched("k3", 9, 10, 80, 90, 4);
   // Launch-bound: k4's launch call ends at 129, after the GPU went idle at 90 (gap 90..130).
   b.launched("k4", 100, 129, 130, 140, 5);
   // Unattributed: k5 was launched long before (call ends at 131) yet starts at 200 (gap 140..200).
@@ -118,9 +119,67 @@ TEST(Analysis, AttributesEachGapToItsCause) {
   EXPECT_EQ(a.largest_gaps[0].next_kernel, "k5");
   EXPECT_EQ(a.largest_gaps[0].duration_ns(), 60'000);
   EXPECT_EQ(a.largest_gaps[3].cause, GapCause::copies);
+  for (GapCause c : kGapCauses) EXPECT_EQ(a.idle_by_cause[static_cast<int>(c)].count, 1u);
   ASSERT_EQ(a.copies.size(), 1u);
   EXPECT_EQ(a.copies[0].kind, "HtoD");
   EXPECT_EQ(a.copies[0].bytes, 1u << 20);
+}
+
+// The fixture's case: a 1 us memset inside a 2 ms gap while the host sits idle. Only the memset's
+// microsecond is "memory copies"; the rest of the gap keeps the cause it would have without it.
+TEST(Analysis, TinyMemsetInsideALongGapIsCreditedOnlyItsOwnTime) {
+  TraceBuilder b;
+  b.launched("a", 0, 5, 10, 20, 1);
+  b.launched("b", 6, 9, 2020, 2030, 2);  // queued long before: the host did not hold it up
+  b.memset(1000, 1001, 512, 3);
+  const Analysis a = run(b);
+  EXPECT_EQ(a.gap_count, 1u);
+  EXPECT_EQ(idle_of(a, GapCause::copies), 1'000);
+  EXPECT_EQ(idle_of(a, GapCause::unattributed), 1'999'000);
+  EXPECT_EQ(a.idle_by_cause[static_cast<int>(GapCause::copies)].count, 1u);
+  EXPECT_EQ(a.idle_by_cause[static_cast<int>(GapCause::unattributed)].count, 1u);
+  ASSERT_EQ(a.largest_gaps.size(), 1u);
+  EXPECT_EQ(a.largest_gaps[0].cause, GapCause::unattributed);  // the largest share
+  // The timeline strip shows the same split.
+  const DeviceUtilization& d = a.devices[0];
+  std::int64_t copy_bins = 0, unattributed_bins = 0;
+  for (auto v : d.bin_idle_ns[static_cast<int>(GapCause::copies)]) copy_bins += v;
+  for (auto v : d.bin_idle_ns[static_cast<int>(GapCause::unattributed)]) unattributed_bins += v;
+  EXPECT_EQ(copy_bins, 1'000);
+  EXPECT_EQ(unattributed_bins, 1'999'000);
+}
+
+// One gap 100..200 with all three kinds of evidence: a copy 110..120, a host sync 115..140 (the
+// copy keeps 115..120: copies come first), and k's launch call still running at 100.
+TEST(Analysis, OneGapIsSplitAcrossItsCausesByTime) {
+  TraceBuilder b;
+  b.launched("first", 0, 5, 10, 100, 1);
+  b.memcpy("DtoD", 110, 120, 1 << 20, 2);
+  b.api("cudaStreamSynchronize", 115, 140, 0, 12);
+  b.launched("k", 150, 190, 200, 210, 3);
+  const Analysis a = run(b);
+  EXPECT_EQ(a.gap_count, 1u);
+  EXPECT_EQ(idle_of(a, GapCause::copies), 10'000);
+  EXPECT_EQ(idle_of(a, GapCause::synchronization), 20'000);
+  EXPECT_EQ(idle_of(a, GapCause::launch_bound), 70'000);  // 100..110 and 140..200
+  EXPECT_EQ(idle_of(a, GapCause::unattributed), 0);
+  EXPECT_EQ(a.idle_by_cause[static_cast<int>(GapCause::unattributed)].count, 0u);
+  EXPECT_EQ(a.devices[0].idle_ns, 100'000);
+  ASSERT_EQ(a.largest_gaps.size(), 1u);
+  EXPECT_EQ(a.largest_gaps[0].cause, GapCause::launch_bound);
+}
+
+// A copy on another device explains nothing here; copies overlapping each other count once.
+TEST(Analysis, OnlyThisDevicesCopiesCountAndOverlapsCountOnce) {
+  TraceBuilder b;
+  b.kernel("a", 0, 10);
+  b.kernel("b", 110, 120);
+  b.memset(20, 40, 64, 0, 1);  // device 1
+  b.memcpy("HtoD", 50, 70, 64);
+  b.memcpy("DtoH", 60, 80, 64);
+  const Analysis a = run(b);
+  EXPECT_EQ(idle_of(a, GapCause::copies), 30'000);  // 50..80
+  EXPECT_EQ(idle_of(a, GapCause::unattributed), 70'000);
 }
 
 TEST(Analysis, GapWithoutHostRecordsIsUnattributed) {
@@ -137,9 +196,9 @@ TEST(Analysis, SyncRecordsCoverGapsButStreamWaitsDoNot) {
   b.kernel("b", 20, 30, 2);
   b.kernel("c", 40, 50, 3);
   trace::SyncRecord s;
-  s.type = "stream_synchronize";
+  s.type = "stream_synchronize";  // covers the whole gap 10..20
   s.start_ns = TraceBuilder::at(5);
-  s.end_ns = TraceBuilder::at(12);
+  s.end_ns = TraceBuilder::at(20);
   b.t.syncs.push_back(s);
   s.type = "stream_wait_event";  // a GPU-side wait: the host was free
   s.start_ns = TraceBuilder::at(31);

@@ -72,6 +72,18 @@ struct TraceBuilder {
     t.memcpys.push_back(m);
     return t.memcpys.back();
   }
+  trace::MemsetRecord& memset(double start_us, double end_us, std::uint64_t bytes,
+                              std::uint32_t corr = 0, std::uint32_t device = 0) {
+    trace::MemsetRecord m;
+    m.start_ns = at(start_us);
+    m.end_ns = at(end_us);
+    m.bytes = bytes;
+    m.stream_id = 7;
+    m.device_id = device;
+    m.correlation_id = corr;
+    t.memsets.push_back(m);
+    return t.memsets.back();
+  }
   void nvtx(const std::string& name, double start_us, double end_us, std::uint32_t thread = 11) {
     trace::NvtxRangeRecord r;
     r.name = name;

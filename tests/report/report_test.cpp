@@ -75,11 +75,17 @@ TEST(ReportJson, ValuesAddUp) {
   EXPECT_EQ(j["kernels"][0]["launch"]["grid"], json({128, 1, 1}));
   EXPECT_DOUBLE_EQ(j["totals"]["busy_pct"].get<double>() + j["totals"]["idle_pct"].get<double>(),
                    100.0);
-  // Window 10..300 us; busy 200 + 10 + 5 us; gaps 210..250 and 260..295.
+  // Window 10..300 us; busy 200 + 10 + 5 us; gaps 210..250 and 260..295. The second gap is split:
+  // the DtoH copy covers 270..280, and a|b's launch call (282..290) was running for the rest.
   EXPECT_EQ(j["totals"]["window_ns"], 290'000);
   EXPECT_EQ(j["totals"]["idle_ns"], 75'000);
-  EXPECT_EQ(j["gaps"]["by_cause"]["copies"]["total_ns"], 35'000);
+  EXPECT_EQ(j["gaps"]["by_cause"]["copies"]["total_ns"], 10'000);
+  EXPECT_EQ(j["gaps"]["by_cause"]["launch_bound"]["total_ns"], 25'000);
   EXPECT_EQ(j["gaps"]["by_cause"]["unattributed"]["total_ns"], 40'000);
+  EXPECT_EQ(j["gaps"]["by_cause"]["copies"]["count"], 1);
+  EXPECT_EQ(j["gaps"]["by_cause"]["launch_bound"]["count"], 1);
+  EXPECT_EQ(j["gaps"]["largest"][0]["cause"], "unattributed");  // 40 us, the longer gap
+  EXPECT_EQ(j["gaps"]["largest"][1]["cause"], "launch_bound");  // its largest share, 25 of 35 us
   EXPECT_EQ(j["backlog"]["kernels"], json({"gemm_kernel"}));
   EXPECT_EQ(j["nvtx"][0]["kernels"], 4);
 }
