@@ -1,11 +1,29 @@
 #include "ktune/cuda/resources.hpp"
 
+#include <mutex>
+#include <set>
+
 namespace ktune::cuda {
+
+namespace {
+// One extra retain per device, held until the process exits (as the CUDA runtime does): a primary
+// context released to zero is destroyed, and process-wide objects made in it (the fill kernels'
+// module, cached functions) would dangle in the next PrimaryContext of the same device.
+void keep_alive_for_process(CUdevice dev) {
+  static std::mutex mutex;
+  static std::set<CUdevice> kept;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!kept.insert(dev).second) return;
+  CUcontext ctx = nullptr;
+  KTUNE_CU(driver().cuDevicePrimaryCtxRetain(&ctx, dev));
+}
+}  // namespace
 
 PrimaryContext::PrimaryContext(int ordinal) {
   const auto& d = driver();
   KTUNE_CU(d.cuDeviceGet(&dev_, ordinal));
   KTUNE_CU(d.cuDevicePrimaryCtxRetain(&ctx_, dev_));
+  keep_alive_for_process(dev_);
   make_current();
 }
 

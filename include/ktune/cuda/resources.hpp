@@ -11,7 +11,8 @@
 namespace ktune::cuda {
 
 // Retains the device's primary context (the one the CUDA runtime, cuBLASLt and PyTorch share) and
-// makes it current on the calling thread.
+// makes it current on the calling thread. The context then lives until the process exits, so
+// modules and functions cached process-wide stay valid across PrimaryContext objects.
 class PrimaryContext {
  public:
   explicit PrimaryContext(int ordinal = 0);
