@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tracer overhead, one GPU session: tiny_loop (exactly N tiny kernels) and torch_layer.py, each run
 # plain, under `ktune profile` (default, --kernels-only) and, for the layer, under torch.profiler
-# (--kineto). Prints added µs per launch, layer overhead in %, whole-process wall-time ratios, and
+# (--kineto). Prints added µs per launch, layer overhead in %, whole-process wall-time ratios (and
+# the tracer's alone, injected without the ktune process, for the tiny loop), and
 # checks that the traced kernel count equals what tiny_loop launched with nothing dropped.
 # Usage: benchmarks/tracer/run.sh BUILD_DIR OUT_DIR   (builds nothing but tiny_loop, with nvcc)
 set -uo pipefail
@@ -41,9 +42,11 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 declare -A tiny wall_t layer tinyp wall_l
 for r in $(seq "$reps"); do
-  for mode in plain default kernels; do
+  for mode in plain default kernels inject; do
     case $mode in
       plain) pre=() ;;
+      # The tracer alone: injected the way ktune profile does it, without the ktune process.
+      inject) pre=(env KTUNE_TRACE_OUTPUT="$out/tiny_inject.ktrace" CUDA_INJECTION64_PATH="$build/src/cli/libktune_tracer.so") ;;
       default) pre=("$ktune" profile -o "$out/tiny_default.ktrace" --) ;;
       kernels) pre=("$ktune" profile --kernels-only -o "$out/tiny_kernels.ktrace" --) ;;
     esac
@@ -97,6 +100,9 @@ for m in default kernels; do
   say "$(printf 'tiny_loop.cu  %-8s %.3f us/launch vs plain %.3f: +%.3f us per launch; process wall x%.3f' \
     "$m" "$x" "$p" "$(calc "$x - $p")" "$(calc "$(med "${wall_t[$m]}") / $(med "${wall_t[plain]}")")")"
 done
+x=$(med "${tiny[inject]}")
+say "$(printf 'tiny_loop.cu  default  injected without ktune profile: +%.3f us per launch; process wall x%.3f' \
+  "$(calc "$x - $p")" "$(calc "$(med "${wall_t[inject]}") / $(med "${wall_t[plain]}")")")"
 lp=$(med "${layer[plain]}"); tp=$(med "${tinyp[plain]}")
 for m in default kernels kineto; do
   lx=$(med "${layer[$m]}"); tx=$(med "${tinyp[$m]}")

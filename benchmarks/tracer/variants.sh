@@ -44,26 +44,23 @@ CPP
 t0=$(date +%s.%N); "$ktune" --version >/dev/null; say "ktune --version: $(calc "$(date +%s.%N) - $t0") s"
 t0=$(date +%s.%N); "$ktune" profile -o "$out/none.ktrace" -- true 2>/dev/null; say "ktune profile -- true: $(calc "$(date +%s.%N) - $t0") s"
 
-# name|KTUNE_TRACE_MODE|extra environment (space-separated NAME=VALUE)
+# name|KTUNE_TRACE_MODE|extra environment (space-separated NAME=VALUE). KTUNE_TRACE_EXPERIMENT
+# also takes cupti_zero (CUPTI zeroes each buffer on the requesting thread), cupti_flush (CUPTI's
+# own flush heuristics), shared_buffers (no per-thread buffers), pinned (timestamps in pinned host
+# memory), no_subscribe, all_sync: none helped on the H100 (logs/2026-11-21-h100-tracer.md).
 variants=(
   "plain||"
   "inject-only|kernels|INJECT_ONLY=1"
   "kernels|kernels|"
-  "kernels+cupti_zero|kernels|KTUNE_TRACE_EXPERIMENT=cupti_zero"
-  "kernels+cupti_flush|kernels|KTUNE_TRACE_EXPERIMENT=cupti_flush"
-  "kernels+shared_buf|kernels|KTUNE_TRACE_EXPERIMENT=shared_buffers"
   "kernels+latency|kernels|KTUNE_TRACE_LATENCY=1"
-  "kernels+pinned|kernels|KTUNE_TRACE_EXPERIMENT=pinned"
-  "kernels-subscribe|kernels|KTUNE_TRACE_EXPERIMENT=no_subscribe"
   "default|default|"
-  "default+driver|default|KTUNE_TRACE_DRIVER_API=1"
-  "default+overhead|default|KTUNE_TRACE_OVERHEAD=1"
+  "default-driver|default|KTUNE_TRACE_DRIVER_API=0"
+  "default+sync|default|KTUNE_TRACE_SYNC=1"
   "default+latency|default|KTUNE_TRACE_LATENCY=1"
-  "default-sync|default|KTUNE_TRACE_EXPERIMENT=no_sync"
-  "default+cupti_flush|default|KTUNE_TRACE_EXPERIMENT=cupti_flush"
-  "old-default|default|KTUNE_TRACE_DRIVER_API=1 KTUNE_TRACE_OVERHEAD=1 KTUNE_TRACE_EXPERIMENT=cupti_zero"
+  "default+overhead|default|KTUNE_TRACE_OVERHEAD=1"
+  "default+all|default|KTUNE_TRACE_SYNC=1 KTUNE_TRACE_LATENCY=1 KTUNE_TRACE_OVERHEAD=1"
 )
-torch_variants=${TORCH_VARIANTS:-"plain kernels default default+driver"}
+torch_variants=${TORCH_VARIANTS:-"plain kernels default default-driver"}
 
 # run_variant SPEC CMD...: runs CMD as the variant says; sets $stdout and $wall.
 run_variant() {
@@ -77,7 +74,7 @@ run_variant() {
     pre=(env KTUNE_TRACE_MODE=kernels KTUNE_TRACE_OUTPUT="$out/inject.ktrace" KTUNE_TRACE_DEBUG=1
       CUDA_INJECTION64_PATH="$build/src/cli/libktune_tracer.so")
   elif [ -n "$mode" ]; then
-    pre=(env "${envs[@]}" KTUNE_TRACE_DEBUG=1 "$ktune" profile -o "$out/v-$name-$kind.ktrace")
+    pre=(env "${envs[@]}" KTUNE_TRACE_DEBUG=1 "$ktune" profile -o "$out/v-${name//+/_}-$kind.ktrace")
     [ "$mode" = kernels ] && pre+=(--kernels-only)
     pre+=(--)
   fi
@@ -131,7 +128,7 @@ done
 say "tiny_loop traces: variant | kernels | with queued>0 | api rows runtime/driver | overhead rows | dropped | median kernel ns, gap ns, api ns"
 for spec in "${variants[@]}"; do
   name=${spec%%|*}
-  f="$out/v-$name-tiny.ktrace"
+  f="$out/v-${name//+/_}-tiny.ktrace"
   [ -f "$f" ] || continue
   say "$(printf '%-22s ' "$name")$("$python" - "$f" <<'PY'
 import sqlite3, sys

@@ -8,9 +8,9 @@
 // zeroed and faulted in (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER: CUPTI would otherwise zero
 // each 8 MiB buffer on the application thread); the buffer-completed callback only queues the
 // buffer. One writer thread decodes, demangles and inserts in one transaction per batch, re-zeroes
-// the bytes CUPTI wrote and recycles the buffer. By default only runtime-API records are kept for
-// the host side (driver-API records double the per-launch cost: the runtime calls the driver for
-// every launch), and no callbacks are enabled unless a capture range needs them.
+// the bytes CUPTI wrote and recycles the buffer. Record kinds with a per-launch cost and no use in
+// gap attribution (synchronization, overhead, queued/submitted timestamps) are off unless asked
+// for, and no callbacks are enabled unless a capture range needs them.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h>
@@ -332,7 +332,7 @@ void Tracer::set_capturing(bool on) {
   if (opts_.kernels_only) return;
   kind(CUPTI_ACTIVITY_KIND_MEMCPY, "enabling memcpy records");
   kind(CUPTI_ACTIVITY_KIND_MEMSET, "enabling memset records");
-  if (!experiment("no_sync")) kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "enabling sync records");
+  if (opts_.sync_records) kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "enabling sync records");
   kind(CUPTI_ACTIVITY_KIND_MARKER, "enabling NVTX records");
   if (opts_.overhead_records) kind(CUPTI_ACTIVITY_KIND_OVERHEAD, "enabling overhead records");
   for (auto cbid : runtime_cbids_) cuptiActivityEnableRuntimeApi(cbid, on);
@@ -441,7 +441,7 @@ bool Tracer::start() {
     cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &pinned);
   }
   // Stream/event queries that find work still pending are polling, not waiting: no record.
-  if (!opts_.kernels_only && !experiment("all_sync")) cuptiActivityEnableAllSyncRecords(0);
+  if (opts_.sync_records && !experiment("all_sync")) cuptiActivityEnableAllSyncRecords(0);
   if (opts_.latency_timestamps)
     cupti_ok(cuptiActivityEnableLatencyTimestamps(1), "enabling queued/submitted timestamps");
   if (!cupti_ok(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
@@ -455,9 +455,10 @@ bool Tracer::start() {
           is_traced_api(name))
         runtime_cbids_.push_back(cbid);
     }
-    // The runtime calls the driver for each of its launches, copies and syncs: driver records
-    // would double the host-side cost of every launch. Only when asked (a program that calls the
-    // driver API itself: Triton, NVRTC launchers).
+    // Driver-API records: CUPTI reports only the program's (and its libraries') own driver
+    // calls, not those the runtime makes inside cudaLaunchKernel, so a runtime launch costs the
+    // same with them on. cuBLASLt (and Triton, NVRTC launchers) launch through the driver: without
+    // these records their kernels have no launch record.
     for (std::uint32_t cbid = 1; opts_.driver_api && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
       const char* name = nullptr;
       if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name &&

@@ -15,7 +15,7 @@ namespace {
 // clang-format off
 const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_OUTPUT", "--output", "path of the root process's trace; children write OUT.<pid>.ktrace (default ktune.ktrace)"},
-    {"KTUNE_TRACE_MODE", "--kernels-only", "'default' (kernels, copies, memsets, runtime API calls, syncs, NVTX) or 'kernels'"},
+    {"KTUNE_TRACE_MODE", "--kernels-only", "'default' (kernels, copies, memsets, launch/copy/sync API calls, NVTX) or 'kernels'"},
     {"KTUNE_TRACE_DELAY_S", "--delay", "seconds after start-up before capture begins (default 0)"},
     {"KTUNE_TRACE_DURATION_S", "--duration", "seconds of capture, then stop; 0: until exit (default 0)"},
     {"KTUNE_TRACE_RANGE", "--range", "capture only inside cudaProfilerStart/Stop ('profiler') or an NVTX range ('nvtx:NAME')"},
@@ -24,7 +24,8 @@ const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_MAX_RECORDS", "--max-records", "stop writing after this many records, counting the rest (default 0: no cap)"},
     {"KTUNE_TRACE_FLUSH_MS", "--flush-ms", "period of CUPTI buffer flushes and trace commits in ms (default 1000)"},
     {"KTUNE_TRACE_BUFFER_MB", "--buffer-mb", "size of each CUPTI activity buffer in MiB (default 8)"},
-    {"KTUNE_TRACE_DRIVER_API", "", "1: record driver-API launches, copies and syncs too (default 0: runtime API only)"},
+    {"KTUNE_TRACE_DRIVER_API", "", "0: no driver-API records (default 1: launches, copies, syncs made through the driver API, e.g. by cuBLASLt)"},
+    {"KTUNE_TRACE_SYNC", "", "1: CUPTI synchronization records too (default 0: the sync API calls are recorded)"},
     {"KTUNE_TRACE_LATENCY", "", "1: record kernels' queued/submitted timestamps (default 0)"},
     {"KTUNE_TRACE_OVERHEAD", "", "1: record CUPTI's own overhead (default 0)"},
     {"KTUNE_TRACE_ROOT_PID", "", "set by ktune profile: the pid whose trace is OUT.ktrace"},
@@ -46,9 +47,9 @@ T parse_number(const GetEnv& get, const char* name, T fallback, T min, const cha
   return out;
 }
 
-bool parse_flag(const GetEnv& get, const char* name) {
+bool parse_flag(const GetEnv& get, const char* name, bool fallback) {
   const char* v = get(name);
-  if (!v || !*v) return false;
+  if (!v || !*v) return fallback;
   const std::string_view s(v);
   if (s == "1") return true;
   if (s == "0") return false;
@@ -115,9 +116,11 @@ TracerOptions options_from_env(const GetEnv& get) {
   o.flush_period_ms =
       parse_number(get, "KTUNE_TRACE_FLUSH_MS", 1000u, 10u, "a period in ms (at least 10)");
   o.buffer_mib = parse_number(get, "KTUNE_TRACE_BUFFER_MB", 8u, 1u, "a size in MiB (at least 1)");
-  o.driver_api = parse_flag(get, "KTUNE_TRACE_DRIVER_API");
-  o.latency_timestamps = parse_flag(get, "KTUNE_TRACE_LATENCY");
-  o.overhead_records = parse_flag(get, "KTUNE_TRACE_OVERHEAD");
+  const TracerOptions defaults;
+  o.driver_api = parse_flag(get, "KTUNE_TRACE_DRIVER_API", defaults.driver_api);
+  o.sync_records = parse_flag(get, "KTUNE_TRACE_SYNC", defaults.sync_records);
+  o.latency_timestamps = parse_flag(get, "KTUNE_TRACE_LATENCY", defaults.latency_timestamps);
+  o.overhead_records = parse_flag(get, "KTUNE_TRACE_OVERHEAD", defaults.overhead_records);
   o.root_pid =
       parse_number(get, "KTUNE_TRACE_ROOT_PID", std::int64_t{0}, std::int64_t{0}, "a process id");
   return o;
@@ -136,9 +139,14 @@ std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOpti
       {"KTUNE_TRACE_FLUSH_MS", std::to_string(o.flush_period_ms)},
       {"KTUNE_TRACE_BUFFER_MB", std::to_string(o.buffer_mib)},
       {"KTUNE_TRACE_ROOT_PID", std::to_string(o.root_pid)}};
-  if (o.driver_api) out.emplace_back("KTUNE_TRACE_DRIVER_API", "1");
-  if (o.latency_timestamps) out.emplace_back("KTUNE_TRACE_LATENCY", "1");
-  if (o.overhead_records) out.emplace_back("KTUNE_TRACE_OVERHEAD", "1");
+  const TracerOptions defaults;
+  auto flag = [&](const char* name, bool value, bool fallback) {
+    if (value != fallback) out.emplace_back(name, value ? "1" : "0");
+  };
+  flag("KTUNE_TRACE_DRIVER_API", o.driver_api, defaults.driver_api);
+  flag("KTUNE_TRACE_SYNC", o.sync_records, defaults.sync_records);
+  flag("KTUNE_TRACE_LATENCY", o.latency_timestamps, defaults.latency_timestamps);
+  flag("KTUNE_TRACE_OVERHEAD", o.overhead_records, defaults.overhead_records);
   return out;
 }
 

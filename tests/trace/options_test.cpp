@@ -27,19 +27,20 @@ TEST(Options, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(o.flush_period_ms, 1000u);
   EXPECT_EQ(o.buffer_mib, 8u);
   EXPECT_EQ(o.root_pid, 0);
-  // The costly extras are off unless asked for.
-  EXPECT_FALSE(o.driver_api);
+  // Driver-API records are on; the record kinds with a per-launch cost are off.
+  EXPECT_TRUE(o.driver_api);
+  EXPECT_FALSE(o.sync_records);
   EXPECT_FALSE(o.latency_timestamps);
   EXPECT_FALSE(o.overhead_records);
 }
 
-TEST(Options, CostlyExtrasAreOneOrZero) {
-  const TracerOptions on = options_from_env(env_of({{"KTUNE_TRACE_DRIVER_API", "1"},
-                                                    {"KTUNE_TRACE_LATENCY", "1"},
-                                                    {"KTUNE_TRACE_OVERHEAD", "1"}}));
-  EXPECT_TRUE(on.driver_api);
+TEST(Options, RecordKindSwitchesAreOneOrZero) {
+  const TracerOptions on = options_from_env(env_of(
+      {{"KTUNE_TRACE_SYNC", "1"}, {"KTUNE_TRACE_LATENCY", "1"}, {"KTUNE_TRACE_OVERHEAD", "1"}}));
+  EXPECT_TRUE(on.sync_records);
   EXPECT_TRUE(on.latency_timestamps);
   EXPECT_TRUE(on.overhead_records);
+  EXPECT_TRUE(on.driver_api);
   const TracerOptions off = options_from_env(env_of({{"KTUNE_TRACE_DRIVER_API", "0"}}));
   EXPECT_FALSE(off.driver_api);
   try {
@@ -50,11 +51,18 @@ TEST(Options, CostlyExtrasAreOneOrZero) {
               std::string::npos)
         << e.what();
   }
-  // Written only when on: a caller without these options leaves its environment's values alone.
+  // Written only when not the default: a caller without these options (ktune profile) leaves
+  // its environment's values alone.
   for (const auto& [k, v] : options_to_env(TracerOptions{}))
-    EXPECT_TRUE(k != "KTUNE_TRACE_DRIVER_API" && k != "KTUNE_TRACE_LATENCY" &&
-                k != "KTUNE_TRACE_OVERHEAD")
+    EXPECT_TRUE(k != "KTUNE_TRACE_DRIVER_API" && k != "KTUNE_TRACE_SYNC" &&
+                k != "KTUNE_TRACE_LATENCY" && k != "KTUNE_TRACE_OVERHEAD")
         << k;
+  TracerOptions no_driver;
+  no_driver.driver_api = false;
+  bool written = false;
+  for (const auto& [k, v] : options_to_env(no_driver))
+    written |= k == "KTUNE_TRACE_DRIVER_API" && v == "0";
+  EXPECT_TRUE(written);
 }
 
 TEST(Options, RoundTripThroughTheEnvironment) {
@@ -70,7 +78,8 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   o.flush_period_ms = 250;
   o.buffer_mib = 16;
   o.root_pid = 4242;
-  o.driver_api = true;
+  o.driver_api = false;
+  o.sync_records = true;
   o.latency_timestamps = true;
   o.overhead_records = true;
   std::map<std::string, std::string> vars;
@@ -87,7 +96,8 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   EXPECT_EQ(back.flush_period_ms, 250u);
   EXPECT_EQ(back.buffer_mib, 16u);
   EXPECT_EQ(back.root_pid, 4242);
-  EXPECT_TRUE(back.driver_api);
+  EXPECT_FALSE(back.driver_api);
+  EXPECT_TRUE(back.sync_records);
   EXPECT_TRUE(back.latency_timestamps);
   EXPECT_TRUE(back.overhead_records);
   // Every variable written is in the one documented list.

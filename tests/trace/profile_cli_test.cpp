@@ -122,13 +122,55 @@ TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
       EXPECT_TRUE(t.api_calls.empty());
     } else {
       EXPECT_EQ(t.metadata.mode, "default");
-      std::size_t launches = 0;
-      for (const auto& a : t.api_calls) launches += a.name.find("cudaLaunchKernel") == 0;
+      std::size_t launches = 0, syncs = 0, driver = 0;
+      for (const auto& a : t.api_calls) {
+        launches += a.name.find("cudaLaunchKernel") == 0;
+        syncs += a.name == "cudaDeviceSynchronize";
+        driver += a.api == "driver";
+      }
       EXPECT_EQ(launches, 5100u);
+      EXPECT_EQ(syncs, 2u);  // the API records carry the waits gap attribution needs
+      // Driver-API records are on, but a runtime launch makes none: its cost is the runtime's.
+      EXPECT_EQ(driver, 0u);
       EXPECT_EQ(t.memsets.size(), 1u);
-      EXPECT_FALSE(t.syncs.empty());
+      EXPECT_TRUE(t.syncs.empty());      // CUPTI sync records: only with KTUNE_TRACE_SYNC=1
+      EXPECT_TRUE(t.overheads.empty());  // only with KTUNE_TRACE_OVERHEAD=1
+      for (const auto& k : t.kernels) ASSERT_EQ(k.queued_ns, 0u);  // KTUNE_TRACE_LATENCY=1
     }
   }
+}
+
+// GPU tier: the costly record kinds come back when their variables ask for them.
+TEST(ProfileGpu, CostlyRecordKindsAreOptIn) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = (dir.path / "tiny_loop").string();
+  ASSERT_EQ(std::system(("/usr/local/cuda/bin/nvcc -O2 -o " + exe +
+                         " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu")
+                            .c_str()),
+            0);
+  const auto out = dir.path / "all.ktrace";
+  const auto r = run_ktune("profile -o " + out.string() + " -- " + exe + " 2000",
+                           "KTUNE_TRACE_SYNC=1 KTUNE_TRACE_LATENCY=1 KTUNE_TRACE_OVERHEAD=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Trace t = read_ktrace(out);
+  ASSERT_EQ(t.kernels.size(), 2100u);
+  EXPECT_FALSE(t.syncs.empty());
+  for (const auto& k : t.kernels) {
+    ASSERT_GT(k.queued_ns, 0u);
+    ASSERT_GE(k.submitted_ns, k.queued_ns);
+    ASSERT_LE(k.submitted_ns, k.start_ns);
+  }
+  // Kernels-only mode keeps latency timestamps (its one switch) and nothing else.
+  const auto ko = dir.path / "k.ktrace";
+  const auto rk = run_ktune("profile --kernels-only -o " + ko.string() + " -- " + exe + " 2000",
+                            "KTUNE_TRACE_LATENCY=1 KTUNE_TRACE_SYNC=1");
+  ASSERT_EQ(rk.exit_code, 0) << rk.err;
+  const Trace k = read_ktrace(ko);
+  ASSERT_EQ(k.kernels.size(), 2100u);
+  EXPECT_GT(k.kernels.front().queued_ns, 0u);
+  EXPECT_TRUE(k.syncs.empty());
+  EXPECT_TRUE(k.api_calls.empty());
 }
 
 // GPU tier: a capture window (a cap on records) and a Ctrl-C'd program still leave a valid trace.

@@ -22,9 +22,11 @@ struct TracerOptions {
   TraceWindow window;
   std::uint32_t flush_period_ms = 1000;  // CUPTI hands over buffers at least this often
   std::uint32_t buffer_mib = 8;          // size of each activity buffer
-  // Costly extras, off by default (docs/tracing.md has the measured cost of each):
-  bool driver_api = false;          // driver-API records too (the runtime's own driver calls)
-  bool latency_timestamps = false;  // kernels' queued/submitted timestamps
+  // Record kinds with a per-launch cost (docs/tracing.md has the measured cost of each). Default
+  // mode only; kernels-only mode ignores all but latency_timestamps.
+  bool driver_api = true;           // driver-API launches/copies/syncs (cuBLASLt, Triton launch so)
+  bool sync_records = false;        // CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (API records cover syncs)
+  bool latency_timestamps = false;  // kernels' queued/submitted timestamps (both modes)
   bool overhead_records = false;    // CUPTI_ACTIVITY_KIND_OVERHEAD (CUPTI's own time)
   std::int64_t root_pid = 0;  // the process ktune profile started; 0: this process is the root
 };
@@ -43,9 +45,10 @@ using GetEnv = std::function<const char*(const char*)>;
 // Reads the options; a malformed value throws ktune::Error naming the variable and the fix.
 TracerOptions options_from_env(const GetEnv& get = [](const char* n) { return std::getenv(n); });
 
-// The (name, value) pairs that options_from_env reads back to `o`. The extras (driver_api,
-// latency_timestamps, overhead_records) appear only when on, so a caller that does not set them
-// (ktune profile has no flags for them) leaves the variables of its own environment in force.
+// The (name, value) pairs that options_from_env reads back to `o`. The record-kind switches
+// (driver_api, sync_records, latency_timestamps, overhead_records) appear only when they differ
+// from their defaults, so a caller that does not set them (ktune profile has no flags for them)
+// leaves the variables of its own environment in force.
 std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOptions& o);
 
 // Validates a --range value: "", "profiler" or "nvtx:NAME"; throws ktune::Error otherwise.
