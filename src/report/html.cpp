@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/text.hpp"
 #include "ktune/report/report.hpp"
 #include "sections.hpp"
 #include "units.hpp"
@@ -15,33 +16,6 @@ using analyze::GapCause;
 namespace d = detail;
 
 namespace {
-
-std::string esc(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 const char* cause_color(GapCause c) {
   switch (c) {
@@ -76,8 +50,8 @@ std::string kernel_bars(const Analysis& a, std::size_t top) {
         "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"lbl\">{}</text>"
         "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {} ({})"
         "</title></rect><text x=\"{:.1f}\" y=\"{}\" class=\"lbl\">{}</text>\n",
-        label_w - 6, y + 13, esc(label), label_w, y, std::max(w, 1.0), bar_h,
-        i < a.backlog_size ? "#3c8d5a" : "#8fbf9f", esc(g.name),
+        label_w - 6, y + 13, xml_escape(label), label_w, y, std::max(w, 1.0), bar_h,
+        i < a.backlog_size ? "#3c8d5a" : "#8fbf9f", xml_escape(g.name),
         d::duration(static_cast<double>(g.total_ns)), d::percent(g.share), label_w + w + 4, y + 13,
         d::percent(g.share));
   }
@@ -139,19 +113,19 @@ std::string render_html(const Analysis& a, const RenderOptions& o) {
       "margin:0 4px 0 12px;vertical-align:middle}code{background:#f3f3f3}\n"
       "</style></head><body>\n";
   out += fmt::format("<h1>ktune report</h1>\n<p><code>{}</code></p>\n<p><b>{}</b></p>\n",
-                     esc(d::capture_line(a)), esc(d::headline(a)));
+                     xml_escape(d::capture_line(a)), xml_escape(d::headline(a)));
   out += "<h2>Timeline</h2>\n" + timelines(a);
   out += "<h2>Top kernels</h2>\n" + kernel_bars(a, std::min<std::size_t>(o.top_kernels, 20));
   for (const d::Section& s : d::sections(a, o)) {
-    out += fmt::format("<h2>{}</h2>\n", esc(s.title));
-    if (!s.note.empty()) out += fmt::format("<p>{}</p>\n", esc(s.note));
+    out += fmt::format("<h2>{}</h2>\n", xml_escape(s.title));
+    if (!s.note.empty()) out += fmt::format("<p>{}</p>\n", xml_escape(s.note));
     if (s.rows.empty()) continue;
     out += "<table><tr>";
-    for (const auto& h : s.header) out += "<th>" + esc(h) + "</th>";
+    for (const auto& h : s.header) out += "<th>" + xml_escape(h) + "</th>";
     out += "</tr>\n";
     for (const auto& r : s.rows) {
       out += "<tr>";
-      for (const auto& c : r) out += "<td>" + esc(c) + "</td>";
+      for (const auto& c : r) out += "<td>" + xml_escape(c) + "</td>";
       out += "</tr>\n";
     }
     out += "</table>\n";

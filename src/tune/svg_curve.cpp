@@ -7,36 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/text.hpp"
 #include "ktune/tune/session.hpp"
 
 namespace ktune::tune {
 
-namespace {
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string best_so_far_svg(const SessionSummary& s) {
   constexpr double kWidth = 720, kHeight = 400;
