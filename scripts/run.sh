@@ -3,14 +3,18 @@
 # ceilings, profile a real workload and rank its kernels, tune the built-in fp16 GEMV and cache the
 # winner. Uses the embedded SQLite store (~/.local/share/ktune) unless KTUNE_DB is set.
 # Usage: scripts/run.sh [OUT_DIR]       (default ./ktune-run)
+# KTUNE_BUILD_DIR picks the build (default build/); KTUNE_NO_BUILD=1 uses it as it is (a machine
+# without a package registry, such as the GPU tier's, with a build carried from elsewhere).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KTUNE_BUILD_DIR:-$root/build}
 out=$(mkdir -p "${1:-ktune-run}" && cd "${1:-ktune-run}" && pwd)
 
-"$root/scripts/deps.sh"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target ktune ktune_tracer
+if [ -z "${KTUNE_NO_BUILD:-}" ]; then
+  "$root/scripts/deps.sh"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j"$(nproc)" --target ktune ktune_tracer
+fi
 k=$build/src/cli/ktune
 step() { printf '\n== %s\n' "$*"; }
 
