@@ -30,6 +30,7 @@ const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_OVERHEAD", "", "1: record CUPTI's own overhead (default 0)"},
     {"KTUNE_TRACE_ROOT_PID", "", "set by ktune profile: the pid whose trace is OUT.ktrace"},
     {"KTUNE_TRACE_DEBUG", "", "1: the tracer prints its own start-up, exit and writer times on stderr"},
+    {"KTUNE_TRACE_EXPERIMENT", "", "overhead experiments only: comma-separated CUPTI settings to restore (benchmarks/tracer/variants.sh)"},
 };
 // clang-format on
 
