@@ -183,8 +183,9 @@ class Calibrator {
     const std::size_t workspace_bytes = 64u << 20;
     cuda::DeviceBuffer workspace(workspace_bytes);
 
+    const cuda::CublasLtApi& lt = cuda::cublaslt();
     cublasLtHandle_t handle = nullptr;
-    KTUNE_CUBLAS(cublasLtCreate(&handle));
+    KTUNE_CUBLAS(lt.cublasLtCreate(&handle));
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
     cublasLtMatmulPreference_t pref = nullptr;
@@ -192,36 +193,36 @@ class Calibrator {
       std::function<void()> f;
       ~Cleanup() { f(); }
     } cleanup{[&] {
-      if (pref) KTUNE_CUBLAS_WARN(cublasLtMatmulPreferenceDestroy(pref));
-      if (ld) KTUNE_CUBLAS_WARN(cublasLtMatrixLayoutDestroy(ld));
-      if (lb) KTUNE_CUBLAS_WARN(cublasLtMatrixLayoutDestroy(lb));
-      if (la) KTUNE_CUBLAS_WARN(cublasLtMatrixLayoutDestroy(la));
-      if (op) KTUNE_CUBLAS_WARN(cublasLtMatmulDescDestroy(op));
-      KTUNE_CUBLAS_WARN(cublasLtDestroy(handle));
+      if (pref) KTUNE_CUBLAS_WARN(lt.cublasLtMatmulPreferenceDestroy(pref));
+      if (ld) KTUNE_CUBLAS_WARN(lt.cublasLtMatrixLayoutDestroy(ld));
+      if (lb) KTUNE_CUBLAS_WARN(lt.cublasLtMatrixLayoutDestroy(lb));
+      if (la) KTUNE_CUBLAS_WARN(lt.cublasLtMatrixLayoutDestroy(la));
+      if (op) KTUNE_CUBLAS_WARN(lt.cublasLtMatmulDescDestroy(op));
+      KTUNE_CUBLAS_WARN(lt.cublasLtDestroy(handle));
     }};
-    KTUNE_CUBLAS(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    KTUNE_CUBLAS(lt.cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
     KTUNE_CUBLAS(
-        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
+        lt.cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
     KTUNE_CUBLAS(
-        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
-    KTUNE_CUBLAS(cublasLtMatrixLayoutCreate(&la, type, n, n, n));
-    KTUNE_CUBLAS(cublasLtMatrixLayoutCreate(&lb, type, n, n, n));
-    KTUNE_CUBLAS(cublasLtMatrixLayoutCreate(&ld, type, n, n, n));
-    KTUNE_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-    KTUNE_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        lt.cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
+    KTUNE_CUBLAS(lt.cublasLtMatrixLayoutCreate(&la, type, n, n, n));
+    KTUNE_CUBLAS(lt.cublasLtMatrixLayoutCreate(&lb, type, n, n, n));
+    KTUNE_CUBLAS(lt.cublasLtMatrixLayoutCreate(&ld, type, n, n, n));
+    KTUNE_CUBLAS(lt.cublasLtMatmulPreferenceCreate(&pref));
+    KTUNE_CUBLAS(lt.cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes));
     cublasLtMatmulHeuristicResult_t heuristics[4] = {};
     int returned = 0;
-    KTUNE_CUBLAS(
-        cublasLtMatmulAlgoGetHeuristic(handle, op, la, lb, ld, ld, pref, 4, heuristics, &returned));
+    KTUNE_CUBLAS(lt.cublasLtMatmulAlgoGetHeuristic(handle, op, la, lb, ld, ld, pref, 4, heuristics,
+                                                   &returned));
     if (returned == 0)
       throw Error(
           fmt::format("cuBLASLt offers no algorithm for a {}^3 {} GEMM on this GPU.", n, name));
 
     const float alpha = 1.0f, beta = 0.0f;
     auto gemm = [&](const cublasLtMatmulAlgo_t& algo) {
-      KTUNE_CUBLAS(cublasLtMatmul(
+      KTUNE_CUBLAS(lt.cublasLtMatmul(
           handle, op, &alpha, reinterpret_cast<void*>(A.get()), la,
           reinterpret_cast<void*>(B.get()), lb, &beta, reinterpret_cast<void*>(D.get()), ld,
           reinterpret_cast<void*>(D.get()), ld, &algo, reinterpret_cast<void*>(workspace.get()),

@@ -1,18 +1,32 @@
 #pragma once
-// cuBLASLt (linked from the toolkit): checked calls and an owned handle.
+// cuBLASLt, loaded on first use from the toolkit (it is large: linking it made every ktune start,
+// `ktune profile` included, pay ~90 ms and ~200 MB to map it). Checked calls and the API table.
 #include <cublasLt.h>
 
 #include "ktune/cuda/check.hpp"
 
+// clang-format off
+#define KTUNE_CUBLASLT_FUNCTIONS(X) \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusName) \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
+  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+// clang-format on
+
 namespace ktune::cuda {
 
-inline void check_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw_call_failed(file, line, call, cublasLtGetStatusName(s), s);
-}
-inline bool warn_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS) warn_call_failed(file, line, call, cublasLtGetStatusName(s), s);
-  return s == CUBLAS_STATUS_SUCCESS;
-}
+struct CublasLtApi {
+#define KTUNE_CUBLASLT_MEMBER(fn) decltype(&::fn) fn = nullptr;
+  KTUNE_CUBLASLT_FUNCTIONS(KTUNE_CUBLASLT_MEMBER)
+#undef KTUNE_CUBLASLT_MEMBER
+};
+
+// Loads libcublasLt once; ktune::Error with one sentence if the toolkit's library is missing.
+const CublasLtApi& cublaslt();
+
+void check_cublas(cublasStatus_t s, const char* call, const char* file, int line);
+bool warn_cublas(cublasStatus_t s, const char* call, const char* file, int line);
 
 }  // namespace ktune::cuda
 
