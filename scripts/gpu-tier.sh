@@ -29,10 +29,13 @@ summary=()
 } 2>&1 | tee "$out/identity.txt"
 
 if [ -z "${KTUNE_GPU_SKIP_TESTS:-}" ]; then
-  ctest --test-dir "$bundle" -j8 --timeout 300 --output-on-failure >"$out/ctest.log" 2>&1
+  # Host tests in parallel; tests that time the GPU one at a time, so they do not disturb each other.
+  gpu_tests='Gpu|JitLauncher|example_runtime'
+  ctest --test-dir "$bundle" -j8 --timeout 300 --output-on-failure -E "$gpu_tests" >"$out/ctest.log" 2>&1
+  ctest --test-dir "$bundle" -j1 --timeout 300 --output-on-failure -R "$gpu_tests" >>"$out/ctest.log" 2>&1
   grep -E 'tests passed|FAILED|Not Run|\(Failed\)|\(Timeout\)' "$out/ctest.log" | tail -n 30
   skipped=$(grep -c 'Skipped' "$out/ctest.log" || true)
-  summary+=("ctest: $(grep -E 'tests passed' "$out/ctest.log"), $skipped skipped")
+  summary+=("ctest: $(grep -E 'tests passed' "$out/ctest.log" | tr '\n' ';') $skipped skipped")
 fi
 
 for run in "$root"/benchmarks/*/run.sh; do
