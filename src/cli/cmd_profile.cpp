@@ -248,6 +248,18 @@ const bool registered = register_command(
        app.add_option("--buffer-mb", opts->buffer_mib, "Size of each CUPTI activity buffer")
            ->envname("KTUNE_TRACE_BUFFER_MB")
            ->check(CLI::Range(1u, 1024u));
+       // Record kinds whose cost per launch is measured in docs/tracing.md.
+       app.add_option("--driver-api", opts->driver_api,
+                      "Record driver-API calls (launches made by cuBLASLt, Triton); 0 to skip")
+           ->envname("KTUNE_TRACE_DRIVER_API");
+       app.add_flag("--sync-records", opts->sync_records,
+                    "Also record CUPTI synchronization records (+0.2-0.3 us per launch)")
+           ->envname("KTUNE_TRACE_SYNC");
+       app.add_flag("--latency", opts->latency_timestamps,
+                    "Record kernels' queued and submitted timestamps")
+           ->envname("KTUNE_TRACE_LATENCY");
+       app.add_flag("--overhead", opts->overhead_records, "Record CUPTI's own overhead")
+           ->envname("KTUNE_TRACE_OVERHEAD");
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
        return [opts, cmd, kernels_only, output] {
          if (const char* mode = std::getenv("KTUNE_TRACE_MODE"); mode && !*kernels_only)

@@ -90,6 +90,17 @@ TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
   const auto e =
       run_ktune("profile -- sh -c 'env | grep KTUNE_TRACE_MODE'", "KTUNE_TRACE_MODE=kernels");
   EXPECT_NE(e.out.find("KTUNE_TRACE_MODE=kernels"), std::string::npos) << e.out;
+  // The record-kind switches reach the tracer only when they differ from its defaults.
+  const auto k = run_ktune("profile --driver-api 0 --sync-records --latency --overhead -o " +
+                           (dir.path / "k.ktrace").string() +
+                           " -- sh -c 'env | grep -E \"^KTUNE_TRACE_\" | sort'");
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  for (const char* line : {"KTUNE_TRACE_DRIVER_API=0\n", "KTUNE_TRACE_SYNC=1\n",
+                           "KTUNE_TRACE_LATENCY=1\n", "KTUNE_TRACE_OVERHEAD=1\n"})
+    EXPECT_NE(k.out.find(line), std::string::npos) << line << k.out;
+  const auto d = run_ktune("profile -o " + (dir.path / "d.ktrace").string() +
+                           " -- sh -c 'env | grep -E \"^KTUNE_TRACE_(SYNC|DRIVER_API)\" || true'");
+  EXPECT_EQ(d.out, "") << d.out;
 }
 
 // GPU tier: the lead's H100 run. Needs nvcc for the tiny loop (the toolkit is on the GPU machine).
