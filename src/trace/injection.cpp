@@ -86,6 +86,8 @@ std::int64_t parent_pid() {
 
 // The identity block from the driver already loaded in this process (never loaded or linked by
 // the tracer itself). Called on the writer thread once CUDA is up; anything missing stays empty.
+// Not cuda::capture_identity(): that layer links NVRTC, which would load into every traced
+// program, and it throws where the tracer must not.
 std::optional<Identity> driver_identity() {
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!lib) return std::nullopt;
