@@ -431,177 +431,36 @@ TraceMetadata read_metadata(const Db& db) {
   return m;
 }
 
-// SELECT with interned columns resolved.
-constexpr const char* kStr = "(SELECT value FROM strings WHERE id=";
+// A SELECT column that resolves the interned string `id_column` points at ("" when missing).
+std::string str(const char* id_column) {
+  return fmt::format("(SELECT value FROM strings WHERE id={})", id_column);
+}
 
 }  // namespace
 
-Trace read_ktrace(const std::filesystem::path& path) {
-  Db db = open_for_reading(path);
-  Trace t;
-  t.metadata = read_metadata(db);
-  const std::string s = kStr;
-  {
-    Stmt q(db, (std::string("SELECT ") + s + "name_id), " + s +
-                "demangled_id), queued_ns, submitted_ns, start_ns, end_ns, device_id, "
-                "context_id, stream_id, correlation_id, grid_x, grid_y, grid_z, block_x, "
-                "block_y, block_z, cluster_x, cluster_y, cluster_z, registers_per_thread, "
-                "static_shared_bytes, dynamic_shared_bytes, local_memory_per_thread_bytes, "
-                "local_memory_total_bytes, graph_id, graph_node_id FROM kernels ORDER BY "
-                "start_ns, id")
-                   .c_str());
-    while (q.step()) {
-      KernelRecord r;
-      r.name = q.text(0);
-      r.demangled_name = q.text(1);
-      r.queued_ns = q.u64(2);
-      r.submitted_ns = q.u64(3);
-      r.start_ns = q.u64(4);
-      r.end_ns = q.u64(5);
-      r.device_id = q.u32(6);
-      r.context_id = q.u32(7);
-      r.stream_id = q.u32(8);
-      r.correlation_id = q.u32(9);
-      r.grid_x = q.i32(10);
-      r.grid_y = q.i32(11);
-      r.grid_z = q.i32(12);
-      r.block_x = q.i32(13);
-      r.block_y = q.i32(14);
-      r.block_z = q.i32(15);
-      r.cluster_x = q.u32(16);
-      r.cluster_y = q.u32(17);
-      r.cluster_z = q.u32(18);
-      r.registers_per_thread = q.u32(19);
-      r.static_shared_bytes = q.i32(20);
-      r.dynamic_shared_bytes = q.i32(21);
-      r.local_memory_per_thread_bytes = q.u32(22);
-      r.local_memory_total_bytes = q.u64(23);
-      r.graph_id = q.u32(24);
-      r.graph_node_id = q.u64(25);
-      t.kernels.push_back(std::move(r));
-    }
+struct KtraceReader::Impl {
+  Db db;
+  TraceMetadata metadata;
+  explicit Impl(const std::filesystem::path& path) : db(open_for_reading(path)) {
+    metadata = read_metadata(db);
   }
-  {
-    Stmt q(db, (std::string("SELECT ") + s + "kind_id), " + s + "src_memory_id), " + s +
-                "dst_memory_id), bytes, start_ns, end_ns, device_id, context_id, stream_id, "
-                "correlation_id, graph_id, graph_node_id FROM memcpys ORDER BY start_ns, id")
-                   .c_str());
-    while (q.step()) {
-      MemcpyRecord r;
-      r.kind = q.text(0);
-      r.src_memory = q.text(1);
-      r.dst_memory = q.text(2);
-      r.bytes = q.u64(3);
-      r.start_ns = q.u64(4);
-      r.end_ns = q.u64(5);
-      r.device_id = q.u32(6);
-      r.context_id = q.u32(7);
-      r.stream_id = q.u32(8);
-      r.correlation_id = q.u32(9);
-      r.graph_id = q.u32(10);
-      r.graph_node_id = q.u64(11);
-      t.memcpys.push_back(std::move(r));
-    }
-  }
-  {
-    Stmt q(db,
-           "SELECT bytes, value, start_ns, end_ns, device_id, context_id, stream_id, "
-           "correlation_id, graph_id, graph_node_id FROM memsets ORDER BY start_ns, id");
-    while (q.step()) {
-      MemsetRecord r;
-      r.bytes = q.u64(0);
-      r.value = q.u32(1);
-      r.start_ns = q.u64(2);
-      r.end_ns = q.u64(3);
-      r.device_id = q.u32(4);
-      r.context_id = q.u32(5);
-      r.stream_id = q.u32(6);
-      r.correlation_id = q.u32(7);
-      r.graph_id = q.u32(8);
-      r.graph_node_id = q.u64(9);
-      t.memsets.push_back(r);
-    }
-  }
-  {
-    Stmt q(db, (std::string("SELECT ") + s + "api_id), " + s +
-                "name_id), callback_id, start_ns, end_ns, process_id, thread_id, "
-                "correlation_id, return_value FROM api_calls ORDER BY start_ns, id")
-                   .c_str());
-    while (q.step()) {
-      ApiRecord r;
-      r.api = q.text(0);
-      r.name = q.text(1);
-      r.callback_id = q.u32(2);
-      r.start_ns = q.u64(3);
-      r.end_ns = q.u64(4);
-      r.process_id = q.u32(5);
-      r.thread_id = q.u32(6);
-      r.correlation_id = q.u32(7);
-      r.return_value = q.u32(8);
-      t.api_calls.push_back(std::move(r));
-    }
-  }
-  {
-    Stmt q(db, (std::string("SELECT ") + s +
-                "type_id), start_ns, end_ns, context_id, stream_id, cuda_event_id, "
-                "correlation_id FROM syncs ORDER BY start_ns, id")
-                   .c_str());
-    while (q.step()) {
-      SyncRecord r;
-      r.type = q.text(0);
-      r.start_ns = q.u64(1);
-      r.end_ns = q.u64(2);
-      r.context_id = q.u32(3);
-      r.stream_id = q.u32(4);
-      r.cuda_event_id = q.u32(5);
-      r.correlation_id = q.u32(6);
-      t.syncs.push_back(std::move(r));
-    }
-  }
-  {
-    Stmt q(db, (std::string("SELECT ") + s + "name_id), " + s +
-                "domain_id), start_ns, end_ns, process_id, thread_id FROM nvtx_ranges ORDER BY "
-                "start_ns, id")
-                   .c_str());
-    while (q.step()) {
-      NvtxRangeRecord r;
-      r.name = q.text(0);
-      r.domain = q.text(1);
-      r.start_ns = q.u64(2);
-      r.end_ns = q.u64(3);
-      r.process_id = q.u32(4);
-      r.thread_id = q.u32(5);
-      t.nvtx_ranges.push_back(std::move(r));
-    }
-  }
-  {
-    Stmt q(db, (std::string("SELECT ") + s +
-                "kind_id), start_ns, end_ns, thread_id, correlation_id FROM overheads ORDER BY "
-                "start_ns, id")
-                   .c_str());
-    while (q.step()) {
-      OverheadRecord r;
-      r.kind = q.text(0);
-      r.start_ns = q.u64(1);
-      r.end_ns = q.u64(2);
-      r.thread_id = q.u64(3);
-      r.correlation_id = q.u32(4);
-      t.overheads.push_back(std::move(r));
-    }
-  }
-  {
-    Stmt q(db, "SELECT context_id, stream_id, count FROM drops ORDER BY id");
-    while (q.step()) t.drops.push_back({q.u32(0), q.u32(1), q.u64(2)});
-  }
-  return t;
+};
+
+KtraceReader::KtraceReader(const std::filesystem::path& path)
+    : impl_(std::make_unique<Impl>(path)) {}
+KtraceReader::~KtraceReader() = default;
+KtraceReader::KtraceReader(KtraceReader&&) noexcept = default;
+KtraceReader& KtraceReader::operator=(KtraceReader&&) noexcept = default;
+
+const TraceMetadata& KtraceReader::metadata() const {
+  return impl_->metadata;
 }
 
-TraceCounts read_ktrace_counts(const std::filesystem::path& path) {
-  Db db = open_for_reading(path);
+TraceCounts KtraceReader::counts() const {
   TraceCounts c;
-  c.metadata = read_metadata(db);
+  c.metadata = impl_->metadata;
   auto count = [&](const char* table) {
-    Stmt q(db, fmt::format("SELECT COUNT(*) FROM {}", table).c_str());
+    Stmt q(impl_->db, fmt::format("SELECT COUNT(*) FROM {}", table).c_str());
     return q.step() ? q.u64(0) : 0;
   };
   c.kernels = count("kernels");
@@ -612,6 +471,205 @@ TraceCounts read_ktrace_counts(const std::filesystem::path& path) {
   c.nvtx_ranges = count("nvtx_ranges");
   c.overheads = count("overheads");
   return c;
+}
+
+std::optional<std::uint64_t> KtraceReader::origin_ns() const {
+  Stmt q(impl_->db,
+         "SELECT MIN(t) FROM (SELECT MIN(start_ns) AS t FROM kernels WHERE start_ns > 0 "
+         "UNION ALL SELECT MIN(start_ns) FROM memcpys WHERE start_ns > 0 "
+         "UNION ALL SELECT MIN(start_ns) FROM memsets WHERE start_ns > 0 "
+         "UNION ALL SELECT MIN(start_ns) FROM api_calls WHERE start_ns > 0 "
+         "UNION ALL SELECT MIN(start_ns) FROM syncs WHERE start_ns > 0 "
+         "UNION ALL SELECT MIN(start_ns) FROM nvtx_ranges WHERE start_ns > 0)");
+  std::optional<std::uint64_t> origin;
+  if (q.step() && sqlite3_column_type(q.get(), 0) != SQLITE_NULL) origin = q.u64(0);
+  return origin;
+}
+
+void KtraceReader::kernels(const Visitor<KernelRecord>& visit) const {
+  Stmt q(impl_->db,
+         (std::string("SELECT ") + str("name_id") + ", " + str("demangled_id") +
+          ", queued_ns, submitted_ns, start_ns, end_ns, device_id, context_id, stream_id, "
+          "correlation_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, "
+          "cluster_y, cluster_z, registers_per_thread, static_shared_bytes, dynamic_shared_bytes, "
+          "local_memory_per_thread_bytes, local_memory_total_bytes, graph_id, graph_node_id FROM "
+          "kernels ORDER BY start_ns, id")
+             .c_str());
+  KernelRecord r;
+  while (q.step()) {
+    r.name = q.text(0);
+    r.demangled_name = q.text(1);
+    r.queued_ns = q.u64(2);
+    r.submitted_ns = q.u64(3);
+    r.start_ns = q.u64(4);
+    r.end_ns = q.u64(5);
+    r.device_id = q.u32(6);
+    r.context_id = q.u32(7);
+    r.stream_id = q.u32(8);
+    r.correlation_id = q.u32(9);
+    r.grid_x = q.i32(10);
+    r.grid_y = q.i32(11);
+    r.grid_z = q.i32(12);
+    r.block_x = q.i32(13);
+    r.block_y = q.i32(14);
+    r.block_z = q.i32(15);
+    r.cluster_x = q.u32(16);
+    r.cluster_y = q.u32(17);
+    r.cluster_z = q.u32(18);
+    r.registers_per_thread = q.u32(19);
+    r.static_shared_bytes = q.i32(20);
+    r.dynamic_shared_bytes = q.i32(21);
+    r.local_memory_per_thread_bytes = q.u32(22);
+    r.local_memory_total_bytes = q.u64(23);
+    r.graph_id = q.u32(24);
+    r.graph_node_id = q.u64(25);
+    visit(r);
+  }
+}
+
+void KtraceReader::memcpys(const Visitor<MemcpyRecord>& visit) const {
+  Stmt q(impl_->db, (std::string("SELECT ") + str("kind_id") + ", " + str("src_memory_id") + ", " +
+                     str("dst_memory_id") +
+                     ", bytes, start_ns, end_ns, device_id, context_id, stream_id, correlation_id, "
+                     "graph_id, graph_node_id FROM memcpys ORDER BY start_ns, id")
+                        .c_str());
+  MemcpyRecord r;
+  while (q.step()) {
+    r.kind = q.text(0);
+    r.src_memory = q.text(1);
+    r.dst_memory = q.text(2);
+    r.bytes = q.u64(3);
+    r.start_ns = q.u64(4);
+    r.end_ns = q.u64(5);
+    r.device_id = q.u32(6);
+    r.context_id = q.u32(7);
+    r.stream_id = q.u32(8);
+    r.correlation_id = q.u32(9);
+    r.graph_id = q.u32(10);
+    r.graph_node_id = q.u64(11);
+    visit(r);
+  }
+}
+
+void KtraceReader::memsets(const Visitor<MemsetRecord>& visit) const {
+  Stmt q(impl_->db,
+         "SELECT bytes, value, start_ns, end_ns, device_id, context_id, stream_id, "
+         "correlation_id, graph_id, graph_node_id FROM memsets ORDER BY start_ns, id");
+  MemsetRecord r;
+  while (q.step()) {
+    r.bytes = q.u64(0);
+    r.value = q.u32(1);
+    r.start_ns = q.u64(2);
+    r.end_ns = q.u64(3);
+    r.device_id = q.u32(4);
+    r.context_id = q.u32(5);
+    r.stream_id = q.u32(6);
+    r.correlation_id = q.u32(7);
+    r.graph_id = q.u32(8);
+    r.graph_node_id = q.u64(9);
+    visit(r);
+  }
+}
+
+void KtraceReader::api_calls(const Visitor<ApiRecord>& visit) const {
+  Stmt q(impl_->db, (std::string("SELECT ") + str("api_id") + ", " + str("name_id") +
+                     ", callback_id, start_ns, end_ns, process_id, thread_id, correlation_id, "
+                     "return_value FROM api_calls ORDER BY start_ns, id")
+                        .c_str());
+  ApiRecord r;
+  while (q.step()) {
+    r.api = q.text(0);
+    r.name = q.text(1);
+    r.callback_id = q.u32(2);
+    r.start_ns = q.u64(3);
+    r.end_ns = q.u64(4);
+    r.process_id = q.u32(5);
+    r.thread_id = q.u32(6);
+    r.correlation_id = q.u32(7);
+    r.return_value = q.u32(8);
+    visit(r);
+  }
+}
+
+void KtraceReader::syncs(const Visitor<SyncRecord>& visit) const {
+  Stmt q(impl_->db, (std::string("SELECT ") + str("type_id") +
+                     ", start_ns, end_ns, context_id, stream_id, cuda_event_id, correlation_id "
+                     "FROM syncs ORDER BY start_ns, id")
+                        .c_str());
+  SyncRecord r;
+  while (q.step()) {
+    r.type = q.text(0);
+    r.start_ns = q.u64(1);
+    r.end_ns = q.u64(2);
+    r.context_id = q.u32(3);
+    r.stream_id = q.u32(4);
+    r.cuda_event_id = q.u32(5);
+    r.correlation_id = q.u32(6);
+    visit(r);
+  }
+}
+
+void KtraceReader::nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const {
+  Stmt q(impl_->db,
+         (std::string("SELECT ") + str("name_id") + ", " + str("domain_id") +
+          ", start_ns, end_ns, process_id, thread_id FROM nvtx_ranges ORDER BY start_ns, id")
+             .c_str());
+  NvtxRangeRecord r;
+  while (q.step()) {
+    r.name = q.text(0);
+    r.domain = q.text(1);
+    r.start_ns = q.u64(2);
+    r.end_ns = q.u64(3);
+    r.process_id = q.u32(4);
+    r.thread_id = q.u32(5);
+    visit(r);
+  }
+}
+
+void KtraceReader::overheads(const Visitor<OverheadRecord>& visit) const {
+  Stmt q(impl_->db,
+         (std::string("SELECT ") + str("kind_id") +
+          ", start_ns, end_ns, thread_id, correlation_id FROM overheads ORDER BY start_ns, id")
+             .c_str());
+  OverheadRecord r;
+  while (q.step()) {
+    r.kind = q.text(0);
+    r.start_ns = q.u64(1);
+    r.end_ns = q.u64(2);
+    r.thread_id = q.u64(3);
+    r.correlation_id = q.u32(4);
+    visit(r);
+  }
+}
+
+void KtraceReader::drops(const Visitor<DropRecord>& visit) const {
+  Stmt q(impl_->db, "SELECT context_id, stream_id, count FROM drops ORDER BY id");
+  DropRecord r;
+  while (q.step()) {
+    r.context_id = q.u32(0);
+    r.stream_id = q.u32(1);
+    r.count = q.u64(2);
+    visit(r);
+  }
+}
+
+Trace read_ktrace(const std::filesystem::path& path) {
+  const KtraceReader reader(path);
+  Trace t;
+  t.metadata = reader.metadata();
+  reader.kernels([&](const KernelRecord& r) { t.kernels.push_back(r); });
+  reader.memcpys([&](const MemcpyRecord& r) { t.memcpys.push_back(r); });
+  reader.memsets([&](const MemsetRecord& r) { t.memsets.push_back(r); });
+  reader.api_calls([&](const ApiRecord& r) { t.api_calls.push_back(r); });
+  reader.syncs([&](const SyncRecord& r) { t.syncs.push_back(r); });
+  reader.nvtx_ranges([&](const NvtxRangeRecord& r) { t.nvtx_ranges.push_back(r); });
+  reader.overheads([&](const OverheadRecord& r) { t.overheads.push_back(r); });
+  reader.drops([&](const DropRecord& r) { t.drops.push_back(r); });
+  return t;
+}
+
+TraceCounts read_ktrace_counts(const std::filesystem::path& path) {
+  return KtraceReader(path).counts();
 }
 
 }  // namespace ktune::trace

@@ -6,6 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -225,6 +230,75 @@ TEST(Ktrace, BadFilesGetOneSentence) {
     sqlite3_close(db);
   }
   expect_sentence(dir.path / "future.ktrace", "upgrade ktune");
+}
+
+TEST(KtraceReader, StreamsEachTableInStartThenIdOrderReusingOneRecord) {
+  TempDir dir;
+  Trace t = sample_trace();
+  // Kernels out of start order, two of them tied at start 2000: ties keep insertion (id) order.
+  KernelRecord k = t.kernels[0].graph_node_id != 0 ? t.kernels[0] : t.kernels[1];  // the gemm
+  t.kernels.clear();
+  for (const auto& [name, start] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"late", 9000}, {"tie_first", 2000}, {"early", 100}, {"tie_second", 2000}}) {
+    k.name = name;
+    k.start_ns = start;
+    k.end_ns = start + 10;
+    t.kernels.push_back(k);
+  }
+  t.drops.push_back({2, 9, 3});
+  write_ktrace(dir.path / "t.ktrace", t);
+
+  const KtraceReader reader(dir.path / "t.ktrace");
+  EXPECT_EQ(reader.metadata().dropped_records, 8u);
+  EXPECT_EQ(reader.counts().kernels, 4u);
+  std::vector<std::string> names;
+  std::set<const KernelRecord*> addresses;
+  reader.kernels([&](const KernelRecord& r) {
+    names.push_back(r.name);
+    addresses.insert(&r);
+    EXPECT_EQ(r.graph_node_id, 0xFFFF'0000'0000'0001ull);  // every column decoded per row
+  });
+  EXPECT_EQ(names, (std::vector<std::string>{"early", "tie_first", "tie_second", "late"}));
+  EXPECT_EQ(addresses.size(), 1u);
+
+  // Visits repeat and nest; the other tables come back in start order too.
+  std::vector<std::uint64_t> api_starts;
+  std::size_t nested_kernels = 0;
+  reader.api_calls([&](const ApiRecord& a) {
+    api_starts.push_back(a.start_ns);
+    reader.kernels([&](const KernelRecord&) { ++nested_kernels; });
+  });
+  EXPECT_EQ(api_starts, (std::vector<std::uint64_t>{400, 850}));
+  EXPECT_EQ(nested_kernels, 8u);
+  std::vector<std::uint64_t> drop_counts;
+  reader.drops([&](const DropRecord& d) { drop_counts.push_back(d.count); });
+  EXPECT_EQ(drop_counts, (std::vector<std::uint64_t>{5, 3}));
+  std::size_t overheads = 0, memsets = 0, syncs = 0, ranges = 0, memcpys = 0;
+  reader.overheads([&](const OverheadRecord& o) { overheads += o.start_ns == 7000; });
+  reader.memsets([&](const MemsetRecord& m) { memsets += m.start_ns == 5100; });
+  reader.syncs([&](const SyncRecord& y) { syncs += y.start_ns == 890; });
+  reader.nvtx_ranges([&](const NvtxRangeRecord& r) { ranges += r.start_ns == 300; });
+  reader.memcpys([&](const MemcpyRecord& c) { memcpys += c.start_ns == 500; });
+  EXPECT_EQ(overheads + memsets + syncs + ranges + memcpys, 5u);
+  EXPECT_EQ(reader.origin_ns(), std::optional<std::uint64_t>(100));  // the "early" kernel
+
+  // read_ktrace collects through the reader: the same order.
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+  ASSERT_EQ(out.kernels.size(), 4u);
+  EXPECT_EQ(out.kernels[1].name, "tie_first");
+  EXPECT_EQ(out.drops.size(), 2u);
+}
+
+TEST(KtraceReader, EmptyTraceHasNoOrigin) {
+  TempDir dir;
+  Trace t;
+  t.metadata = sample_trace().metadata;
+  write_ktrace(dir.path / "empty.ktrace", t);
+  const KtraceReader reader(dir.path / "empty.ktrace");
+  EXPECT_EQ(reader.origin_ns(), std::nullopt);
+  std::size_t visits = 0;
+  reader.kernels([&](const KernelRecord&) { ++visits; });
+  EXPECT_EQ(visits, 0u);
 }
 
 TEST(Ktrace, Demangles) {

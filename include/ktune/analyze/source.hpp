@@ -1,8 +1,8 @@
 #pragma once
 // Where the analysis and the exporters read trace records from. Each visit streams one record type
 // in ascending start time and may be repeated, so a million-kernel .ktrace is never held in memory
-// as records: KtraceSource runs one ordered query per visit. The records are the tracer's own
-// (trace/ktrace.hpp); times are CUPTI nanoseconds, one clock for host and GPU.
+// as records: KtraceSource runs one ordered query per visit (trace::KtraceReader). The records are
+// the tracer's own (trace/ktrace.hpp); times are CUPTI nanoseconds, one clock for host and GPU.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -49,8 +49,9 @@ class MemorySource : public TraceSource {
   trace::Trace trace_;
 };
 
-// Streams a .ktrace from disk. Opening checks the file the way the trace module does (missing,
-// not a .ktrace, newer schema_version: ktune::Error with one sentence).
+// Streams a .ktrace from disk through trace::KtraceReader, the one decoder of the format. Opening
+// checks the file the way the trace module does (missing, not a .ktrace, newer schema_version:
+// ktune::Error with one sentence).
 class KtraceSource : public TraceSource {
  public:
   explicit KtraceSource(const std::filesystem::path& path);
@@ -66,10 +67,8 @@ class KtraceSource : public TraceSource {
   const trace::TraceCounts& counts() const { return counts_; }
 
  private:
-  struct Db;
-  std::filesystem::path path_;
+  trace::KtraceReader reader_;
   trace::TraceCounts counts_;
-  std::unique_ptr<Db> db_;
 };
 
 // The name a report shows: demangled where the tracer could, else as recorded.

@@ -28,6 +28,7 @@
 // PRAGMA user_version holds schema_version too, so `sqlite3 f.ktrace 'pragma user_version'` tells.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -194,8 +195,47 @@ class KtraceWriter {
   std::uint64_t records_written_ = 0;
 };
 
-// Reads a whole .ktrace, records ordered by start time. Throws ktune::Error with one sentence
-// when the file is missing, not a .ktrace, or has a schema_version newer than this ktune reads.
+// Streams a .ktrace one table at a time: the one place that decodes the tables above. Each visit
+// runs one ordered query and calls `visit` once per row in (start_ns, id) order (drops: id order),
+// reusing one record object, so a large trace is never held in memory as records. Visits may be
+// repeated, in any order, and a visitor may start another visit. Opening throws ktune::Error with
+// one sentence when the file is missing, not a .ktrace, or has a schema_version newer than this
+// ktune reads; a read that fails later throws ktune::Error naming the file.
+class KtraceReader {
+ public:
+  template <typename Record>
+  using Visitor = std::function<void(const Record&)>;
+
+  explicit KtraceReader(const std::filesystem::path& path);
+  ~KtraceReader();
+  KtraceReader(KtraceReader&&) noexcept;
+  KtraceReader& operator=(KtraceReader&&) noexcept;
+  KtraceReader(const KtraceReader&) = delete;
+  KtraceReader& operator=(const KtraceReader&) = delete;
+
+  const TraceMetadata& metadata() const;  // read once, when opened
+  TraceCounts counts() const;             // row counts per table (one COUNT query each)
+  // The earliest non-zero start_ns of any kernel, memcpy, memset, API call, sync or NVTX range;
+  // nullopt when there is none.
+  std::optional<std::uint64_t> origin_ns() const;
+
+  void kernels(const Visitor<KernelRecord>& visit) const;
+  void memcpys(const Visitor<MemcpyRecord>& visit) const;
+  void memsets(const Visitor<MemsetRecord>& visit) const;
+  void api_calls(const Visitor<ApiRecord>& visit) const;
+  void syncs(const Visitor<SyncRecord>& visit) const;
+  void nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const;
+  void overheads(const Visitor<OverheadRecord>& visit) const;
+  void drops(const Visitor<DropRecord>& visit) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads a whole .ktrace (through KtraceReader), records ordered by start time. Throws
+// ktune::Error with one sentence when the file is missing, not a .ktrace, or has a
+// schema_version newer than this ktune reads.
 Trace read_ktrace(const std::filesystem::path& path);
 
 // Metadata and row counts only.
