@@ -13,7 +13,6 @@
 #include "ktune/core/stats.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/identity.hpp"
-#include "process_context.hpp"
 
 namespace ktune::bench {
 
@@ -134,7 +133,6 @@ struct GpuEvaluator::Impl {
   Impl(const tune::ProblemSpec& s, std::map<std::string, std::int64_t> sh, EvaluatorSettings st,
        int ordinal)
       : spec(s), shape(std::move(sh)), settings(st), ctx(ordinal) {
-    detail::retain_primary_context_for_process(ordinal);
     device = cuda::capture_device(ordinal);
     arch = device.arch();
     limits.max_threads_per_block = ctx.attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);

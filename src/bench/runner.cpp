@@ -12,7 +12,6 @@
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/identity.hpp"
 #include "ktune/cuda/nvml.hpp"
-#include "process_context.hpp"
 
 namespace ktune::bench {
 
@@ -376,7 +375,6 @@ struct Bench::Prepared {
 };
 
 Bench::Bench(int device) : ctx_(device) {
-  detail::retain_primary_context_for_process(device);
   device_ = cuda::capture_device(device);
   flusher_ = std::make_unique<cuda::L2Flusher>(static_cast<std::size_t>(device_.l2_bytes));
 }
