@@ -35,6 +35,7 @@
 #include "decode.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/version.hpp"
+#include "ktune/cuda/device_attributes.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/options.hpp"
 
@@ -126,13 +127,7 @@ std::optional<Identity> driver_identity() {
       if (p_cuDeviceGetAttribute) p_cuDeviceGetAttribute(&v, a, dev);
       return v;
     };
-    d.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-    d.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    d.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-    d.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
-    d.memory_bus_width_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
-    d.sm_clock_max_mhz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000;
-    d.mem_clock_max_mhz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) / 1000;
+    cuda::fill_from_attributes(d, attr);
     size_t total = 0;
     if (p_total && p_total(&total, dev) == CUDA_SUCCESS)
       d.memory_bytes = static_cast<std::int64_t>(total);
@@ -141,13 +136,7 @@ std::optional<Identity> driver_identity() {
       d.pci_bus_id = pci;
     CUuuid uuid{};
     if (p_cuDeviceGetUuid && p_cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) {
-      const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
-      char u[64];
-      std::snprintf(u, sizeof u,
-                    "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-                    b[13], b[14], b[15]);
-      d.uuid = u;
+      d.uuid = cuda::format_gpu_uuid(uuid);
     }
     id.devices.push_back(std::move(d));
   }
