@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   }
 
   // Name a mistyped command instead of CLI11's generic "A subcommand is required".
+  std::string command;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--db" || arg == "--device") {
@@ -52,13 +53,19 @@ int main(int argc, char** argv) {
                    arg.c_str());
       return 2;
     }
+    command = arg;
     break;
   }
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string what = e.what();
+    while (!what.empty() && (what.back() == '.' || what.back() == '\n')) what.pop_back();
+    std::fprintf(stderr, "ktune: %s; run 'ktune%s --help' for the options.\n", what.c_str(),
+                 command.empty() ? "" : (" " + command).c_str());
+    return 2;
   }
 
   try {

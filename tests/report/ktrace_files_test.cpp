@@ -130,7 +130,9 @@ void check_invariants(const fs::path& path) {
   }
   EXPECT_EQ(total, a.kernel_total_ns);
   EXPECT_EQ(count, a.kernel_count);
-  if (a.kernel_count > 0) EXPECT_NEAR(share, 1.0, 1e-9);
+  if (a.kernel_count > 0) {
+    EXPECT_NEAR(share, 1.0, 1e-9);
+  }
   for (const auto& d : a.devices) {
     EXPECT_EQ(d.busy_ns + d.idle_ns, d.window_ns());
     EXPECT_GE(d.idle_ns, 0);
@@ -140,9 +142,10 @@ void check_invariants(const fs::path& path) {
     EXPECT_LE(d.busy_ns, a.kernel_total_ns);
   }
   const json r = json::parse(render_json(a, {}));
-  if (a.window_ns() > 0)
+  if (a.window_ns() > 0) {
     EXPECT_NEAR(r["totals"]["busy_pct"].get<double>() + r["totals"]["idle_pct"].get<double>(),
                 100.0, 1e-9);
+  }
 
   TempDir dir;
   const ChromeTraceCounts c = export_chrome_trace(source, dir.path / "out.json");
@@ -189,7 +192,7 @@ TEST(Cli, ReportAndExportATrace) {
   auto r = test::run_ktune("report " + t.string() + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], report::kReportSchemaVersion);
   EXPECT_EQ(j["totals"]["kernel_count"], 32);
   EXPECT_EQ(j["storms"]["count"], 1);
 
@@ -212,7 +215,7 @@ TEST(Cli, BadInputFailsWithOneLine) {
   TempDir dir;
   const fs::path t = dir.path / "busy.ktrace";
   trace::write_ktrace(t, busy_trace());
-  for (const std::string args :
+  for (const std::string& args :
        {"report " + (dir.path / "nope.ktrace").string(), "report " + t.string() + " --format pdf",
         "report " + t.string() + " --by launch", "export " + t.string(),
         "export " + (dir.path / "nope.ktrace").string() + " --chrome x.json",
