@@ -219,12 +219,18 @@ const bool registered = register_command(
        auto opts = std::make_shared<trace::TracerOptions>();
        auto cmd = std::make_shared<std::vector<std::string>>();
        auto kernels_only = std::make_shared<bool>(false);
+       auto full = std::make_shared<bool>(false);
        auto output = std::make_shared<std::string>("ktune.ktrace");
        auto& w = opts->window;
        app.add_option("-o,--output", *output,
                       "Trace of the command; its children write OUT.<pid>.ktrace")
            ->envname("KTUNE_TRACE_OUTPUT");
-       app.add_flag("--kernels-only", *kernels_only, "Record kernels only (the lightest mode)");
+       auto* lightest =
+           app.add_flag("--kernels-only", *kernels_only, "Record kernels only (the lightest mode)");
+       app.add_flag("--full", *full,
+                    "Record every kind the tracer knows: default mode, plus GPU memsets, "
+                    "synchronization and overhead records, queued/submitted times")
+           ->excludes(lightest);
        app.add_option("--delay", w.delay_s, "Seconds before capture starts")
            ->envname("KTUNE_TRACE_DELAY_S")
            ->check(CLI::NonNegativeNumber);
@@ -252,6 +258,9 @@ const bool registered = register_command(
        app.add_option("--driver-api", opts->driver_api,
                       "Record driver-API calls (launches made by cuBLASLt, Triton); 0 to skip")
            ->envname("KTUNE_TRACE_DRIVER_API");
+       app.add_flag("--memsets", opts->memset_records,
+                    "Also record memsets on the GPU, with bytes (about 1.5 us of GPU time each)")
+           ->envname("KTUNE_TRACE_MEMSET");
        app.add_flag("--sync-records", opts->sync_records,
                     "Also record CUPTI synchronization records (+0.2-0.3 us per launch)")
            ->envname("KTUNE_TRACE_SYNC");
@@ -261,10 +270,21 @@ const bool registered = register_command(
        app.add_flag("--overhead", opts->overhead_records, "Record CUPTI's own overhead")
            ->envname("KTUNE_TRACE_OVERHEAD");
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
-       return [opts, cmd, kernels_only, output] {
-         if (const char* mode = std::getenv("KTUNE_TRACE_MODE"); mode && !*kernels_only)
-           *kernels_only = std::string_view(mode) == "kernels";
+       return [opts, cmd, kernels_only, full, output] {
+         if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {
+           const std::string_view mode(env);
+           if (mode != "default" && mode != "kernels" && mode != "full")
+             throw Error(
+                 fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default', "
+                             "'kernels' or 'full', or unset it.",
+                             mode));
+           if (!*kernels_only && !*full) {
+             *kernels_only = mode == "kernels";
+             *full = mode == "full";
+           }
+         }
          opts->kernels_only = *kernels_only;
+         if (*full) opts->set_full();
          opts->output = *output;
          if (opts->window.job_id.empty())
            if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) opts->window.job_id = s;

@@ -69,6 +69,8 @@ json to_json(const Analysis& a) {
                 {"dropped_records", m.dropped_records},
                 {"capped_records", m.capped_records},
                 {"tracer_version", m.tracer_version},
+                {"mode", m.mode},
+                {"records", m.records},
                 {"origin_ns", a.origin_ns}};
   j["group_by"] = analyze::to_string(a.group_by);
   const std::int64_t busy = a.busy_ns(), window = a.window_ns();
@@ -247,6 +249,12 @@ std::string capture_line(const Analysis& a) {
                                            : fmt::format("{}", fmt::join(m.command_line, " "));
   std::string line =
       fmt::format("{} (pid {}, started {})", cmd, m.pid, m.started_at.empty() ? "?" : m.started_at);
+  if (!m.mode.empty()) line += fmt::format("; mode {}", m.mode);
+  const auto recorded = [&](std::string_view kind) {
+    return std::find(m.records.begin(), m.records.end(), kind) != m.records.end();
+  };
+  if (!m.records.empty() && recorded("memcpy") && !recorded("memset"))
+    line += " (memsets on the GPU not recorded: ktune profile --memsets)";
   if (!m.complete) line += "; trace not closed cleanly, so it may end early";
   if (m.dropped_records > 0) line += fmt::format("; {} records dropped", m.dropped_records);
   return line;

@@ -70,6 +70,7 @@ TraceWindow window_from_json(const nlohmann::json& j) {
 std::vector<std::pair<std::string, nlohmann::json>> metadata_rows(const TraceMetadata& m) {
   return {{"schema_version", kKtraceSchemaVersion},
           {"mode", m.mode},
+          {"records", m.records},
           {"command_line", m.command_line},
           {"pid", m.pid},
           {"ppid", m.ppid},
@@ -413,6 +414,8 @@ TraceMetadata read_metadata(const Db& db) {
                     "reads; upgrade ktune.",
                     db.path().string(), m.schema_version, kKtraceSchemaVersion));
   m.mode = j.value("mode", "");
+  if (j.contains("records") && j["records"].is_array())
+    m.records = j["records"].get<std::vector<std::string>>();
   if (j.contains("command_line") && j["command_line"].is_array())
     m.command_line = j["command_line"].get<std::vector<std::string>>();
   m.pid = j.value("pid", std::int64_t{0});

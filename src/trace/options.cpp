@@ -15,7 +15,7 @@ namespace {
 // clang-format off
 const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_OUTPUT", "--output", "path of the root process's trace; children write OUT.<pid>.ktrace (default ktune.ktrace)"},
-    {"KTUNE_TRACE_MODE", "--kernels-only", "'default' (kernels, copies, memsets, launch/copy/sync API calls, NVTX) or 'kernels'"},
+    {"KTUNE_TRACE_MODE", "--kernels-only, --full", "'default' (kernels, copies, launch/copy/memset/sync API calls, NVTX), 'kernels' or 'full' (default and every record kind below)"},
     {"KTUNE_TRACE_DELAY_S", "--delay", "seconds after start-up before capture begins (default 0)"},
     {"KTUNE_TRACE_DURATION_S", "--duration", "seconds of capture, then stop; 0: until exit (default 0)"},
     {"KTUNE_TRACE_RANGE", "--range", "capture only inside cudaProfilerStart/Stop ('profiler') or an NVTX range ('nvtx:NAME')"},
@@ -24,10 +24,11 @@ const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_MAX_RECORDS", "--max-records", "stop writing after this many records, counting the rest (default 0: no cap)"},
     {"KTUNE_TRACE_FLUSH_MS", "--flush-ms", "period of CUPTI buffer flushes and trace commits in ms (default 1000)"},
     {"KTUNE_TRACE_BUFFER_MB", "--buffer-mb", "size of each CUPTI activity buffer in MiB (default 8)"},
-    {"KTUNE_TRACE_DRIVER_API", "", "0: no driver-API records (default 1: launches, copies, syncs made through the driver API, e.g. by cuBLASLt)"},
-    {"KTUNE_TRACE_SYNC", "", "1: CUPTI synchronization records too (default 0: the sync API calls are recorded)"},
-    {"KTUNE_TRACE_LATENCY", "", "1: record kernels' queued/submitted timestamps (default 0)"},
-    {"KTUNE_TRACE_OVERHEAD", "", "1: record CUPTI's own overhead (default 0)"},
+    {"KTUNE_TRACE_DRIVER_API", "--driver-api", "0: no driver-API records (default 1: launches, copies, syncs made through the driver API, e.g. by cuBLASLt)"},
+    {"KTUNE_TRACE_MEMSET", "--memsets", "1: memsets as GPU activity, with bytes and GPU time (default 0: the memset API calls are recorded)"},
+    {"KTUNE_TRACE_SYNC", "--sync-records", "1: CUPTI synchronization records too (default 0: the sync API calls are recorded)"},
+    {"KTUNE_TRACE_LATENCY", "--latency", "1: record kernels' queued/submitted timestamps (default 0)"},
+    {"KTUNE_TRACE_OVERHEAD", "--overhead", "1: record CUPTI's own overhead (default 0)"},
     {"KTUNE_TRACE_ROOT_PID", "", "set by ktune profile: the pid whose trace is OUT.ktrace"},
     {"KTUNE_TRACE_DEBUG", "", "1: the tracer prints its own start-up, exit and writer times on stderr"},
     {"KTUNE_TRACE_EXPERIMENT", "", "overhead experiments only: comma-separated CUPTI settings to restore (benchmarks/tracer/variants.sh)"},
@@ -85,14 +86,17 @@ void check_range(const std::string& range) {
 TracerOptions options_from_env(const GetEnv& get) {
   TracerOptions o;
   if (const char* v = get("KTUNE_TRACE_OUTPUT"); v && *v) o.output = v;
+  TracerOptions defaults;  // the record kinds' defaults: the mode's, before their own variables
   if (const char* v = get("KTUNE_TRACE_MODE"); v && *v) {
     const std::string_view mode(v);
     if (mode == "kernels")
       o.kernels_only = true;
+    else if (mode == "full")
+      defaults.set_full();
     else if (mode != "default")
       throw Error(
-          fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default' or "
-                      "'kernels'.",
+          fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default', 'kernels' "
+                      "or 'full'.",
                       v));
   }
   o.window.delay_s = parse_number(get, "KTUNE_TRACE_DELAY_S", 0.0, 0.0, "a delay in seconds");
@@ -117,8 +121,8 @@ TracerOptions options_from_env(const GetEnv& get) {
   o.flush_period_ms =
       parse_number(get, "KTUNE_TRACE_FLUSH_MS", 1000u, 10u, "a period in ms (at least 10)");
   o.buffer_mib = parse_number(get, "KTUNE_TRACE_BUFFER_MB", 8u, 1u, "a size in MiB (at least 1)");
-  const TracerOptions defaults;
   o.driver_api = parse_flag(get, "KTUNE_TRACE_DRIVER_API", defaults.driver_api);
+  o.memset_records = parse_flag(get, "KTUNE_TRACE_MEMSET", defaults.memset_records);
   o.sync_records = parse_flag(get, "KTUNE_TRACE_SYNC", defaults.sync_records);
   o.latency_timestamps = parse_flag(get, "KTUNE_TRACE_LATENCY", defaults.latency_timestamps);
   o.overhead_records = parse_flag(get, "KTUNE_TRACE_OVERHEAD", defaults.overhead_records);
@@ -145,10 +149,31 @@ std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOpti
     if (value != fallback) out.emplace_back(name, value ? "1" : "0");
   };
   flag("KTUNE_TRACE_DRIVER_API", o.driver_api, defaults.driver_api);
+  flag("KTUNE_TRACE_MEMSET", o.memset_records, defaults.memset_records);
   flag("KTUNE_TRACE_SYNC", o.sync_records, defaults.sync_records);
   flag("KTUNE_TRACE_LATENCY", o.latency_timestamps, defaults.latency_timestamps);
   flag("KTUNE_TRACE_OVERHEAD", o.overhead_records, defaults.overhead_records);
   return out;
+}
+
+std::string mode_name(const TracerOptions& o) {
+  if (o.kernels_only) return "kernels";
+  const bool all = o.driver_api && o.memset_records && o.sync_records && o.latency_timestamps &&
+                   o.overhead_records;
+  return all ? "full" : "default";
+}
+
+std::vector<std::string> record_kinds(const TracerOptions& o) {
+  std::vector<std::string> kinds = {"kernel"};
+  if (!o.kernels_only) {
+    kinds.insert(kinds.end(), {"memcpy", "runtime_api", "nvtx"});
+    if (o.driver_api) kinds.push_back("driver_api");
+    if (o.memset_records) kinds.push_back("memset");
+    if (o.sync_records) kinds.push_back("sync");
+    if (o.overhead_records) kinds.push_back("overhead");
+  }
+  if (o.latency_timestamps) kinds.push_back("latency");
+  return kinds;
 }
 
 bool sampled_in(const TraceWindow& window, std::string_view process_key) {

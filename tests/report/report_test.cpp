@@ -37,7 +37,7 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["kind"], "ktune.report");
   EXPECT_EQ(keys(j), (Keys{"backlog", "copies", "devices", "gaps", "group_by", "kernels", "kind",
                            "nvtx", "schema_version", "storms", "totals", "trace"}));
@@ -61,9 +61,9 @@ TEST(ReportJson, ShapeIsPinned) {
                                       "median_ns", "min_ns", "name", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["copies"][0]), (Keys{"bytes", "count", "kind", "total_ns"}));
   EXPECT_EQ(keys(j["backlog"]), (Keys{"kernels", "share", "target_share"}));
-  EXPECT_EQ(keys(j["trace"]),
-            (Keys{"capped_records", "command_line", "complete", "dropped_records", "finished_at",
-                  "origin_ns", "pid", "schema_version", "started_at", "tracer_version"}));
+  EXPECT_EQ(keys(j["trace"]), (Keys{"capped_records", "command_line", "complete", "dropped_records",
+                                    "finished_at", "mode", "origin_ns", "pid", "records",
+                                    "schema_version", "started_at", "tracer_version"}));
 }
 
 TEST(ReportJson, ValuesAddUp) {

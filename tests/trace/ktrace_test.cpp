@@ -138,7 +138,7 @@ TEST(Ktrace, SchemaIsPinned) {
             "graph_id,graph_node_id");
   EXPECT_EQ(one("SELECT group_concat(key, ',') FROM (SELECT key FROM metadata ORDER BY key)"),
             "capped_records,command_line,complete,dropped_records,finished_at,identity,mode,pid,"
-            "ppid,schema_version,started_at,tracer_version,window");
+            "ppid,records,schema_version,started_at,tracer_version,window");
   // Interned: two kernels, one memcpy kind etc., each distinct string stored once.
   EXPECT_EQ(one("SELECT COUNT(*) - COUNT(DISTINCT value) FROM strings"), "0");
   sqlite3_close(db);

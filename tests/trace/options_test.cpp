@@ -29,14 +29,51 @@ TEST(Options, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(o.root_pid, 0);
   // Driver-API records are on; the record kinds with a per-launch cost are off.
   EXPECT_TRUE(o.driver_api);
+  EXPECT_FALSE(o.memset_records);
   EXPECT_FALSE(o.sync_records);
   EXPECT_FALSE(o.latency_timestamps);
   EXPECT_FALSE(o.overhead_records);
+  EXPECT_EQ(mode_name(o), "default");
+  EXPECT_EQ(record_kinds(o),
+            (std::vector<std::string>{"kernel", "memcpy", "runtime_api", "nvtx", "driver_api"}));
+}
+
+TEST(Options, FullModeTurnsOnEveryKindUnlessOneIsSetOff) {
+  const TracerOptions full = options_from_env(env_of({{"KTUNE_TRACE_MODE", "full"}}));
+  EXPECT_FALSE(full.kernels_only);
+  EXPECT_TRUE(full.memset_records && full.sync_records && full.latency_timestamps &&
+              full.overhead_records && full.driver_api);
+  EXPECT_EQ(mode_name(full), "full");
+  EXPECT_EQ(record_kinds(full),
+            (std::vector<std::string>{"kernel", "memcpy", "runtime_api", "nvtx", "driver_api",
+                                      "memset", "sync", "overhead", "latency"}));
+  // A kind's own variable still wins over the mode; the trace then says "default".
+  const TracerOptions most =
+      options_from_env(env_of({{"KTUNE_TRACE_MODE", "full"}, {"KTUNE_TRACE_SYNC", "0"}}));
+  EXPECT_FALSE(most.sync_records);
+  EXPECT_TRUE(most.memset_records);
+  EXPECT_EQ(mode_name(most), "default");
+  // Through the environment, as ktune profile --full hands it over.
+  TracerOptions o;
+  o.set_full();
+  std::map<std::string, std::string> vars;
+  for (const auto& [k, v] : options_to_env(o)) vars[k] = v;
+  EXPECT_EQ(mode_name(options_from_env(env_of(vars))), "full");
+  // Kernels-only keeps latency timestamps, its one switch, and nothing else.
+  TracerOptions k;
+  k.kernels_only = true;
+  k.latency_timestamps = true;
+  k.memset_records = true;
+  EXPECT_EQ(mode_name(k), "kernels");
+  EXPECT_EQ(record_kinds(k), (std::vector<std::string>{"kernel", "latency"}));
 }
 
 TEST(Options, RecordKindSwitchesAreOneOrZero) {
-  const TracerOptions on = options_from_env(env_of(
-      {{"KTUNE_TRACE_SYNC", "1"}, {"KTUNE_TRACE_LATENCY", "1"}, {"KTUNE_TRACE_OVERHEAD", "1"}}));
+  const TracerOptions on = options_from_env(env_of({{"KTUNE_TRACE_MEMSET", "1"},
+                                                    {"KTUNE_TRACE_SYNC", "1"},
+                                                    {"KTUNE_TRACE_LATENCY", "1"},
+                                                    {"KTUNE_TRACE_OVERHEAD", "1"}}));
+  EXPECT_TRUE(on.memset_records);
   EXPECT_TRUE(on.sync_records);
   EXPECT_TRUE(on.latency_timestamps);
   EXPECT_TRUE(on.overhead_records);
@@ -54,8 +91,9 @@ TEST(Options, RecordKindSwitchesAreOneOrZero) {
   // Written only when not the default: a caller without these options (ktune profile) leaves
   // its environment's values alone.
   for (const auto& [k, v] : options_to_env(TracerOptions{}))
-    EXPECT_TRUE(k != "KTUNE_TRACE_DRIVER_API" && k != "KTUNE_TRACE_SYNC" &&
-                k != "KTUNE_TRACE_LATENCY" && k != "KTUNE_TRACE_OVERHEAD")
+    EXPECT_TRUE(k != "KTUNE_TRACE_DRIVER_API" && k != "KTUNE_TRACE_MEMSET" &&
+                k != "KTUNE_TRACE_SYNC" && k != "KTUNE_TRACE_LATENCY" &&
+                k != "KTUNE_TRACE_OVERHEAD")
         << k;
   TracerOptions no_driver;
   no_driver.driver_api = false;
@@ -79,6 +117,7 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   o.buffer_mib = 16;
   o.root_pid = 4242;
   o.driver_api = false;
+  o.memset_records = true;
   o.sync_records = true;
   o.latency_timestamps = true;
   o.overhead_records = true;
@@ -97,6 +136,7 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   EXPECT_EQ(back.buffer_mib, 16u);
   EXPECT_EQ(back.root_pid, 4242);
   EXPECT_FALSE(back.driver_api);
+  EXPECT_TRUE(back.memset_records);
   EXPECT_TRUE(back.sync_records);
   EXPECT_TRUE(back.latency_timestamps);
   EXPECT_TRUE(back.overhead_records);

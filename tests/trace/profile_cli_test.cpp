@@ -51,6 +51,12 @@ TEST(ProfileCli, BadRangeAndMissingTracerAreOneSentence) {
   const auto r2 = run_ktune("profile -- true", "KTUNE_TRACER=/nonexistent/libktune_tracer.so");
   EXPECT_EQ(r2.exit_code, 1);
   expect_one_sentence(r2.err, "KTUNE_TRACER=/nonexistent/libktune_tracer.so is not a file");
+  const auto r3 = run_ktune("profile -- true", "KTUNE_TRACE_MODE=fast");
+  EXPECT_EQ(r3.exit_code, 1);
+  expect_one_sentence(r3.err, "KTUNE_TRACE_MODE='fast' is not a mode");
+  const auto r4 = run_ktune("profile --full --kernels-only -- true");
+  EXPECT_NE(r4.exit_code, 0);
+  expect_one_sentence(r4.err, "excludes");
 }
 
 TEST(ProfileCli, ExitCodeIsTheCommands) {
@@ -91,13 +97,25 @@ TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
       run_ktune("profile -- sh -c 'env | grep KTUNE_TRACE_MODE'", "KTUNE_TRACE_MODE=kernels");
   EXPECT_NE(e.out.find("KTUNE_TRACE_MODE=kernels"), std::string::npos) << e.out;
   // The record-kind switches reach the tracer only when they differ from its defaults.
-  const auto k = run_ktune("profile --driver-api 0 --sync-records --latency --overhead -o " +
-                           (dir.path / "k.ktrace").string() +
-                           " -- sh -c 'env | grep -E \"^KTUNE_TRACE_\" | sort'");
+  const auto k = run_ktune(
+      "profile --driver-api 0 --memsets --sync-records --latency --overhead -o " +
+      (dir.path / "k.ktrace").string() + " -- sh -c 'env | grep -E \"^KTUNE_TRACE_\" | sort'");
   ASSERT_EQ(k.exit_code, 0) << k.err;
-  for (const char* line : {"KTUNE_TRACE_DRIVER_API=0\n", "KTUNE_TRACE_SYNC=1\n",
-                           "KTUNE_TRACE_LATENCY=1\n", "KTUNE_TRACE_OVERHEAD=1\n"})
+  for (const char* line :
+       {"KTUNE_TRACE_DRIVER_API=0\n", "KTUNE_TRACE_MEMSET=1\n", "KTUNE_TRACE_SYNC=1\n",
+        "KTUNE_TRACE_LATENCY=1\n", "KTUNE_TRACE_OVERHEAD=1\n"})
     EXPECT_NE(k.out.find(line), std::string::npos) << line << k.out;
+  // --full (or KTUNE_TRACE_MODE=full) turns every opt-in kind on.
+  for (const auto& [args, env] :
+       {std::pair<std::string, std::string>{"--full", ""}, {"", "KTUNE_TRACE_MODE=full"}}) {
+    const auto f = run_ktune("profile " + args + " -o " + (dir.path / "f.ktrace").string() +
+                                 " -- sh -c 'env | grep -E \"^KTUNE_TRACE_\" | sort'",
+                             env);
+    ASSERT_EQ(f.exit_code, 0) << f.err;
+    for (const char* line : {"KTUNE_TRACE_MEMSET=1\n", "KTUNE_TRACE_SYNC=1\n",
+                             "KTUNE_TRACE_LATENCY=1\n", "KTUNE_TRACE_OVERHEAD=1\n"})
+      EXPECT_NE(f.out.find(line), std::string::npos) << args << env << line << f.out;
+  }
   const auto d = run_ktune("profile -o " + (dir.path / "d.ktrace").string() +
                            " -- sh -c 'env | grep -E \"^KTUNE_TRACE_(SYNC|DRIVER_API)\" || true'");
   EXPECT_EQ(d.out, "") << d.out;
@@ -143,7 +161,13 @@ TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
       EXPECT_EQ(syncs, 2u);  // the API records carry the waits gap attribution needs
       // Driver-API records are on, but a runtime launch makes none: its cost is the runtime's.
       EXPECT_EQ(driver, 0u);
-      EXPECT_EQ(t.memsets.size(), 1u);
+      // The memset is an API record; on the GPU it is recorded only with KTUNE_TRACE_MEMSET=1.
+      EXPECT_TRUE(t.memsets.empty());
+      std::size_t memset_calls = 0;
+      for (const auto& a : t.api_calls) memset_calls += a.name.rfind("cudaMemset", 0) == 0;
+      EXPECT_EQ(memset_calls, 1u);
+      EXPECT_EQ(t.metadata.records, (std::vector<std::string>{"kernel", "memcpy", "runtime_api",
+                                                              "nvtx", "driver_api"}));
       EXPECT_TRUE(t.syncs.empty());      // CUPTI sync records: only with KTUNE_TRACE_SYNC=1
       EXPECT_TRUE(t.overheads.empty());  // only with KTUNE_TRACE_OVERHEAD=1
       for (const auto& k : t.kernels) ASSERT_EQ(k.queued_ns, 0u);  // KTUNE_TRACE_LATENCY=1
@@ -151,7 +175,7 @@ TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
   }
 }
 
-// GPU tier: the costly record kinds come back when their variables ask for them.
+// GPU tier: the costly record kinds come back when their variables (or --full) ask for them.
 TEST(ProfileGpu, CostlyRecordKindsAreOptIn) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
   test::TempDir dir;
@@ -161,12 +185,14 @@ TEST(ProfileGpu, CostlyRecordKindsAreOptIn) {
                             .c_str()),
             0);
   const auto out = dir.path / "all.ktrace";
-  const auto r = run_ktune("profile -o " + out.string() + " -- " + exe + " 2000",
-                           "KTUNE_TRACE_SYNC=1 KTUNE_TRACE_LATENCY=1 KTUNE_TRACE_OVERHEAD=1");
+  const auto r = run_ktune("profile --full -o " + out.string() + " -- " + exe + " 2000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Trace t = read_ktrace(out);
   ASSERT_EQ(t.kernels.size(), 2100u);
+  EXPECT_EQ(t.metadata.mode, "full");
   EXPECT_FALSE(t.syncs.empty());
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets.front().bytes, 1024u * sizeof(float));
   for (const auto& k : t.kernels) {
     ASSERT_GT(k.queued_ns, 0u);
     ASSERT_GE(k.submitted_ns, k.queued_ns);

@@ -13,7 +13,7 @@
 
 namespace ktune::report {
 
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all

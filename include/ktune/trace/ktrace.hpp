@@ -129,7 +129,8 @@ struct TraceWindow {
 
 struct TraceMetadata {
   int schema_version = kKtraceSchemaVersion;  // as stored, when read
-  std::string mode;                           // "default" or "kernels" (kernels only)
+  std::string mode;                           // "default", "kernels" (kernels only) or "full"
+  std::vector<std::string> records;  // record kinds captured (trace::record_kinds); empty: unknown
   std::vector<std::string> command_line;
   std::int64_t pid = 0, ppid = 0;
   std::string started_at, finished_at;  // ISO-8601 UTC; finished_at empty: not closed cleanly

@@ -23,11 +23,13 @@ struct TracerOptions {
   std::uint32_t flush_period_ms = 1000;  // CUPTI hands over buffers at least this often
   std::uint32_t buffer_mib = 8;          // size of each activity buffer
   // Record kinds with a per-launch cost (docs/tracing.md has the measured cost of each). Default
-  // mode only; kernels-only mode ignores all but latency_timestamps.
+  // mode only; kernels-only mode ignores all but latency_timestamps. Mode "full" turns on all.
   bool driver_api = true;           // driver-API launches/copies/syncs (cuBLASLt, Triton launch so)
+  bool memset_records = false;      // CUPTI_ACTIVITY_KIND_MEMSET (API records cover memset calls)
   bool sync_records = false;        // CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (API records cover syncs)
   bool latency_timestamps = false;  // kernels' queued/submitted timestamps (both modes)
   bool overhead_records = false;    // CUPTI_ACTIVITY_KIND_OVERHEAD (CUPTI's own time)
+  void set_full() { memset_records = sync_records = latency_timestamps = overhead_records = true; }
   std::int64_t root_pid = 0;  // the process ktune profile started; 0: this process is the root
 };
 
@@ -46,10 +48,18 @@ using GetEnv = std::function<const char*(const char*)>;
 TracerOptions options_from_env(const GetEnv& get = [](const char* n) { return std::getenv(n); });
 
 // The (name, value) pairs that options_from_env reads back to `o`. The record-kind switches
-// (driver_api, sync_records, latency_timestamps, overhead_records) appear only when they differ
-// from their defaults, so a caller that does not set them (ktune profile has no flags for them)
-// leaves the variables of its own environment in force.
+// (driver_api, memset_records, sync_records, latency_timestamps, overhead_records) appear only
+// when they differ from their defaults, so a caller that does not set them leaves the variables
+// of its own environment in force.
 std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOptions& o);
+
+// "kernels", "full" (every opt-in record kind on) or "default": the mode a trace records.
+std::string mode_name(const TracerOptions& o);
+
+// The record kinds `o` captures, as stored in a trace's metadata ("kernel", "memcpy", "memset",
+// "runtime_api", "driver_api", "nvtx", "sync", "overhead", "latency"), so a report can tell
+// "none happened" from "not recorded".
+std::vector<std::string> record_kinds(const TracerOptions& o);
 
 // Validates a --range value: "", "profiler" or "nvtx:NAME"; throws ktune::Error otherwise.
 void check_range(const std::string& range);
