@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Tracer overhead, one GPU session: tiny_loop (exactly N tiny kernels) and torch_layer.py, each run
 # plain, under `ktune profile` (default, --kernels-only) and, for the layer, under torch.profiler
-# (--kineto). Prints added µs per launch, layer overhead in %, whole-process wall-time ratios (and
-# the tracer's alone, injected without the ktune process, for the tiny loop), and
-# checks that the traced kernel count equals what tiny_loop launched with nothing dropped.
+# (--kineto). Two measurements of the same cost:
+#  - across processes, as the issue defines it: modes rotated REPS times, medians, added µs per
+#    launch, layer %, whole-process wall-time ratios (and the tracer injected without ktune);
+#  - inside one process (A/B): traced with --range profiler, the program alternates blocks inside
+#    and outside cudaProfilerStart/Stop in ABBA order; the median difference over pairs is what
+#    the records cost on top of CUPTI being attached, free of process-to-process noise. Blocks
+#    outside the window still pay for the attachment: "attached" (never opened) prices that.
+# Every process runs on the same CPUs: the GPU's NUMA-local ones (BENCH_CPUS overrides, 'all' for
+# none). Checks that traced kernel counts equal what tiny_loop launched, nothing dropped.
 # Usage: benchmarks/tracer/run.sh BUILD_DIR OUT_DIR   (builds nothing but tiny_loop, with nvcc)
 set -uo pipefail
 build=$(cd "${1:?build dir}" && pwd)
@@ -12,108 +18,139 @@ here=$(cd "$(dirname "$0")" && pwd)
 ktune="$build/src/cli/ktune"
 log="$out/tracer.log"
 n=${TINY_N:-20000}
-reps=${REPS:-3}
+reps=${REPS:-7}
+layer_reps=${LAYER_REPS:-5}
+ab_reps=${AB_REPS:-3}
+ab_pairs=${AB_PAIRS:-40}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 python=${PYTHON:-python3}
 : >"$log"
 rm -f "$out"/*.ktrace  # a stale trace must not pass for this run's
 say() { echo "$*" | tee -a "$log"; }
+source "$here/lib.sh"
+sql() { "$python" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
 
-"$nvcc" -O2 -o "$out/tiny_loop" "$here/tiny_loop.cu" >>"$log" 2>&1 || { say "FAIL: nvcc tiny_loop"; exit 1; }
+"$nvcc" -O2 -arch=native -o "$out/tiny_loop" "$here/tiny_loop.cu" >>"$log" 2>&1 ||
+  "$nvcc" -O2 -o "$out/tiny_loop" "$here/tiny_loop.cu" >>"$log" 2>&1 || { say "FAIL: nvcc tiny_loop"; exit 1; }
 say "tracer benchmark $(date -u +%FT%TZ) $("$ktune" --version)"
 "$ktune" info >>"$log" 2>&1
 
-# run NAME CMD...: runs once, appends stdout+stderr to the log, records wall seconds in $wall and
-# the program's stdout in $stdout.
+setup_pinning
+say "$cpus_note"
+say "GPU clocks as found: $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader 2>/dev/null)"
+
+# run NAME CMD...: runs once (pinned), appends stdout+stderr to the log, records wall seconds in
+# $wall and the program's stdout in $stdout.
 run() {
   local name=$1; shift
   local t0 t1
   t0=$(date +%s.%N)
-  stdout=$("$@" 2>>"$log.err")
+  stdout=$("${pin[@]}" "$@" 2>>"$log.err")
   local rc=$?
   t1=$(date +%s.%N)
   wall=$(calc "$t1 - $t0")
   echo "[$name] rc=$rc wall_s=$wall $stdout" >>"$log"
   return $rc
 }
-calc() { awk "BEGIN { print $* }"; }
-field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | tail -n1; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-
-declare -A tiny wall_t layer tinyp wall_l
 # rot N WORDS...: WORDS rotated left by N, so each mode takes every position in turn (the run just
 # after a plain one was measured slower on the H100, whatever its mode).
 rot() { local n=$1; shift; local a=("$@"); local k=$((n % ${#a[@]})); echo "${a[@]:k}" "${a[@]:0:k}"; }
+# prefix MODE NAME: the command prefix that runs a program in MODE, its trace named NAME.
+prefix() {
+  case $1 in
+    plain|kineto) pre=() ;;
+    inject) pre=(env KTUNE_TRACE_OUTPUT="$out/$2.ktrace" CUDA_INJECTION64_PATH="$build/src/cli/libktune_tracer.so") ;;
+    default) pre=("$ktune" profile -o "$out/$2.ktrace" --) ;;
+    kernels) pre=("$ktune" profile --kernels-only -o "$out/$2.ktrace" --) ;;
+    # CUPTI attached and the tracer running, no record kind on (the window never opens): the floor.
+    attached) pre=("$ktune" profile --range profiler -o "$out/$2.ktrace" --) ;;
+  esac
+}
+
+declare -A tiny wall_t layer tinyp wall_l abt abl abtl abo ab_expected
 for r in $(seq "$reps"); do
-  for mode in $(rot "$r" plain default kernels inject); do
-    case $mode in
-      plain) pre=() ;;
-      # The tracer alone: injected the way ktune profile does it, without the ktune process.
-      inject) pre=(env KTUNE_TRACE_OUTPUT="$out/tiny_inject.ktrace" CUDA_INJECTION64_PATH="$build/src/cli/libktune_tracer.so") ;;
-      default) pre=("$ktune" profile -o "$out/tiny_default.ktrace" --) ;;
-      kernels) pre=("$ktune" profile --kernels-only -o "$out/tiny_kernels.ktrace" --) ;;
-    esac
+  for mode in $(rot "$r" plain default kernels inject attached); do
+    prefix "$mode" "tiny_$mode"
     run "tiny/$mode/$r" "${pre[@]}" "$out/tiny_loop" "$n"
     tiny[$mode]+="$(field "$stdout" tiny_us_per_launch) "
     wall_t[$mode]+="$wall "
   done
+done
+for r in $(seq "$layer_reps"); do
   for mode in $(rot "$r" plain default kernels kineto); do
-    case $mode in
-      plain) pre=(); extra=() ;;
-      default) pre=("$ktune" profile -o "$out/layer_default.ktrace" --); extra=() ;;
-      kernels) pre=("$ktune" profile --kernels-only -o "$out/layer_kernels.ktrace" --); extra=() ;;
-      kineto) pre=(); extra=(--kineto) ;;
-    esac
+    prefix "$mode" "layer_$mode"
+    extra=(); [ "$mode" = kineto ] && extra=(--kineto)
     run "layer/$mode/$r" "${pre[@]}" "$python" "$here/torch_layer.py" "${extra[@]}"
     layer[$mode]+="$(field "$stdout" layer_ms_per_iter) "
     tinyp[$mode]+="$(field "$stdout" tiny_us_per_launch) "
     wall_l[$mode]+="$wall "
   done
 done
+# In-process A/B: capture on and off inside one traced process. Plain runs the same program
+# untraced: its "added" cost must come out near zero, or the method is not measuring the tracer.
+# Full mode (every record kind) is priced here too.
+for r in $(seq "$ab_reps"); do
+  for mode in $(rot "$r" plain default kernels full); do
+    pre=("$ktune" profile --range profiler -o "$out/ab_$mode.ktrace")
+    case $mode in plain) pre=() ;; kernels) pre+=(--kernels-only --) ;; full) pre+=(--full --) ;; *) pre+=(--) ;; esac
+    run "ab-tiny/$mode/$r" "${pre[@]}" "$out/tiny_loop" 2000 --ab "$ab_pairs"
+    abt[$mode]+="$(field "$stdout" ab_added_us) "
+    abo[$mode]+="$(field "$stdout" ab_off_us) "
+    ab_expected[$mode]=$(field "$stdout" ab_traced_launches)
+    pre=("${pre[@]/ab_$mode.ktrace/ab_layer_$mode.ktrace}")
+    run "ab-layer/$mode/$r" "${pre[@]}" "$python" "$here/torch_layer.py" --iters 20 --tiny 2000 --ab 20
+    abl[$mode]+="$(field "$stdout" ab_layer_added_pct) "
+    abtl[$mode]+="$(field "$stdout" ab_tiny_added_us) "
+  done
+done
 cat "$log.err" >>"$log"; rm -f "$log.err"
 
-med() { echo "$1" | tr ' ' '\n' | grep -v '^$' | median; }
 # Exactness: the trace holds every launched tiny kernel, nothing dropped.
 count() {
   [ -f "$1" ] || { echo "no-trace"; return; }
-  "$python" - "$1" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-print(db.execute("SELECT COUNT(*) FROM kernels k JOIN strings s ON s.id=k.demangled_id WHERE s.value LIKE 'tiny_add%'").fetchone()[0])
-PY
+  sql "$1" "SELECT COUNT(*) FROM kernels k JOIN strings s ON s.id=k.demangled_id WHERE s.value LIKE 'tiny_add%'"
 }
 drops() {
   [ -f "$1" ] || { echo "n/a"; return; }
-  "$python" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT COALESCE(SUM(count),0) FROM drops').fetchone()[0])" "$1"
+  sql "$1" "SELECT COALESCE(SUM(count),0) FROM drops"
 }
-expected=$((n + 100))
-for m in default kernels; do
-  got=$(count "$out/tiny_$m.ktrace"); d=$(drops "$out/tiny_$m.ktrace")
-  verdict=$([ "$got" = "$expected" ] && [ "$d" = 0 ] && echo PASS || echo FAIL)
-  say "tiny_loop $m: kernels traced $got of $expected launched, dropped $d: $verdict"
-done
+exact() {  # NAME TRACE EXPECTED
+  local got d
+  got=$(count "$2"); d=$(drops "$2")
+  say "$1: kernels traced $got of $3 launched, dropped $d: $([ "$got" = "$3" ] && [ "$d" = 0 ] && echo PASS || echo FAIL)"
+}
+for m in default kernels inject; do exact "tiny_loop $m" "$out/tiny_$m.ktrace" $((n + 100)); done
+for m in default kernels full; do exact "tiny_loop A/B $m (inside the capture windows only)" "$out/ab_$m.ktrace" "${ab_expected[$m]:-?}"; done
 for m in default kernels; do
   [ -f "$out/layer_$m.ktrace" ] || { say "torch_layer $m: FAIL: no trace written"; continue; }
-  say "torch_layer $m: kernels traced $("$python" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM kernels').fetchone()[0])" "$out/layer_$m.ktrace"), dropped $(drops "$out/layer_$m.ktrace")"
+  say "torch_layer $m: kernels traced $(sql "$out/layer_$m.ktrace" 'SELECT COUNT(*) FROM kernels'), dropped $(drops "$out/layer_$m.ktrace")"
 done
 
+say "across processes ($reps tiny, $layer_reps layer runs per mode, rotated; medians):"
 p=$(med "${tiny[plain]}")
-for m in default kernels; do
+for m in default kernels inject attached; do
   x=$(med "${tiny[$m]}")
-  say "$(printf 'tiny_loop.cu  %-8s %.3f us/launch vs plain %.3f: +%.3f us per launch; process wall x%.3f' \
-    "$m" "$x" "$p" "$(calc "$x - $p")" "$(calc "$(med "${wall_t[$m]}") / $(med "${wall_t[plain]}")")")"
+  label=$m
+  [ "$m" = inject ] && label="default, injected without ktune profile"
+  [ "$m" = attached ] && label="CUPTI attached, nothing recorded"
+  say "$(printf '  tiny_loop.cu  %-8s %.3f us/launch vs plain %.3f: %+.3f us per launch; process wall x%.3f' \
+    "$label" "$x" "$p" "$(calc "$x - $p")" "$(calc "$(med "${wall_t[$m]}") / $(med "${wall_t[plain]}")")")"
 done
-x=$(med "${tiny[inject]}")
-say "$(printf 'tiny_loop.cu  default  injected without ktune profile: +%.3f us per launch; process wall x%.3f' \
-  "$(calc "$x - $p")" "$(calc "$(med "${wall_t[inject]}") / $(med "${wall_t[plain]}")")")"
 lp=$(med "${layer[plain]}"); tp=$(med "${tinyp[plain]}")
 for m in default kernels kineto; do
   lx=$(med "${layer[$m]}"); tx=$(med "${tinyp[$m]}")
-  say "$(printf 'torch_layer   %-8s layer %.4f ms/iter (%+.2f %%), tiny +%.3f us/launch; process wall x%.3f' \
+  say "$(printf '  torch_layer   %-8s layer %.4f ms/iter (%+.2f %%), tiny %+.3f us/launch; process wall x%.3f' \
     "$m" "$lx" "$(calc "($lx - $lp) / $lp * 100")" "$(calc "$tx - $tp")" \
     "$(calc "$(med "${wall_l[$m]}") / $(med "${wall_l[plain]}")")")"
 done
-# Runs on a shared VM are bimodal (now and then a whole run is 1-3 us/launch slower, traced or
-# not): every run's figure, so a median is never taken on trust.
-say "tiny_loop us/launch per run: plain [${tiny[plain]% }] default [${tiny[default]% }] kernels [${tiny[kernels]% }] injected [${tiny[inject]% }]"
+say "inside one process (A/B, $ab_reps runs per mode, $ab_pairs tiny / 20 layer pairs each; median of run medians):"
+for m in plain default kernels full; do
+  say "$(printf '  tiny_loop.cu  %-8s %+.3f us per launch   [runs: %s] (outside the window: %.3f us/launch)' \
+    "$m" "$(med "${abt[$m]}")" "${abt[$m]% }" "$(med "${abo[$m]}")")"
+  say "$(printf '  torch tiny    %-8s %+.3f us per launch   [runs: %s]' "$m" "$(med "${abtl[$m]}")" "${abtl[$m]% }")"
+  say "$(printf '  torch_layer   %-8s %+.3f %%               [runs: %s]' "$m" "$(med "${abl[$m]}")" "${abl[$m]% }")"
+done
+# Every run's figure, so a median is never taken on trust (runs on a shared VM can be bimodal).
+say "tiny_loop us/launch per run: plain [${tiny[plain]% }] default [${tiny[default]% }] kernels [${tiny[kernels]% }] injected [${tiny[inject]% }] attached [${tiny[attached]% }]"
+say "torch_layer ms/iter per run: plain [${layer[plain]% }] default [${layer[default]% }] kernels [${layer[kernels]% }] kineto [${layer[kineto]% }]"
 say "targets (H100): default <= 1.0 us/launch, kernels-only <= 0.7 us, layer <= 0.5 %, wall within x1.10"

@@ -1,0 +1,19 @@
+# Helpers shared by benchmarks/tracer/run.sh and variants.sh (sourced, not run).
+calc() { awk "BEGIN { print $* }"; }
+# field TEXT NAME: the value of NAME=value in TEXT (the last one).
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | tail -n1; }
+med() { echo "$1" | tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# The GPU's NUMA-local CPUs, from sysfs through its PCI address (nvidia-smi's has 8 domain digits).
+gpu_cpus() {
+  local bus
+  bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | head -n1 | tr 'A-F' 'a-f')
+  [ -n "$bus" ] && cat "/sys/bus/pci/devices/${bus#0000}/local_cpulist" 2>/dev/null
+}
+# Sets pin=(taskset -c CPUS) so that every run, plain or traced, lands on the same CPUs: the GPU's
+# local ones, or BENCH_CPUS ('all': no pinning). Sets cpus_note for the log.
+setup_pinning() {
+  local cpus=${BENCH_CPUS:-$(gpu_cpus)}
+  pin=()
+  if [ "$cpus" != all ] && [ -n "$cpus" ] && command -v taskset >/dev/null; then pin=(taskset -c "$cpus"); fi
+  cpus_note="CPUs ${cpus:-unknown} of $(nproc) (${pin[*]:-not pinned}); NUMA nodes $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)"
+}
