@@ -258,19 +258,26 @@ const bool registered = register_command(
        app.add_option("--driver-api", opts->driver_api,
                       "Record driver-API calls (launches made by cuBLASLt, Triton); 0 to skip")
            ->envname("KTUNE_TRACE_DRIVER_API");
-       app.add_flag("--memsets", opts->memset_records,
-                    "Also record memsets on the GPU, with bytes (about 1.5 us of GPU time each)")
-           ->envname("KTUNE_TRACE_MEMSET");
-       app.add_flag("--sync-records", opts->sync_records,
-                    "Also record CUPTI synchronization records (+0.2-0.3 us per launch)")
-           ->envname("KTUNE_TRACE_SYNC");
-       app.add_flag("--latency", opts->latency_timestamps,
-                    "Record kernels' queued and submitted timestamps")
-           ->envname("KTUNE_TRACE_LATENCY");
-       app.add_flag("--overhead", opts->overhead_records, "Record CUPTI's own overhead")
-           ->envname("KTUNE_TRACE_OVERHEAD");
+       // The opt-in kinds, which --full turns on unless one was given (flag or variable).
+       const std::vector<std::pair<CLI::Option*, bool*>> opt_in = {
+           {app.add_flag("--memsets", opts->memset_records,
+                         "Also record memsets on the GPU, with bytes (about 1.5 us of GPU time "
+                         "each)")
+                ->envname("KTUNE_TRACE_MEMSET"),
+            &opts->memset_records},
+           {app.add_flag("--sync-records", opts->sync_records,
+                         "Also record CUPTI synchronization records (+0.2-0.3 us per launch)")
+                ->envname("KTUNE_TRACE_SYNC"),
+            &opts->sync_records},
+           {app.add_flag("--latency", opts->latency_timestamps,
+                         "Record kernels' queued and submitted timestamps")
+                ->envname("KTUNE_TRACE_LATENCY"),
+            &opts->latency_timestamps},
+           {app.add_flag("--overhead", opts->overhead_records, "Record CUPTI's own overhead")
+                ->envname("KTUNE_TRACE_OVERHEAD"),
+            &opts->overhead_records}};
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
-       return [opts, cmd, kernels_only, full, output] {
+       return [opts, cmd, kernels_only, full, output, opt_in] {
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {
            const std::string_view mode(env);
            if (mode != "default" && mode != "kernels" && mode != "full")
@@ -284,7 +291,9 @@ const bool registered = register_command(
            }
          }
          opts->kernels_only = *kernels_only;
-         if (*full) opts->set_full();
+         if (*full)
+           for (const auto& [option, on] : opt_in)
+             if (option->count() == 0) *on = true;
          opts->output = *output;
          if (opts->window.job_id.empty())
            if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) opts->window.job_id = s;

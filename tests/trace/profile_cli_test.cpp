@@ -116,6 +116,13 @@ TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
                              "KTUNE_TRACE_LATENCY=1\n", "KTUNE_TRACE_OVERHEAD=1\n"})
       EXPECT_NE(f.out.find(line), std::string::npos) << args << env << line << f.out;
   }
+  // A kind set off by its own variable stays off under --full.
+  const auto g = run_ktune("profile --full -o " + (dir.path / "g.ktrace").string() +
+                               " -- sh -c 'env | grep -E \"^KTUNE_TRACE_\" | sort'",
+                           "KTUNE_TRACE_SYNC=0");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(g.out.find("KTUNE_TRACE_SYNC=1"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("KTUNE_TRACE_MEMSET=1"), std::string::npos) << g.out;
   const auto d = run_ktune("profile -o " + (dir.path / "d.ktrace").string() +
                            " -- sh -c 'env | grep -E \"^KTUNE_TRACE_(SYNC|DRIVER_API)\" || true'");
   EXPECT_EQ(d.out, "") << d.out;
