@@ -2,6 +2,9 @@
 // tiny_launches=<total> and tiny_us_per_launch=<host time per launch>. The tracer benchmark and
 // the GPU test compare the trace's kernel count with tiny_launches.
 //
+// TINY_TOUCH_KB=K in the environment: before each launch the host also walks K KiB of memory, one
+// cache line at a time, as a large host program (an interpreter) would evict the caches.
+//
 // --ab PAIRS (after N): then measures the tracer's cost inside this one process. PAIRS pairs of
 // blocks of 2000 launches, one block of each pair inside cudaProfilerStart/Stop (captured when
 // traced with --range profiler) and one outside, in ABBA order so a drift cancels. Prints
@@ -25,10 +28,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::vector<unsigned char> g_touch;  // TINY_TOUCH_KB of memory walked before each launch
+
+void touch() {
+  for (std::size_t i = 0; i < g_touch.size(); i += 64) ++g_touch[i];
+}
+
 // Host µs per launch of `n` launches, the final synchronize included.
 double timed_block(float* x, long n) {
   const auto t0 = Clock::now();
-  for (long i = 0; i < n; ++i) tiny_add<<<1, 1024>>>(x, 1.0f);
+  for (long i = 0; i < n; ++i) {
+    touch();
+    tiny_add<<<1, 1024>>>(x, 1.0f);
+  }
   cudaDeviceSynchronize();
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
 }
@@ -46,6 +58,7 @@ double quantile(std::vector<double> v, double q) {
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 20000;
   const int pairs = argc > 3 && std::strcmp(argv[2], "--ab") == 0 ? std::atoi(argv[3]) : 0;
+  if (const char* kb = std::getenv("TINY_TOUCH_KB")) g_touch.assign(std::atol(kb) * 1024, 0);
   float* x = nullptr;
   if (cudaMalloc(&x, 1024 * sizeof(float)) != cudaSuccess) {
     std::fprintf(stderr, "tiny_loop: cudaMalloc failed\n");
