@@ -17,3 +17,12 @@ setup_pinning() {
   if [ "$cpus" != all ] && [ -n "$cpus" ] && command -v taskset >/dev/null; then pin=(taskset -c "$cpus"); fi
   cpus_note="CPUs ${cpus:-unknown} of $(nproc) (${pin[*]:-not pinned}); NUMA nodes $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)"
 }
+# build_tiny_loop OUT LOG: compiles tiny_loop.cu into OUT/tiny_loop for this GPU (any GPU, from
+# PTX, when -arch=native is refused), compiler output to LOG; non-zero when nvcc fails.
+build_tiny_loop() {
+  local nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+  local src
+  src="$(dirname "${BASH_SOURCE[0]}")/tiny_loop.cu"
+  "$nvcc" -O2 -arch=native -o "$1/tiny_loop" "$src" >>"$2" 2>&1 ||
+    "$nvcc" -O2 -o "$1/tiny_loop" "$src" >>"$2" 2>&1
+}

@@ -22,7 +22,6 @@ reps=${REPS:-7}
 layer_reps=${LAYER_REPS:-5}
 ab_reps=${AB_REPS:-3}
 ab_pairs=${AB_PAIRS:-40}
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 python=${PYTHON:-python3}
 : >"$log"
 rm -f "$out"/*.ktrace  # a stale trace must not pass for this run's
@@ -30,8 +29,7 @@ say() { echo "$*" | tee -a "$log"; }
 source "$here/lib.sh"
 sql() { "$python" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
 
-"$nvcc" -O2 -arch=native -o "$out/tiny_loop" "$here/tiny_loop.cu" >>"$log" 2>&1 ||
-  "$nvcc" -O2 -o "$out/tiny_loop" "$here/tiny_loop.cu" >>"$log" 2>&1 || { say "FAIL: nvcc tiny_loop"; exit 1; }
+build_tiny_loop "$out" "$log" || { say "FAIL: nvcc tiny_loop"; exit 1; }
 say "tracer benchmark $(date -u +%FT%TZ) $("$ktune" --version)"
 "$ktune" info >>"$log" 2>&1
 

@@ -15,13 +15,12 @@ log="$out/variants.log"
 n=${TINY_N:-20000}
 reps=${REPS:-5}
 torch_reps=${TORCH_REPS:-2}
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 python=${PYTHON:-python3}
 : >"$log"
 say() { echo "$*" | tee -a "$log"; }
 source "$here/lib.sh"
 
-"$nvcc" -O2 -arch=native -o "$out/tiny_loop" "$here/tiny_loop.cu" >>"$log" 2>&1 || { say "FAIL: nvcc tiny_loop"; exit 1; }
+build_tiny_loop "$out" "$log" || { say "FAIL: nvcc tiny_loop"; exit 1; }
 say "tracer variants $(date -u +%FT%TZ) $("$ktune" --version)"
 setup_pinning
 say "$cpus_note"

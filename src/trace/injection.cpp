@@ -442,8 +442,8 @@ bool Tracer::start() {
     return false;
 
   if (!opts_.kernels_only) {
-    for (std::uint32_t cbid = 1; !experiment("no_runtime") && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE;
-         ++cbid) {
+    const bool runtime_api = !experiment("no_runtime");
+    for (std::uint32_t cbid = 1; runtime_api && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
       const char* name = nullptr;
       if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name &&
           is_traced_api(name))

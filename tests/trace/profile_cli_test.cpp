@@ -129,16 +129,21 @@ TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
 }
 
 // GPU tier: the lead's H100 run. Needs nvcc for the tiny loop (the toolkit is on the GPU machine).
-TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
-  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  test::TempDir dir;
+// Builds benchmarks/tracer/tiny_loop.cu into `dir`; the path of the program, or "" when nvcc fails.
+std::string build_tiny_loop(const test::TempDir& dir) {
   const std::string exe = (dir.path / "tiny_loop").string();
   const std::string nvcc =
       std::filesystem::exists("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : "nvcc";
-  ASSERT_EQ(
-      std::system((nvcc + " -O2 -o " + exe + " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu")
-                      .c_str()),
-      0);
+  const std::string cmd =
+      nvcc + " -O2 -o " + exe + " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu";
+  return std::system(cmd.c_str()) == 0 ? exe : "";
+}
+
+TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = build_tiny_loop(dir);
+  ASSERT_FALSE(exe.empty());
   for (const char* mode : {"", "--kernels-only"}) {
     const auto out = dir.path / (std::string("t") + (*mode ? "k" : "d") + ".ktrace");
     const auto r =
@@ -186,11 +191,8 @@ TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
 TEST(ProfileGpu, CostlyRecordKindsAreOptIn) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
   test::TempDir dir;
-  const std::string exe = (dir.path / "tiny_loop").string();
-  ASSERT_EQ(std::system(("/usr/local/cuda/bin/nvcc -O2 -o " + exe +
-                         " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu")
-                            .c_str()),
-            0);
+  const std::string exe = build_tiny_loop(dir);
+  ASSERT_FALSE(exe.empty());
   const auto out = dir.path / "all.ktrace";
   const auto r = run_ktune("profile --full -o " + out.string() + " -- " + exe + " 2000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -221,11 +223,8 @@ TEST(ProfileGpu, CostlyRecordKindsAreOptIn) {
 TEST(ProfileGpu, RecordCapIsHonouredAndCounted) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
   test::TempDir dir;
-  const std::string exe = (dir.path / "tiny_loop").string();
-  ASSERT_EQ(std::system(("/usr/local/cuda/bin/nvcc -O2 -o " + exe +
-                         " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu")
-                            .c_str()),
-            0);
+  const std::string exe = build_tiny_loop(dir);
+  ASSERT_FALSE(exe.empty());
   const auto out = dir.path / "cap.ktrace";
   const auto r = run_ktune("profile --kernels-only --max-records 1000 -o " + out.string() + " -- " +
                            exe + " 5000");
