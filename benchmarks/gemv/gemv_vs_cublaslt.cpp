@@ -8,9 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "ktune/bench/pipeline.hpp"
 #include "ktune/bench/runner.hpp"
-#include "ktune/bench/spec_problem.hpp"
 #include "ktune/cuda/cublaslt.hpp"
+#include "ktune/tune/spec_problem.hpp"
 
 using namespace ktune;
 
@@ -95,15 +96,18 @@ int main(int argc, char** argv) try {
   const tune::ProblemSpec spec = tune::ProblemSpec::load(argv[1]);
   std::vector<std::string> configs(argv + 2, argv + argc);
   if (configs.empty()) configs.push_back("");
-  bench::Bench b;
   const bench::StopSettings stop;  // the full default rule
-  const bench::Problem first = bench::make_problem(spec, bench::parse_config(spec, configs[0]));
+  const bench::Problem first = tune::make_problem(spec, tune::parse_config(spec, configs[0]));
+  bench::PipelineSettings settings;
+  settings.full = stop;
+  bench::CandidatePipeline b(first, settings);
+  cuda::Stream stream;
   const int n = static_cast<int>(first.args.at(3).value),
             k = static_cast<int>(first.args.at(4).value);
   const double bytes = first.bytes;
 
   cuda::L2Flusher flusher(static_cast<std::size_t>(b.device().l2_bytes));
-  CublasLtGemv blas(n, k, b.stream(), flusher);
+  CublasLtGemv blas(n, k, stream.get(), flusher);
   bench::StopRule rule(stop);
   bench::run_until_stopped(blas, rule);
   const Summary cb = summarize(rule.times_ns());
@@ -111,10 +115,9 @@ int main(int argc, char** argv) try {
              cb.median / 1e3, bytes / cb.median, 100 * rule.noise(), cb.count);
   double best = 0;
   for (const auto& c : configs) {
-    const bench::BenchOutcome o = b.run(bench::make_problem(spec, bench::parse_config(spec, c)),
-                                        bench::TimingMode::cold, stop);
-    if (o.status != bench::BenchOutcome::Status::ok) {
-      fmt::print("ktune [{}]  {}: {}\n", c, bench::status_name(o.status), o.reason);
+    const bench::CandidateOutcome o = b.run(tune::make_problem(spec, tune::parse_config(spec, c)));
+    if (o.status != bench::Status::ok) {
+      fmt::print("ktune [{}]  {}: {}\n", c, bench::to_string(o.status), o.detail);
       continue;
     }
     const auto& m = o.measurement;

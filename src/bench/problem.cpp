@@ -7,6 +7,7 @@ cuda::CompileOptions compile_options(const KernelLaunch& launch, const std::stri
   o.arch = arch;
   o.flags = launch.flags;
   o.name_expressions = {launch.kernel_name};
+  o.headers = launch.headers;
   return o;
 }
 

@@ -10,6 +10,7 @@
 
 #include "constant_fill.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/half.hpp"
 #include "ktune/cuda/identity.hpp"
 #include "ktune/cuda/nvml.hpp"
 
@@ -31,48 +32,15 @@ LoadedKernel::LoadedKernel(const cuda::CompiledProgram& program, const KernelLau
                                          static_cast<int>(launch.dynamic_shared_bytes)));
 }
 
-int LoadedKernel::registers_per_thread() const {
-  int v = 0;
-  KTUNE_CU(driver().cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, fn_));
-  return v;
-}
-
-std::optional<std::string> LoadedKernel::resource_problem() const {
-  const auto& d = driver();
-  CUdevice dev = 0;
-  KTUNE_CU(d.cuCtxGetDevice(&dev));
-  const auto dev_attr = [&](CUdevice_attribute a) {
-    int v = 0;
-    KTUNE_CU(d.cuDeviceGetAttribute(&v, a, dev));
-    return v;
-  };
-  const auto fn_attr = [&](CUfunction_attribute a) {
-    int v = 0;
-    KTUNE_CU(d.cuFuncGetAttribute(&v, a, fn_));
-    return v;
-  };
-  const auto& g = launch_;
-  const long long threads = 1LL * g.block[0] * g.block[1] * g.block[2];
-  const int max_threads = fn_attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);  // after registers
-  if (threads < 1 || threads > max_threads)
-    return fmt::format("{} threads per block; this kernel allows at most {} ({} registers/thread)",
-                       threads, max_threads, fn_attr(CU_FUNC_ATTRIBUTE_NUM_REGS));
-  const long long smem = fn_attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) + g.dynamic_shared_bytes;
-  const int smem_max = dev_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  if (smem > smem_max)
-    return fmt::format("{} bytes of shared memory per block; the device allows {}", smem, smem_max);
-  if (g.grid[0] < 1 || g.grid[1] < 1 || g.grid[2] < 1 || g.grid[1] > 65535 || g.grid[2] > 65535)
-    return fmt::format("grid {}x{}x{} is outside the device limits", g.grid[0], g.grid[1],
-                       g.grid[2]);
-  for (int i = 0; i < 3; ++i)
-    if (g.grid[i] % g.cluster[i] != 0)
-      return fmt::format("grid {}x{}x{} is not a multiple of cluster {}x{}x{}", g.grid[0],
-                         g.grid[1], g.grid[2], g.cluster[0], g.cluster[1], g.cluster[2]);
-  int blocks = 0;
-  KTUNE_CU(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn_, static_cast<int>(threads),
-                                                         g.dynamic_shared_bytes));
-  if (blocks < 1) return std::string("not even one block fits on a multiprocessor");
-  return std::nullopt;
+std::vector<std::size_t> LoadedKernel::param_bytes() const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0;; ++i) {
+    std::size_t offset = 0, bytes = 0;
+    if (driver().cuFuncGetParamInfo(fn_, i, &offset, &bytes) != CUDA_SUCCESS)
+      break;  // past the end
+    out.push_back(bytes);
+  }
+  return out;
 }
 
 void LoadedKernel::launch(CUstream s, void** params) const {
@@ -129,28 +97,11 @@ std::vector<std::byte> encode_scalar(double value, cuda::DType t) {
       put(static_cast<std::uint8_t>(std::llround(value)));
       break;
     case cuda::DType::f16:
-    case cuda::DType::bf16: {
-      // Round-to-nearest via float: exact for the small constants specs use.
-      const float f = static_cast<float>(value);
-      std::uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      std::uint16_t h;
-      if (t == cuda::DType::bf16) {
-        h = static_cast<std::uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-      } else {
-        const std::uint32_t sign = (bits >> 16) & 0x8000;
-        const int exp = static_cast<int>((bits >> 23) & 0xFF) - 127 + 15;
-        const std::uint32_t mant = bits & 0x7FFFFF;
-        if (exp <= 0)
-          h = static_cast<std::uint16_t>(sign);  // flush tiny values to zero
-        else if (exp >= 31)
-          h = static_cast<std::uint16_t>(sign | 0x7C00);
-        else
-          h = static_cast<std::uint16_t>(sign | (exp << 10) | ((mant + 0x1000) >> 13));
-      }
-      put(h);
+      put(float_to_half(static_cast<float>(value)));
       break;
-    }
+    case cuda::DType::bf16:
+      put(float_to_bfloat16(static_cast<float>(value)));
+      break;
   }
   return out;
 }
@@ -197,9 +148,11 @@ Workspace::Workspace(const std::vector<KernelArg>& args, std::uint64_t seed)
       scalars_.push_back(std::move(storage));
     }
   }
-  for (std::size_t i = 0; i < args_.size(); ++i)
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    all_params_.push_back(scalars_[i].data());
     if (args_[i].kind != KernelArg::Kind::constant_memory)
       param_ptrs_.push_back(scalars_[i].data());
+  }
 }
 
 void Workspace::fill(CUstream s) {
@@ -207,7 +160,8 @@ void Workspace::fill(CUstream s) {
     const auto& a = args_[i];
     if (a.kind == KernelArg::Kind::scalar) continue;
     if (a.fill == KernelArg::Fill::random) {
-      cuda::fill_random(buffers_[i].get(), a.count, a.dtype, seed_ * 1000003 + i, s);
+      const std::uint64_t seed = a.seed ? *a.seed : seed_ * 1000003 + i;
+      cuda::fill_random(buffers_[i].get(), a.count, a.dtype, seed, s);
     } else {
       fill_constant(buffers_[i].get(), encode_scalar(a.value, a.dtype), a.count, s);
     }
@@ -252,13 +206,13 @@ std::vector<std::byte> Workspace::download(std::size_t i) const {
 }
 
 // ---------------------------------------------------------------------------------------------
-Verification verify(Workspace& ws, const LoadedKernel& reference, const LoadedKernel& candidate,
+Verification verify(Workspace& ws, const BoundKernel& reference, const BoundKernel& candidate,
                     CUstream s) {
-  const auto run = [&](const LoadedKernel& k) {
+  const auto run = [&](const BoundKernel& k) {
     ws.fill(s);
     ws.poison_outputs(s);
-    ws.bind_constants(k.module(), s);
-    k.launch(s, ws.params());
+    ws.bind_constants(k.kernel.module(), s);
+    k.launch(ws, s);
     KTUNE_CU(driver().cuStreamSynchronize(s));
     std::vector<std::vector<std::byte>> outs;
     for (std::size_t i = 0; i < ws.args().size(); ++i)
@@ -289,7 +243,7 @@ Verification verify(Workspace& ws, const LoadedKernel& reference, const LoadedKe
 }
 
 // ---------------------------------------------------------------------------------------------
-KernelSampler::KernelSampler(const LoadedKernel& kernel, Workspace& ws, CUstream s, TimingMode mode,
+KernelSampler::KernelSampler(const BoundKernel& kernel, Workspace& ws, CUstream s, TimingMode mode,
                              cuda::L2Flusher* flusher, std::string pci_bus_id,
                              std::size_t launches_per_sample)
     : kernel_(kernel),
@@ -302,7 +256,7 @@ KernelSampler::KernelSampler(const LoadedKernel& kernel, Workspace& ws, CUstream
 
 void KernelSampler::warmup() {
   if (mode_ == TimingMode::cold && flusher_) flusher_->flush(stream_);
-  kernel_.launch(stream_, ws_.params());
+  kernel_.launch(ws_, stream_);
   KTUNE_CU(driver().cuStreamSynchronize(stream_));
 }
 
@@ -310,7 +264,7 @@ void KernelSampler::capture_graph() {
   const auto& d = driver();
   KTUNE_CU(d.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   try {
-    for (std::size_t i = 0; i < batch_; ++i) kernel_.launch(stream_, ws_.params());
+    for (std::size_t i = 0; i < batch_; ++i) kernel_.launch(ws_, stream_);
   } catch (...) {
     CUgraph g = nullptr;
     d.cuStreamEndCapture(stream_, &g);
@@ -329,7 +283,7 @@ void KernelSampler::capture_graph() {
 Sample KernelSampler::sample() {
   if (batch_ == 0) {  // size the batch from one timed launch so it lasts ~200 us
     start_.record(stream_);
-    kernel_.launch(stream_, ws_.params());
+    kernel_.launch(ws_, stream_);
     stop_.record(stream_);
     const double one_ns = std::max(1e3 * cuda::elapsed_ms(start_, stop_), 500.0);
     batch_ = static_cast<std::size_t>(std::clamp(std::ceil(200e3 / one_ns), 1.0, 1000.0));
@@ -340,7 +294,7 @@ Sample KernelSampler::sample() {
   if (mode_ == TimingMode::graph)
     graph_.launch(stream_);
   else
-    for (std::size_t i = 0; i < batch_; ++i) kernel_.launch(stream_, ws_.params());
+    for (std::size_t i = 0; i < batch_; ++i) kernel_.launch(ws_, stream_);
   stop_.record(stream_);
   Sample s;
   s.time_ns = 1e6 * cuda::elapsed_ms(start_, stop_) / static_cast<double>(batch_);
@@ -350,123 +304,6 @@ Sample KernelSampler::sample() {
       s.throttle_reasons = c->throttle_reasons;
     }
   return s;
-}
-
-// ---------------------------------------------------------------------------------------------
-std::string_view status_name(BenchOutcome::Status s) {
-  switch (s) {
-    case BenchOutcome::Status::ok:
-      return "ok";
-    case BenchOutcome::Status::compile_error:
-      return "compile_error";
-    case BenchOutcome::Status::resources_exceeded:
-      return "resources_exceeded";
-    case BenchOutcome::Status::launch_error:
-      return "launch_error";
-    case BenchOutcome::Status::wrong_result:
-      return "wrong_result";
-  }
-  return "ok";
-}
-
-struct Bench::Prepared {
-  std::unique_ptr<LoadedKernel> kernel;
-  std::unique_ptr<Workspace> ws;
-};
-
-Bench::Bench(int device) : ctx_(device) {
-  device_ = cuda::capture_device(device);
-  flusher_ = std::make_unique<cuda::L2Flusher>(static_cast<std::size_t>(device_.l2_bytes));
-}
-
-Bench::~Bench() = default;
-
-namespace {
-std::string first_lines(const std::string& log, int n) {
-  std::size_t pos = 0;
-  for (int i = 0; i < n && pos != std::string::npos; ++i) pos = log.find('\n', pos + 1);
-  return log.substr(0, pos);
-}
-}  // namespace
-
-std::unique_ptr<Bench::Prepared> Bench::prepare(const Problem& p, BenchOutcome& out) {
-  using S = BenchOutcome::Status;
-  out.measurement.kernel = p.name;
-  out.measurement.config = p.config;
-  out.measurement.flop = p.flop;
-  out.measurement.bytes = p.bytes;
-  auto prep = std::make_unique<Prepared>();
-  std::unique_ptr<LoadedKernel> reference;
-  try {
-    prep->kernel = std::make_unique<LoadedKernel>(compile_launch(p.launch, arch()), p.launch);
-    if (p.reference)
-      reference =
-          std::make_unique<LoadedKernel>(compile_launch(*p.reference, arch()), *p.reference);
-  } catch (const cuda::CompileError& e) {
-    out.status = S::compile_error;
-    out.reason = fmt::format("{}: {}", e.what(), first_lines(e.log(), 5));
-    return nullptr;
-  }
-  if (auto why = prep->kernel->resource_problem()) {
-    out.status = S::resources_exceeded;
-    out.reason = *why;
-    return nullptr;
-  }
-  try {
-    prep->ws = std::make_unique<Workspace>(p.args);
-    prep->ws->fill(stream());
-    prep->ws->bind_constants(prep->kernel->module(), stream());
-    if (reference) {
-      out.measurement.verification = verify(*prep->ws, *reference, *prep->kernel, stream());
-      prep->ws->bind_constants(prep->kernel->module(), stream());
-      if (!out.measurement.verification.passed) {
-        out.status = S::wrong_result;
-        out.reason = out.measurement.verification.detail;
-        return nullptr;
-      }
-    }
-  } catch (const NoGpuError&) {
-    throw;
-  } catch (const Error& e) {
-    out.status = S::launch_error;
-    out.reason = e.what();
-    return nullptr;
-  }
-  return prep;
-}
-
-BenchOutcome Bench::run(const Problem& p, TimingMode mode, const StopSettings& stop,
-                        std::optional<double> best_median_ns) {
-  BenchOutcome out;
-  out.measurement.mode = mode;
-  auto prep = prepare(p, out);
-  if (!prep) return out;
-  try {
-    KernelSampler sampler(*prep->kernel, *prep->ws, stream(), mode, flusher_.get(),
-                          device_.pci_bus_id);
-    StopRule rule(stop, best_median_ns);
-    out.measurement.wall_time_s = run_until_stopped(sampler, rule);
-    record_samples(out.measurement, rule);
-    out.measurement.launches_per_sample = sampler.launches_per_sample();
-  } catch (const NoGpuError&) {
-    throw;
-  } catch (const Error& e) {
-    out.status = BenchOutcome::Status::launch_error;
-    out.reason = e.what();
-  }
-  return out;
-}
-
-InterleavedResult Bench::compare(const Problem& a, const Problem& b, TimingMode mode,
-                                 const StopSettings& stop) {
-  BenchOutcome oa, ob;
-  auto pa = prepare(a, oa);
-  if (!pa) throw Error(fmt::format("configuration A cannot be compared: {}", oa.reason));
-  auto pb = prepare(b, ob);
-  if (!pb) throw Error(fmt::format("configuration B cannot be compared: {}", ob.reason));
-  KernelSampler sa(*pa->kernel, *pa->ws, stream(), mode, flusher_.get(), device_.pci_bus_id);
-  KernelSampler sb(*pb->kernel, *pb->ws, stream(), mode, flusher_.get(), device_.pci_bus_id);
-  return interleave(sa, sb, stop);
 }
 
 }  // namespace ktune::bench

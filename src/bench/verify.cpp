@@ -10,26 +10,11 @@
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/half.hpp"
 
 namespace ktune::bench {
 
 using cuda::DType;
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = (h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1F;
-  const std::uint32_t mant = h & 0x3FF;
-  if (exp == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));  // inf, NaN
-  if (exp == 0) {  // zero and subnormals: mant * 2^-24
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-float bfloat16_to_float(std::uint16_t b) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
 
 double decode_element(const std::byte* p, DType type) {
   switch (type) {

@@ -7,15 +7,16 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "ktune/bench/runner.hpp"
-#include "ktune/bench/spec_problem.hpp"
+#include "ktune/bench/pipeline.hpp"
 #include "ktune/cuda/identity.hpp"
+#include "ktune/tune/spec_problem.hpp"
+#include "spec_options.hpp"
 
 namespace ktune::cli {
 namespace {
 
 struct BenchArgs {
-  std::string spec, config, mode = "cold", stop, compare;
+  std::string spec, config, mode = "cold", stop, compare, grid;
   bool json = false;
 };
 
@@ -52,24 +53,25 @@ const bool registered = register_command(
                       "samples, 0.5 s GPU time, 0.5 % noise, 15 s timeout)");
        app.add_option("--compare", a->compare,
                       "A second configuration NAME=VALUE,...: measure both interleaved (A B A B)");
+       add_grid_option(app, a->grid);
        app.add_flag(
            "--json", a->json,
            fmt::format("Print JSON (schema_version {})", bench::kMeasurementSchemaVersion));
        return [a, &globals] {
-         const tune::ProblemSpec spec = tune::ProblemSpec::load(a->spec);
-         const bench::TimingMode mode = bench::parse_mode(a->mode);
-         bench::StopSettings stop;
-         stop.apply_overrides(a->stop);
+         const tune::ProblemSpec spec = load_spec(a->spec, a->grid);
+         bench::PipelineSettings settings;
+         settings.mode = bench::parse_mode(a->mode);
+         settings.full.apply_overrides(a->stop);
          const bench::Problem problem =
-             bench::make_problem(spec, bench::parse_config(spec, a->config));
-         bench::Bench b(globals.device);
+             tune::make_problem(spec, tune::parse_config(spec, a->config));
+         bench::CandidatePipeline pipeline(problem, settings, globals.device);
          if (!a->compare.empty()) {
            const bench::Problem other =
-               bench::make_problem(spec, bench::parse_config(spec, a->compare));
-           const bench::InterleavedResult r = b.compare(problem, other, mode, stop);
+               tune::make_problem(spec, tune::parse_config(spec, a->compare));
+           const bench::InterleavedResult r = pipeline.compare(problem, other, settings.full);
            nlohmann::json j = r;
            j["schema_version"] = bench::kMeasurementSchemaVersion;
-           j["mode"] = bench::mode_name(mode);
+           j["mode"] = bench::mode_name(settings.mode);
            j["a"] = problem.config;
            j["b"] = other.config;
            if (a->json)
@@ -82,19 +84,18 @@ const bool registered = register_command(
                  r.ratio.p95);
            return 0;
          }
-         bench::BenchOutcome o = b.run(problem, mode, stop);
+         bench::CandidateOutcome o = pipeline.run(problem);
          o.measurement.identity = cuda::capture_identity();
          if (a->json) {
            nlohmann::json j = o.measurement;
-           j["status"] = bench::status_name(o.status);
-           j["reason"] = o.reason;
+           j["status"] = bench::to_string(o.status);
+           j["reason"] = o.status == bench::Status::ok ? "" : o.detail;
            fmt::print("{}\n", j.dump(2));
-         } else if (o.status == bench::BenchOutcome::Status::ok) {
+         } else if (o.status == bench::Status::ok) {
            print_text(o.measurement);
          }
-         if (o.status != bench::BenchOutcome::Status::ok) {
-           std::fprintf(stderr, "ktune: %s: %s\n",
-                        std::string(bench::status_name(o.status)).c_str(), o.reason.c_str());
+         if (o.status != bench::Status::ok) {
+           std::fprintf(stderr, "ktune: %s: %s\n", bench::to_string(o.status), o.detail.c_str());
            return 1;
          }
          return 0;

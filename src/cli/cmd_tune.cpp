@@ -1,25 +1,32 @@
-// ktune tune SPEC: searches a kernel's configuration space on the GPU (tune::Session driving
-// bench::GpuEvaluator), writes results.jsonl, t4.json, summary.json and curve.svg to --out, and
-// offers the verified winner to the cache. --resume DIR continues a killed or interrupted session.
+// ktune tune SPEC: searches a kernel's configuration space on the GPU (tune::Session driving a
+// tune::GpuEvaluator in a child process that a crashing candidate cannot take down), writes
+// results.jsonl, t4.json, summary.json, curve.svg and winner.json to --out, and offers the verified
+// winner to the cache. --resume DIR continues a killed or interrupted session; --dry-run checks a
+// spec without a GPU.
 #include <atomic>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "ktune/bench/evaluator.hpp"
+#include "dry_run.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/core/progress.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/store.hpp"
+#include "ktune/tune/gpu_evaluator.hpp"
+#include "ktune/tune/isolated_evaluator.hpp"
+#include "ktune/tune/spec_problem.hpp"
 #include "ktune/tune/strategy.hpp"
+#include "spec_options.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -29,13 +36,14 @@ namespace fs = std::filesystem;
 constexpr int kSessionFileSchemaVersion = 1;
 
 struct TuneArgs {
-  std::string spec, shape, strategy, out, resume, stop;
+  std::string spec, shape, strategy, out, resume, stop, grid, arch = "sm_90";
   std::size_t budget = 100;
   double time_s = 0;
   std::uint64_t seed = 1;
   double margin = 0.03;
-  std::size_t prefetch = 8;
-  bool json = false, no_cache = false;
+  std::size_t prefetch = 0;  // 0: twice the compile threads
+  double candidate_timeout_s = tune::IsolationSettings{}.candidate_timeout_s;
+  bool json = false, no_cache = false, dry_run = false;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -88,6 +96,8 @@ nlohmann::json session_file(const TuneArgs& a, const std::map<std::string, std::
           {"contender_margin", a.margin},
           {"prefetch", a.prefetch},
           {"stop", a.stop},
+          {"grid", a.grid},
+          {"candidate_timeout_s", a.candidate_timeout_s},
           {"created_at", utc_now_iso8601()}};
 }
 
@@ -112,6 +122,8 @@ void load_session_file(TuneArgs& a, const fs::path& dir, bool budget_given, bool
     a.margin = j.value("contender_margin", a.margin);
     a.prefetch = j.value("prefetch", a.prefetch);
     a.stop = j.value("stop", a.stop);
+    a.grid = j.value("grid", a.grid);
+    a.candidate_timeout_s = j.value("candidate_timeout_s", a.candidate_timeout_s);
     shape = j.at("shape").get<std::map<std::string, std::int64_t>>();
     if (!budget_given) a.budget = j.at("budget").get<std::size_t>();
     if (!time_given) a.time_s = j.at("time_limit_s").get<double>();
@@ -132,7 +144,7 @@ class ProgressEvaluator : public tune::Evaluator {
   tune::CandidateResult evaluate(const tune::ConfigMap& c, std::optional<double> best) override {
     tune::CandidateResult r = inner_.evaluate(c, best);
     ++done_;
-    if (r.status == tune::Status::Ok && r.full && (!best || r.time_ns < *best)) best = r.time_ns;
+    if (r.status == tune::Status::ok && r.full && (!best || r.time_ns < *best)) best = r.time_ns;
     progress_.update(done_, best ? fmt::format("best {:.2f} us", *best / 1e3) : "no valid yet");
     return r;
   }
@@ -159,19 +171,31 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   }
   if (a.spec.empty())
     throw Error("ktune tune needs a SPEC (a T1 JSON file) or --resume DIR; see ktune tune --help.");
+  const tune::ProblemSpec spec = load_spec(a.spec, a.grid);
+  if (a.dry_run) return dry_run(spec, shape, a.arch, a.json);
   if (a.strategy.empty()) a.strategy = tune::default_strategy_name();
   tune::make_strategy(a.strategy);  // an unknown name fails before the GPU is touched
   if (a.budget == 0 && a.time_s <= 0)
     throw Error("--budget 0 with no --time never stops; give a budget or a time limit.");
-  const tune::ProblemSpec spec = tune::ProblemSpec::load(a.spec);
-  const std::string op = spec.ktune.op.empty() ? spec.name : spec.ktune.op;
+  if (!(a.candidate_timeout_s > 0))
+    throw Error("--candidate-timeout must be a positive number of seconds.");
+  const std::string& op = spec.ktune.op;
   (void)spec.constants(shape);  // unknown shape variables fail here, before the GPU
+  (void)tune::make_problem(spec, tune::default_config(spec), shape);  // so do unrunnable specs
   if (out.empty()) out = a.out.empty() ? default_out_dir(op) : a.out;
 
-  bench::EvaluatorSettings settings;
+  bench::PipelineSettings settings;
+  settings.full = bench::PipelineSettings::tuning_full();
   settings.contender_margin = a.margin;
   settings.full.apply_overrides(a.stop);
-  bench::GpuEvaluator gpu(spec, shape, settings, g.device);
+  const unsigned compile_threads = std::max(1u, std::thread::hardware_concurrency());
+  if (a.prefetch == 0) a.prefetch = 2 * compile_threads;  // keep every core compiling
+  // The GPU is touched only in the child, which is forked before any CUDA call of this process.
+  tune::IsolatedEvaluator gpu(
+      [&spec, &shape, settings, device = g.device] {
+        return std::make_unique<tune::GpuEvaluator>(spec, shape, settings, device);
+      },
+      {.candidate_timeout_s = a.candidate_timeout_s});
   ProgressEvaluator ev(gpu, a.budget);
 
   if (a.resume.empty()) {
@@ -208,13 +232,24 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
 
   std::optional<store::PutResult> put;
   std::string db;
-  if (s.best && !a.no_cache) {
-    auto st = store::Store::open(g.db);
-    db = st->describe();
-    const store::OpSpec ops = bench::op_spec(spec);
-    if (!st->get_op(ops.op)) st->put_op(ops);
-    put = st->put_entry(
-        bench::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity()));
+  if (s.best) {
+    // The winner is written beside the results first, so a store that refuses it loses nothing.
+    const store::CacheEntry winner =
+        tune::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity());
+    write_file_atomic(out / "winner.json", nlohmann::json(winner).dump(2) + "\n");
+    if (!a.no_cache) {
+      try {
+        auto st = store::Store::open(g.db);
+        db = st->describe();
+        const store::OpSpec ops = tune::op_spec(spec);
+        if (!st->get_op(ops.op)) st->put_op(ops);
+        put = st->put_entry(winner);
+      } catch (const Error& e) {
+        throw Error(
+            fmt::format("{} The winner is kept in {}; offer it again with ktune cache put {}.",
+                        e.what(), (out / "winner.json").string(), (out / "winner.json").string()));
+      }
+    }
   }
 
   if (a.json) {
@@ -232,8 +267,7 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
     std::string counts;
     for (tune::Status st : tune::kAllStatuses)
       if (s.counts.count(st))
-        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ",
-                              st == tune::Status::Timeout ? "slower" : tune::to_string(st),
+        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", tune::to_string(st),
                               s.counts.at(st));
     fmt::print("outcomes: {}\n", counts);
     if (s.best)
@@ -243,7 +277,13 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
     if (put)
       fmt::print("cache: {} ({}), bucket {} in {}\n", put->winner ? "stored as winner" : "kept",
                  put->reason, put->bucket, db);
-    fmt::print("files: {}/{{results.jsonl,t4.json,summary.json,curve.svg}}\n", out.string());
+    if (gpu.restarts() > 0)
+      fmt::print(
+          "isolation: the measuring process was restarted {} time{} after a candidate "
+          "crashed, hung or lost the GPU context\n",
+          gpu.restarts(), gpu.restarts() == 1 ? "" : "s");
+    fmt::print("files: {}/{{results.jsonl,t4.json,summary.json,curve.svg{}}}\n", out.string(),
+               s.best ? ",winner.json" : "");
   }
   if (s.stop == tune::StopCause::interrupted) {
     std::fprintf(stderr, "ktune: interrupted; continue with: ktune tune --resume %s\n",
@@ -281,7 +321,18 @@ const bool registered = register_command(
                       "Fully measure screened candidates within this fraction of the best "
                       "(default 0.03)");
        app.add_option("--prefetch", a->prefetch,
-                      "Configurations proposed and compiled ahead of measurement (default 8)");
+                      "Configurations proposed and compiled ahead of measurement (default: twice "
+                      "the CPU threads)");
+       app.add_option("--candidate-timeout", a->candidate_timeout_s,
+                      fmt::format("Seconds one candidate may take to compile and measure before "
+                                  "it is stopped as a timeout (default {:g})",
+                                  a->candidate_timeout_s));
+       add_grid_option(app, a->grid);
+       app.add_flag("--dry-run", a->dry_run,
+                    "Check the spec without a GPU: every expression over the whole space, the "
+                    "argument sizes, and an NVRTC compile of the default configuration");
+       app.add_option("--arch", a->arch,
+                      "GPU architecture for --dry-run's compile (default sm_90)");
        app.add_option("--stop", a->stop,
                       "Full-measurement stop-rule overrides, e.g. min_gpu_time_s=0.2");
        app.add_flag("--no-cache", a->no_cache, "Do not offer the winner to the cache");

@@ -67,7 +67,14 @@ CompiledProgram compile(std::string_view source, std::string_view program_name,
                         const CompileOptions& options) {
   const std::string src(source), name(program_name);
   nvrtcProgram raw = nullptr;
-  KTUNE_NVRTC(nvrtcCreateProgram(&raw, src.c_str(), name.c_str(), 0, nullptr, nullptr));
+  std::vector<const char*> header_sources, header_names;
+  for (const auto& [header_name, content] : options.headers) {
+    header_names.push_back(header_name.c_str());
+    header_sources.push_back(content.c_str());
+  }
+  KTUNE_NVRTC(nvrtcCreateProgram(&raw, src.c_str(), name.c_str(),
+                                 static_cast<int>(options.headers.size()), header_sources.data(),
+                                 header_names.data()));
   std::unique_ptr<_nvrtcProgram, ProgramDeleter> prog(raw);
   for (const auto& expr : options.name_expressions)
     KTUNE_NVRTC(nvrtcAddNameExpression(raw, expr.c_str()));
@@ -106,6 +113,8 @@ std::string compile_cache_key(std::string_view source, const CompileOptions& opt
   std::string material = fmt::format("nvrtc {}.{}\narch {}\n", major, minor, options.arch);
   for (const auto& f : options.flags) material += "flag " + f + "\n";
   for (const auto& e : options.name_expressions) material += "expr " + e + "\n";
+  for (const auto& [name, content] : options.headers)
+    material += fmt::format("header {} {}\n{}\n", name, content.size(), content);
   material += source;
   return fmt::format("{:016x}{:016x}", fnv1a(material, 0xcbf29ce484222325ULL),
                      fnv1a(material, 0x84222325cbf29ce4ULL));

@@ -57,7 +57,7 @@ std::unique_ptr<RecordedSpace> RecordedSpace::from_records(T4File file,
     r->index_ = std::make_unique<IndexedSpace>(*r->space_, std::move(ranks));
   }
   Evaluation missing;
-  missing.status = Status::LaunchFailed;
+  missing.status = Status::launch_failed;
   r->outcome_.assign(r->index_->size(), missing);
   std::vector<bool> seen(r->index_->size(), false);
   r->best_time_ns_ = std::numeric_limits<double>::infinity();
@@ -70,11 +70,11 @@ std::unique_ptr<RecordedSpace> RecordedSpace::from_records(T4File file,
     e.status = rec.status;
     e.time_ns = rec.time_ns;
     // A configuration recorded twice keeps its best successful outcome.
-    if (!seen[*pos] || (e.status == Status::Ok && (r->outcome_[*pos].status != Status::Ok ||
+    if (!seen[*pos] || (e.status == Status::ok && (r->outcome_[*pos].status != Status::ok ||
                                                    e.time_ns < r->outcome_[*pos].time_ns)))
       r->outcome_[*pos] = e;
     seen[*pos] = true;
-    if (e.status == Status::Ok) r->best_time_ns_ = std::min(r->best_time_ns_, e.time_ns);
+    if (e.status == Status::ok) r->best_time_ns_ = std::min(r->best_time_ns_, e.time_ns);
   }
   for (std::size_t i = 0; i < seen.size(); ++i) {
     r->outcome_[i].index = i;
@@ -101,7 +101,7 @@ double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t
     const auto i = strategy.propose();
     if (!i) break;  // space exhausted
     const Evaluation e = space.evaluate(*i);
-    if (e.status == Status::Ok) best = std::min(best, e.time_ns);
+    if (e.status == Status::ok) best = std::min(best, e.time_ns);
     strategy.observe(e);
   }
   return std::isfinite(best) ? space.best_time_ns() / best : 0.0;

@@ -276,11 +276,11 @@ SessionSummary Session::run() {
       const CandidateResult& r = rec.result;
       ++s.counts[r.status];
       // A screened-out candidate ran correctly and its rough time ranks it: the strategy learns
-      // from that time, while the record keeps the outcome "slower" (Status::Timeout).
+      // from that time, while the record keeps the outcome "slower".
       Evaluation e{batch[b], r.status, r.time_ns};
-      if (r.status == Status::Timeout && r.time_ns > 0) e.status = Status::Ok;
+      if (r.status == Status::slower && r.time_ns > 0) e.status = Status::ok;
       strategy->observe(e);
-      if (r.status == Status::Ok && r.full && (!best_ns || r.time_ns < *best_ns)) {
+      if (r.status == Status::ok && r.full && (!best_ns || r.time_ns < *best_ns)) {
         best_ns = r.time_ns;
         s.best = rec;
       }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -93,7 +95,7 @@ bool one_of(const std::string& s, const List& list) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
 }
 
-Parameter parse_parameter(const json& j, const Fields& f) {
+Parameter parse_parameter(const json& j, const Fields& f, std::vector<std::string>& notes) {
   if (!j.is_object()) f.fail("", "must be an object with Name, Type and Values");
   Parameter p;
   p.name = f.string(j, "Name", std::nullopt);
@@ -119,18 +121,29 @@ Parameter parse_parameter(const json& j, const Fields& f) {
   if (list.kind() != Value::Kind::List) f.fail("Values", "must be a list, e.g. \"[1, 2, 4]\"");
   p.values = list.as_list();
   if (p.values.empty()) f.fail("Values", "is empty; a parameter needs at least one value");
-  for (std::size_t i = 0; i < p.values.size(); ++i)
-    for (std::size_t k = 0; k < i; ++k)
-      if (p.values[i] == p.values[k])
-        f.fail("Values", fmt::format("lists {} twice; remove the duplicate", p.values[i].repr()));
+  // Sorted once, duplicates sit side by side (Value's order agrees with its Python equality).
+  std::vector<const Value*> sorted;
+  for (const auto& v : p.values) sorted.push_back(&v);
+  std::sort(sorted.begin(), sorted.end(), [](const Value* a, const Value* b) { return *a < *b; });
+  for (std::size_t i = 1; i < sorted.size(); ++i)
+    if (*sorted[i] == *sorted[i - 1])
+      f.fail("Values", fmt::format("lists {} twice; remove the duplicate", sorted[i]->repr()));
+  // T1 leaves "Default" undefined and Kernel Tuner ignores it, so a default that is not one of the
+  // values is a note, not an error: ktune then starts from the first value.
   if (const json* d = f.optional(j, "Default")) {
+    Value v;
+    bool readable = true;
     try {
-      p.default_value = d->get<Value>();
-    } catch (const Error& e) {
-      f.fail("Default", e.what());
+      v = d->get<Value>();
+    } catch (const Error&) {
+      readable = false;
     }
-    if (std::find(p.values.begin(), p.values.end(), *p.default_value) == p.values.end())
-      f.fail("Default", fmt::format("{} is not among the Values", p.default_value->repr()));
+    if (readable && std::find(p.values.begin(), p.values.end(), v) != p.values.end())
+      p.default_value = v;
+    else
+      notes.push_back(fmt::format(
+          "{}: field {}: {} is not among the Values, so it is ignored and {} is the default.",
+          f.source(), f.join("Default"), d->dump(), p.values.front().repr()));
   }
   return p;
 }
@@ -153,6 +166,11 @@ Argument parse_argument(const json& j, const Fields& f, const std::filesystem::p
     f.fail("FillType",
            fmt::format("'{}' is not one of Constant, Random, BinaryRaw, Generator", a.fill_type));
   a.size = f.expression(j, "Size", "1");
+  if (const json* seed = f.optional(j, "RandomSeed")) {
+    if (!seed->is_number_integer() || seed->get<std::int64_t>() < 0)
+      f.fail("RandomSeed", "must be a non-negative integer");
+    a.random_seed = seed->get<std::uint64_t>();
+  }
   if (const json* v = f.optional(j, "FillValue")) {
     try {
       a.fill_value = v->get<Value>();
@@ -178,11 +196,28 @@ Dim3Expression parse_dim3(const json& j, const Fields& f) {
   return {f.expression(j, "X", "1"), f.expression(j, "Y", "1"), f.expression(j, "Z", "1")};
 }
 
-KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::path& base) {
+// Kernel Tuner's T1 reader looks for KernelFile as given, then beside the spec, then one folder up.
+std::filesystem::path find_kernel_file(const std::string& name, const std::filesystem::path& base,
+                                       const Fields& f, std::vector<std::string>& notes) {
+  const std::filesystem::path given(name);
+  if (given.is_absolute()) return given;
+  const std::filesystem::path beside = base / given;
+  if (std::filesystem::exists(beside)) return beside;
+  const std::filesystem::path above = base.parent_path() / given;
+  if (!base.empty() && std::filesystem::exists(above)) {
+    notes.push_back(fmt::format("{}: field {}: {} is not beside the spec; using {}.", f.source(),
+                                f.join("KernelFile"), name, above.string()));
+    return above;
+  }
+  return beside;  // a missing file is reported where it is read, naming this path
+}
+
+KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::path& base,
+                        std::vector<std::string>& notes) {
   KernelSpec k;
   k.language = f.string(j, "Language", "CUDA");
-  if (k.language != "CUDA")
-    f.fail("Language", fmt::format("'{}' is not supported; ktune tunes CUDA kernels", k.language));
+  if (k.language != "CUDA" && k.language != "OpenCL")
+    f.fail("Language", fmt::format("'{}' is not CUDA or OpenCL", k.language));
   if (const json* opts = f.optional(j, "CompilerOptions")) {
     if (!opts->is_array()) f.fail("CompilerOptions", "must be a list of strings");
     for (std::size_t i = 0; i < opts->size(); ++i) {
@@ -192,7 +227,7 @@ KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::p
     }
   }
   k.kernel_name = f.string(j, "KernelName", std::nullopt);
-  k.kernel_file = base / f.string(j, "KernelFile", std::nullopt);
+  k.kernel_file = find_kernel_file(f.string(j, "KernelFile", std::nullopt), base, f, notes);
   k.global_size_type = f.string(j, "GlobalSizeType", "CUDA");
   if (k.global_size_type != "CUDA" && k.global_size_type != "OpenCL")
     f.fail("GlobalSizeType", fmt::format("'{}' is not CUDA or OpenCL", k.global_size_type));
@@ -226,15 +261,25 @@ KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::p
           f.parse_expression(e.is_string() ? e.get<std::string>() : e.dump(), field));
     }
   }
-  if (!k.global_size &&
-      std::all_of(k.grid_div.begin(), k.grid_div.end(), [](const auto& v) { return v.empty(); }))
-    f.fail("GlobalSize", "is missing, and no GridDivX/Y/Z is given; give one of them");
+  const bool has_grid_div =
+      std::any_of(k.grid_div.begin(), k.grid_div.end(), [](const auto& v) { return !v.empty(); });
+  if (!k.global_size && k.problem_size.empty())
+    f.fail("ProblemSize", "is missing, and no GlobalSize is given; give one of them");
+  k.grid_source = (has_grid_div || !k.global_size) && !k.problem_size.empty()
+                      ? GridSource::grid_div
+                      : GridSource::global_size;
   k.shared_memory_bytes = f.expression(j, "SharedMemory", "0");
   if (const json* args = f.optional(j, "Arguments")) {
     if (!args->is_array()) f.fail("Arguments", "must be a list of argument objects");
     for (std::size_t i = 0; i < args->size(); ++i)
       k.arguments.push_back(
           parse_argument((*args)[i], f.child(fmt::format("Arguments[{}]", i)), base));
+    for (std::size_t i = 0; i < k.arguments.size(); ++i)
+      for (std::size_t m = 0; m < i; ++m)
+        if (k.arguments[m].name == k.arguments[i].name && !k.arguments[i].name.empty())
+          f.fail(fmt::format("Arguments[{}].Name", i),
+                 fmt::format("'{}' is already an argument; names must be unique",
+                             k.arguments[i].name));
   }
   return k;
 }
@@ -298,7 +343,41 @@ KtuneExtension parse_extension(const json& j, const Fields& f, const std::string
   return x;
 }
 
+// The cache key's dtype when the spec names none: the first output argument's element type (else
+// the first argument's), in the short form ktune's own specs use ("f32", "f16", "i32").
+std::string default_dtype(const std::vector<Argument>& args) {
+  const Argument* pick = nullptr;
+  for (const auto& a : args)
+    if (a.output) {
+      pick = &a;
+      break;
+    }
+  if (!pick && !args.empty()) pick = &args.front();
+  if (!pick) return "none";
+  std::string t = pick->type;
+  while (!t.empty() && std::isdigit(static_cast<unsigned char>(t.back())) && t != "int8" &&
+         t.rfind("int", 0) != 0 && t.rfind("uint", 0) != 0)
+    t.pop_back();  // vector types: float4 -> float
+  static const std::map<std::string, std::string> kShort = {
+      {"half", "f16"},    {"float", "f32"},     {"double", "f64"},  {"bool", "bool"},
+      {"int8", "i8"},     {"uint8", "u8"},      {"int16", "i16"},   {"uint16", "u16"},
+      {"int32", "i32"},   {"uint32", "u32"},    {"int64", "i64"},   {"uint64", "u64"},
+      {"float16", "f16"}, {"bfloat16", "bf16"}, {"float32", "f32"}, {"float64", "f64"}};
+  const auto it = kShort.find(t);
+  return it != kShort.end() ? it->second : t;
+}
+
 }  // namespace
+
+const char* to_string(GridSource g) {
+  return g == GridSource::grid_div ? "griddiv" : "global-size";
+}
+
+std::optional<GridSource> grid_source_from_string(std::string_view s) {
+  if (s == "griddiv") return GridSource::grid_div;
+  if (s == "global-size") return GridSource::global_size;
+  return std::nullopt;
+}
 
 std::int64_t BucketPolicy::bucket(std::int64_t value) const {
   switch (kind) {
@@ -376,7 +455,7 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
     csf.fail("TuningParameters", "must be a non-empty list of parameters");
   for (std::size_t i = 0; i < params->size(); ++i) {
     s.parameters.push_back(
-        parse_parameter((*params)[i], csf.child(fmt::format("TuningParameters[{}]", i))));
+        parse_parameter((*params)[i], csf.child(fmt::format("TuningParameters[{}]", i)), s.notes));
     for (std::size_t k = 0; k < i; ++k)
       if (s.parameters[k].name == s.parameters[i].name)
         csf.fail(
@@ -401,8 +480,9 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
   }
 
   const json& ks = top.object(j, "KernelSpecification");
-  s.kernel = parse_kernel(ks, top.child("KernelSpecification"), base_dir);
+  s.kernel = parse_kernel(ks, top.child("KernelSpecification"), base_dir, s.notes);
   if (s.name.empty()) s.name = top.child("KernelSpecification").string(ks, "BenchmarkName", "");
+  if (s.name.empty()) s.name = s.kernel.kernel_name;
 
   if (const json* x = top.optional(j, "ktune")) {
     if (!x->is_object()) top.fail("ktune", "must be an object");
@@ -410,6 +490,8 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
   } else {
     s.ktune.op = s.name;
   }
+  if (s.ktune.op.empty()) s.ktune.op = s.name;
+  if (s.ktune.dtype.empty()) s.ktune.dtype = default_dtype(s.kernel.arguments);
 
   // Every name an expression reads must be a parameter, ProblemSize or a shape variable.
   std::vector<std::string> known = {"ProblemSize"};
@@ -429,6 +511,11 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
   check_names(s.kernel.local_size.x, "KernelSpecification.LocalSize.X");
   check_names(s.kernel.local_size.y, "KernelSpecification.LocalSize.Y");
   check_names(s.kernel.local_size.z, "KernelSpecification.LocalSize.Z");
+  for (int d = 0; d < 3; ++d)
+    for (std::size_t i = 0; i < s.kernel.grid_div[d].size(); ++i)
+      check_names(s.kernel.grid_div[d][i],
+                  fmt::format("KernelSpecification.GridDiv{}[{}]", "XYZ"[d], i));
+  check_names(s.kernel.shared_memory_bytes, "KernelSpecification.SharedMemory");
   if (s.kernel.global_size) {
     check_names(s.kernel.global_size->x, "KernelSpecification.GlobalSize.X");
     check_names(s.kernel.global_size->y, "KernelSpecification.GlobalSize.Y");
@@ -469,37 +556,88 @@ MapScope ProblemSpec::constants(const std::map<std::string, std::int64_t>& shape
   return scope;
 }
 
+MapScope ProblemSpec::size_scope(const Scope& constants) const {
+  MapScope scope(&constants);
+  for (const auto& p : parameters) scope.set(p.name, Value(p.values));
+  return scope;
+}
+
 LaunchGeometry ProblemSpec::launch_geometry(const Scope& config) const {
+  return launch_geometry(config, kernel.grid_source);
+}
+
+LaunchGeometry ProblemSpec::launch_geometry(const Scope& config, GridSource source) const {
   auto eval = [&](const Expression& e, std::string_view field) -> std::int64_t {
     try {
       return e.evaluate(config).as_int();
     } catch (const ExpressionError& err) {
-      throw err.with_context(source, fmt::format("KernelSpecification.{}", field));
+      throw err.with_context(this->source, fmt::format("KernelSpecification.{}", field));
     } catch (const Error& err) {
-      throw Error(fmt::format("{}: field KernelSpecification.{}: {}", source, field, err.what()));
+      throw Error(
+          fmt::format("{}: field KernelSpecification.{}: {}", this->source, field, err.what()));
     }
   };
   LaunchGeometry g;
   g.block = {eval(kernel.local_size.x, "LocalSize.X"), eval(kernel.local_size.y, "LocalSize.Y"),
              eval(kernel.local_size.z, "LocalSize.Z")};
-  if (kernel.global_size) {
+  if (source == GridSource::global_size && !kernel.global_size)
+    throw Error(
+        fmt::format("{}: the grid was asked from KernelSpecification.GlobalSize, which the "
+                    "spec does not give; use --grid griddiv.",
+                    this->source));
+  if (source == GridSource::global_size) {
     g.grid = {eval(kernel.global_size->x, "GlobalSize.X"),
               eval(kernel.global_size->y, "GlobalSize.Y"),
               eval(kernel.global_size->z, "GlobalSize.Z")};
     if (kernel.global_size_type == "OpenCL")  // counts threads: round up to whole blocks
-      for (int d = 0; d < 3; ++d) g.grid[d] = (g.grid[d] + g.block[d] - 1) / g.block[d];
+      for (int d = 0; d < 3; ++d)
+        if (g.block[d] > 0) g.grid[d] = (g.grid[d] + g.block[d] - 1) / g.block[d];
   } else {
     const Value* ps = config.find("ProblemSize");
+    static const char* const kBlockNames[] = {"block_size_x", "block_size_y", "block_size_z"};
     for (int d = 0; d < 3; ++d) {
       std::int64_t div = 1;
-      for (std::size_t i = 0; i < kernel.grid_div[d].size(); ++i)
-        div *= eval(kernel.grid_div[d][i], fmt::format("GridDiv{}[{}]", "XYZ"[d], i));
-      const std::int64_t size = ps ? ps->as_list()[d].as_int() : 1;
-      g.grid[d] = div > 0 ? (size + div - 1) / div : 0;
+      if (kernel.grid_div[d].empty()) {
+        // No GridDiv for this dimension: the block size parameter divides, as in Kernel Tuner.
+        if (const Value* b = config.find(kBlockNames[d]); b && b->is_number()) div = b->as_int();
+      }
+      for (std::size_t i = 0; i < kernel.grid_div[d].size(); ++i) {
+        const std::string field = fmt::format("GridDiv{}[{}]", "XYZ"[d], i);
+        const std::int64_t f = eval(kernel.grid_div[d][i], field);
+        if (f <= 0)
+          throw Error(
+              fmt::format("{}: field KernelSpecification.{}: \"{}\" is {} for this "
+                          "configuration; a grid divisor must be positive.",
+                          this->source, field, kernel.grid_div[d][i].text(), f));
+        div = div > INT64_MAX / f ? INT64_MAX : div * f;
+      }
+      const std::int64_t size =
+          ps && ps->kind() == Value::Kind::List && ps->as_list().size() > std::size_t(d)
+              ? ps->as_list()[d].as_int()
+              : 1;
+      g.grid[d] = div > 0 ? size / div + (size % div != 0 ? 1 : 0) : 0;
     }
   }
   g.shared_memory_bytes = eval(kernel.shared_memory_bytes, "SharedMemory");
   return g;
+}
+
+std::optional<std::string> ProblemSpec::grid_disagreement(const Scope& config) const {
+  const bool has_grid_div = std::any_of(kernel.grid_div.begin(), kernel.grid_div.end(),
+                                        [](const auto& v) { return !v.empty(); });
+  if (!kernel.global_size || !has_grid_div || kernel.problem_size.empty()) return std::nullopt;
+  const LaunchGeometry a = launch_geometry(config, GridSource::grid_div);
+  const LaunchGeometry b = launch_geometry(config, GridSource::global_size);
+  if (a.grid == b.grid) return std::nullopt;
+  const GridSource used = kernel.grid_source;
+  const LaunchGeometry& u = used == GridSource::grid_div ? a : b;
+  const LaunchGeometry& o = used == GridSource::grid_div ? b : a;
+  return fmt::format(
+      "{}: GridDiv over ProblemSize and GlobalSize disagree (grid {}x{}x{} against {}x{}x{} for "
+      "the default configuration); ktune uses {}, --grid {} picks the other.",
+      source, u.grid[0], u.grid[1], u.grid[2], o.grid[0], o.grid[1], o.grid[2],
+      used == GridSource::grid_div ? "GridDiv, as Kernel Tuner does" : "GlobalSize",
+      to_string(used == GridSource::grid_div ? GridSource::global_size : GridSource::grid_div));
 }
 
 }  // namespace ktune::tune

@@ -1,4 +1,7 @@
-#include "ktune/bench/spec_problem.hpp"
+#include "ktune/tune/spec_problem.hpp"
+
+#include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -6,38 +9,75 @@
 #include "ktune/core/paths.hpp"
 #include "ktune/cuda/nvrtc.hpp"
 
-namespace ktune::bench {
+namespace ktune::tune {
+
+using bench::KernelArg;
+using bench::KernelLaunch;
 
 namespace {
 
-std::string define_value(const tune::Value& v) {
+std::string define_value(const Value& v) {
   switch (v.kind()) {
-    case tune::Value::Kind::Bool:
+    case Value::Kind::Bool:
       return v.truthy() ? "1" : "0";
-    case tune::Value::Kind::String:
+    case Value::Kind::String:
       return v.as_string();
     default:
       return v.repr();
   }
 }
 
-std::string allowed(const tune::Parameter& p) {
+std::string allowed(const Parameter& p) {
   std::vector<std::string> v;
   for (const auto& x : p.values) v.push_back(x.repr());
   return fmt::format("{}", fmt::join(v, ", "));
 }
 
-KernelLaunch make_launch(const tune::ProblemSpec& spec, const std::string& source,
-                         const std::string& program, const std::string& kernel,
-                         const tune::MapScope& scope, const ConfigValues& values) {
+// ktune's stand-in for HIP's runtime header when a HIP-flavoured kernel is compiled as CUDA (as the
+// benchmark hub ships some): such kernels use CUDA's built-ins under the same names.
+constexpr const char* kHipRuntimeShim =
+    "#pragma once\n#ifndef __HIP_PLATFORM_NVIDIA__\n#define __HIP_PLATFORM_NVIDIA__ 1\n#endif\n";
+
+// The files a kernel source includes with #include "...", found beside the including file and read
+// (transitively, each once), so NVRTC gets them from memory and the binary cache key covers them.
+std::vector<std::pair<std::string, std::string>> local_headers(const std::string& source,
+                                                               const std::filesystem::path& dir) {
+  static const std::regex kInclude(R"re(^\s*#\s*include\s*"([^"]+)")re",
+                                   std::regex::multiline | std::regex::ECMAScript);
+  std::vector<std::pair<std::string, std::string>> out;
+  std::set<std::string> seen;
+  std::vector<std::string> pending{source};
+  while (!pending.empty() && out.size() < 256) {
+    const std::string text = std::move(pending.back());
+    pending.pop_back();
+    for (std::sregex_iterator it(text.begin(), text.end(), kInclude), end; it != end; ++it) {
+      const std::string name = (*it)[1];
+      const std::filesystem::path file = dir / name;
+      if (!seen.insert(name).second) continue;
+      if (std::filesystem::is_regular_file(file))
+        out.emplace_back(name, read_file(file));
+      else if (name == "hip/hip_runtime.h")
+        out.emplace_back(name, kHipRuntimeShim);
+      else
+        continue;  // a toolkit header, or missing: NVRTC says which
+      pending.push_back(out.back().second);
+    }
+  }
+  return out;
+}
+
+KernelLaunch make_launch(const ProblemSpec& spec, const std::string& source,
+                         const std::filesystem::path& file, const std::string& kernel,
+                         const MapScope& scope, const ConfigMap& values) {
   KernelLaunch l;
   l.source = source;
-  l.program_name = program;
+  l.program_name = file.filename().string();
+  l.headers = local_headers(source, file.parent_path());
   l.kernel_name = kernel;
   l.flags = spec.kernel.compiler_options;
   for (const auto& [name, v] : values)
     l.flags.push_back(fmt::format("-D{}={}", name, define_value(v)));
-  const tune::LaunchGeometry g = spec.launch_geometry(scope);
+  const LaunchGeometry g = spec.launch_geometry(scope);
   for (int d = 0; d < 3; ++d) {
     if (g.grid[d] < 1 || g.block[d] < 1 || g.grid[d] > 0x7fffffff || g.block[d] > 1024)
       throw Error(fmt::format(
@@ -53,14 +93,14 @@ KernelLaunch make_launch(const tune::ProblemSpec& spec, const std::string& sourc
 
 }  // namespace
 
-ConfigValues default_config(const tune::ProblemSpec& spec) {
-  ConfigValues c;
+ConfigMap default_config(const ProblemSpec& spec) {
+  ConfigMap c;
   for (const auto& p : spec.parameters) c[p.name] = p.default_value.value_or(p.values.front());
   return c;
 }
 
-ConfigValues parse_config(const tune::ProblemSpec& spec, std::string_view text) {
-  ConfigValues c = default_config(spec);
+ConfigMap parse_config(const ProblemSpec& spec, std::string_view text) {
+  ConfigMap c = default_config(spec);
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find(',', pos);
@@ -74,18 +114,18 @@ ConfigValues parse_config(const tune::ProblemSpec& spec, std::string_view text) 
     const std::string name(item.substr(0, eq));
     const std::string_view text_value = item.substr(eq + 1);
     const auto it = std::find_if(spec.parameters.begin(), spec.parameters.end(),
-                                 [&](const tune::Parameter& p) { return p.name == name; });
+                                 [&](const Parameter& p) { return p.name == name; });
     if (it == spec.parameters.end()) {
       std::vector<std::string> names;
       for (const auto& p : spec.parameters) names.push_back(p.name);
       throw Error(fmt::format("--config names '{}', which is not a parameter of {}; use one of {}.",
                               name, spec.source, fmt::join(names, ", ")));
     }
-    tune::Value v;
+    Value v;
     try {
-      v = tune::evaluate_constant(text_value);
+      v = evaluate_constant(text_value);
     } catch (const Error&) {
-      v = tune::Value(std::string(text_value));  // a bare word: a string parameter's value
+      v = Value(std::string(text_value));  // a bare word: a string parameter's value
     }
     const auto match = std::find(it->values.begin(), it->values.end(), v);
     if (match == it->values.end())
@@ -97,33 +137,49 @@ ConfigValues parse_config(const tune::ProblemSpec& spec, std::string_view text) 
   return c;
 }
 
-Problem make_problem(const tune::ProblemSpec& spec, const ConfigValues& values,
-                     const std::map<std::string, std::int64_t>& shape) {
-  const tune::MapScope constants = spec.constants(shape);
-  tune::MapScope scope(&constants);
+bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
+                            const std::map<std::string, std::int64_t>& shape) {
+  const MapScope constants = spec.constants(shape);
+  MapScope scope(&constants);
   for (const auto& [name, v] : values) scope.set(name, v);
 
-  Problem p;
+  bench::Problem p;
+  if (!spec.runnable())
+    throw Error(
+        fmt::format("{}: ktune compiles and runs CUDA kernels, and this spec's Language is "
+                    "{}; --dry-run still checks it and enumerates its space.",
+                    spec.source, spec.kernel.language));
   p.name = spec.name;
   for (const auto& [name, v] : values) p.config[name] = v;
   const std::string source = read_file(spec.kernel.kernel_file);
-  const std::string program = spec.kernel.kernel_file.filename().string();
-  p.launch = make_launch(spec, source, program, spec.kernel.kernel_name, scope, values);
+  p.launch =
+      make_launch(spec, source, spec.kernel.kernel_file, spec.kernel.kernel_name, scope, values);
+  // Argument sizes are the same for every configuration (buffers are made once): the parameters
+  // are their lists of values there, as in Kernel Tuner's T1 reader.
+  const MapScope sizes = spec.size_scope(constants);
 
-  const auto eval_int = [&](const tune::Expression& e, const std::string& field) {
+  const auto eval_in = [&](const Scope& in, const Expression& e, const std::string& field) {
     try {
-      return e.evaluate(scope).as_int();
-    } catch (const tune::ExpressionError& err) {
+      return e.evaluate(in).as_int();
+    } catch (const ExpressionError& err) {
       throw err.with_context(spec.source, field);
+    } catch (const Error& err) {
+      throw Error(fmt::format("{}: field {}: {}", spec.source, field, err.what()));
     }
+  };
+  const auto eval_int = [&](const Expression& e, const std::string& field) {
+    return eval_in(scope, e, field);
+  };
+  const auto eval_size = [&](const Expression& e, const std::string& field) {
+    return eval_in(sizes, e, field);
   };
   // The spec's tolerance applies when it sets one; its untouched default is too tight for 16-bit
   // outputs, so those get the per-dtype default instead.
-  const tune::Tolerance untouched;
+  const Tolerance untouched;
   const bool spec_tolerance =
       spec.ktune.tolerance.rtol != untouched.rtol || spec.ktune.tolerance.atol != untouched.atol;
   for (std::size_t i = 0; i < spec.kernel.arguments.size(); ++i) {
-    const tune::Argument& a = spec.kernel.arguments[i];
+    const Argument& a = spec.kernel.arguments[i];
     const std::string field = fmt::format("KernelSpecification.Arguments[{}]", i);
     KernelArg k;
     k.name = a.name;
@@ -134,10 +190,14 @@ Problem make_problem(const tune::ProblemSpec& spec, const ConfigValues& values,
     }
     if (a.memory_type == "Scalar") {
       k.kind = KernelArg::Kind::scalar;
-      k.value = a.fill_value.as_double();
+      try {
+        k.value = a.fill_value.as_double();
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: field {}.FillValue: {}", spec.source, field, e.what()));
+      }
     } else {
       k.kind = a.constant_memory ? KernelArg::Kind::constant_memory : KernelArg::Kind::buffer;
-      const std::int64_t count = eval_int(a.size, field + ".Size");
+      const std::int64_t count = eval_size(a.size, field + ".Size");
       if (count < 1)
         throw Error(fmt::format("{}: field {}.Size is {}; an argument needs at least one element.",
                                 spec.source, field, count));
@@ -154,8 +214,9 @@ Problem make_problem(const tune::ProblemSpec& spec, const ConfigValues& values,
                         spec.source, field, a.fill_type));
       }
       k.output = a.output;
+      k.seed = a.random_seed;
       if (spec_tolerance)
-        k.tolerance = Tolerance{spec.ktune.tolerance.atol, spec.ktune.tolerance.rtol};
+        k.tolerance = bench::Tolerance{spec.ktune.tolerance.atol, spec.ktune.tolerance.rtol};
     }
     p.args.push_back(std::move(k));
   }
@@ -164,18 +225,18 @@ Problem make_problem(const tune::ProblemSpec& spec, const ConfigValues& values,
 
   if (const auto& ref = spec.ktune.reference) {
     if (ref->is_kernel()) {
-      p.reference =
-          make_launch(spec, read_file(ref->kernel_file), ref->kernel_file.filename().string(),
-                      ref->kernel_name, scope, values);
+      p.reference = make_launch(spec, read_file(ref->kernel_file), ref->kernel_file,
+                                ref->kernel_name, scope, values);
     } else {
-      ConfigValues rv = values;
+      ConfigMap rv = values;
       for (const auto& [name, v] : ref->configuration) rv[name] = v;
-      tune::MapScope rscope(&constants);
+      MapScope rscope(&constants);
       for (const auto& [name, v] : rv) rscope.set(name, v);
-      p.reference = make_launch(spec, source, program, spec.kernel.kernel_name, rscope, rv);
+      p.reference =
+          make_launch(spec, source, spec.kernel.kernel_file, spec.kernel.kernel_name, rscope, rv);
     }
   }
   return p;
 }
 
-}  // namespace ktune::bench
+}  // namespace ktune::tune

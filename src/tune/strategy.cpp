@@ -48,7 +48,7 @@ std::optional<std::size_t> Strategy::propose() {
 
 void Strategy::observe(const Evaluation& e) {
   history_.push_back(e);
-  if (e.status == Status::Ok && (!best_ || e.time_ns < history_[*best_].time_ns))
+  if (e.status == Status::ok && (!best_ || e.time_ns < history_[*best_].time_ns))
     best_ = history_.size() - 1;
   on_result(e);
 }

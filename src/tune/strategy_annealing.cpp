@@ -35,10 +35,10 @@ class Annealing final : public Strategy {
   }
 
   void on_result(const Evaluation& e) override {
-    const double cost = e.status == Status::Ok ? std::log(e.time_ns) : worst_log_ + 1.0;
-    if (e.status == Status::Ok) worst_log_ = std::max(worst_log_, cost);
+    const double cost = e.status == Status::ok ? std::log(e.time_ns) : worst_log_ + 1.0;
+    if (e.status == Status::ok) worst_log_ = std::max(worst_log_, cost);
     if (!current_) {
-      if (e.status == Status::Ok) current_ = e, current_log_ = cost;
+      if (e.status == Status::ok) current_ = e, current_log_ = cost;
       return;
     }
     const double progress =

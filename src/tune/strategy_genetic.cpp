@@ -43,7 +43,7 @@ class Genetic final : public Strategy {
 
   void on_result(const Evaluation& e) override {
     // Keep the best kPopulation evaluations as the breeding pool; failures never breed.
-    if (e.status != Status::Ok) return;
+    if (e.status != Status::ok) return;
     pool_.push_back(e);
     std::sort(pool_.begin(), pool_.end(),
               [](const Evaluation& x, const Evaluation& y) { return x.time_ns < y.time_ns; });

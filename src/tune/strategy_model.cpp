@@ -50,7 +50,7 @@ class ModelGuided final : public Strategy {
     std::vector<double> f;
     features(space().at(e.index), f);
     x_.push_back(std::move(f));
-    if (e.status == Status::Ok) {
+    if (e.status == Status::ok) {
       y_.push_back(std::log(e.time_ns));
     } else {
       failed_rows_.push_back(y_.size());
@@ -98,7 +98,7 @@ class ModelGuided final : public Strategy {
     // The neighbourhoods of the best few: where the optimum most likely is.
     std::vector<const Evaluation*> ok;
     for (const auto& e : history())
-      if (e.status == Status::Ok) ok.push_back(&e);
+      if (e.status == Status::ok) ok.push_back(&e);
     const std::size_t centres = std::min(kLocalCentres, ok.size());
     std::partial_sort(
         ok.begin(), ok.begin() + centres, ok.end(),

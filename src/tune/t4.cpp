@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,19 +14,15 @@ namespace ktune::tune {
 
 namespace {
 
-struct StatusNames {
-  Status status;
-  const char* name;
-  const char* t4;
-};
-
-constexpr StatusNames kNames[] = {
-    {Status::Ok, "ok", "correct"},
-    {Status::CompileFailed, "compile_failed", "compile"},
-    {Status::LaunchFailed, "launch_failed", "runtime"},
-    {Status::ResourcesExceeded, "resources_exceeded", "constraints"},
-    {Status::WrongResult, "wrong_result", "correctness"},
-    {Status::Timeout, "timeout", "timeout"},
+// The T4 word for each status. A screened-out ("slower") candidate ran correctly: "correct".
+constexpr std::pair<Status, const char*> kT4Invalidity[] = {
+    {Status::ok, "correct"},
+    {Status::compile_failed, "compile"},
+    {Status::launch_failed, "runtime"},
+    {Status::resources_exceeded, "constraints"},
+    {Status::wrong_result, "correctness"},
+    {Status::slower, "correct"},
+    {Status::timeout, "timeout"},
 };
 
 // Nanoseconds per unit of the file's metadata.timeunit (T4 spells it "miliseconds" too).
@@ -42,27 +39,15 @@ double ns_per_unit(const std::string& unit, const std::string& source) {
 
 }  // namespace
 
-const char* to_string(Status s) {
-  for (const auto& n : kNames)
-    if (n.status == s) return n.name;
-  return "?";
-}
-
-std::optional<Status> status_from_string(std::string_view s) {
-  for (const auto& n : kNames)
-    if (s == n.name) return n.status;
-  return std::nullopt;
-}
-
 const char* to_t4_invalidity(Status s) {
-  for (const auto& n : kNames)
-    if (n.status == s) return n.t4;
+  for (const auto& [status, word] : kT4Invalidity)
+    if (status == s) return word;
   return "?";
 }
 
 std::optional<Status> status_from_t4_invalidity(std::string_view s) {
-  for (const auto& n : kNames)
-    if (s == n.t4) return n.status;
+  for (const auto& [status, word] : kT4Invalidity)
+    if (s == word) return status;  // the first match: "correct" is ok
   return std::nullopt;
 }
 
@@ -125,13 +110,16 @@ T4File parse_t4(const nlohmann::json& j, const std::string& source) {
     if (auto st = status_from_t4_invalidity(invalidity)) {
       rec.status = *st;
     } else {
-      rec.status = Status::LaunchFailed;
+      rec.status = Status::launch_failed;
       rec.detail = fmt::format("unknown invalidity '{}'", invalidity);
     }
-    if (auto corr = r.find("correctness"); rec.status == Status::Ok && corr != r.end() &&
+    if (auto corr = r.find("correctness"); rec.status == Status::ok && corr != r.end() &&
                                            corr->is_number() && corr->get<double>() == 0) {
-      rec.status = Status::WrongResult;
+      rec.status = Status::wrong_result;
     }
+    // ktune's own word, where a ktune session wrote the file: it tells a screened-out run apart.
+    if (auto word = r.find("status"); word != r.end() && word->is_string())
+      if (auto st = status_from_string(word->get<std::string>())) rec.status = *st;
     // The time: the "time" measurement, else the mean of times.runtimes.
     std::optional<double> t;
     bool non_numeric = false;
@@ -156,9 +144,9 @@ T4File parse_t4(const nlohmann::json& j, const std::string& source) {
         }
       }
     }
-    if (rec.status == Status::Ok) {
+    if (has_time(rec.status)) {
       if (!t || !std::isfinite(*t) || *t <= 0) {
-        rec.status = Status::LaunchFailed;
+        rec.status = Status::launch_failed;
         rec.detail = "no numeric time recorded";
       } else {
         rec.time_ns = *t * scale;
@@ -187,10 +175,11 @@ nlohmann::json t4_result_json(const T4Record& r, const std::string& timestamp) {
   j["configuration"] = nlohmann::json::object();
   for (const auto& [name, v] : r.configuration) j["configuration"][name] = v;
   j["invalidity"] = to_t4_invalidity(r.status);
-  j["correctness"] = r.status == Status::Ok ? 1 : 0;
+  j["correctness"] = has_time(r.status) ? 1 : 0;
+  j["status"] = to_string(r.status);  // ktune's word: T4's "correct" covers ok and slower
   nlohmann::json m;
   m["name"] = "time";
-  if (r.status == Status::Ok)
+  if (has_time(r.status))
     m["value"] = r.time_ns / 1e6;
   else
     m["value"] = to_string(r.status);  // T4 marks a failure with a non-numeric time

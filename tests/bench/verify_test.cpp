@@ -86,19 +86,6 @@ TEST(Verify, ReferenceThatLeftPoisonFails) {
   EXPECT_NE(r.detail.find("reference"), std::string::npos) << r.detail;
 }
 
-TEST(Verify, HalfAndBfloat16DecodeOnTheHost) {
-  EXPECT_EQ(half_to_float(0x3C00), 1.0f);
-  EXPECT_EQ(half_to_float(0xC000), -2.0f);
-  EXPECT_EQ(half_to_float(0x7BFF), 65504.0f);
-  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
-  EXPECT_EQ(half_to_float(0x3555), 0.333251953125f);
-  EXPECT_TRUE(std::isinf(half_to_float(0x7C00)));
-  EXPECT_TRUE(std::isnan(half_to_float(0xFFFF)));  // the poison pattern
-  EXPECT_EQ(bfloat16_to_float(0x3F80), 1.0f);
-  EXPECT_EQ(bfloat16_to_float(0xC2F7), -123.5f);
-  EXPECT_TRUE(std::isnan(bfloat16_to_float(0xFFFF)));
-}
-
 TEST(Verify, Fp16ToleranceAcceptsOneRoundingStepAndRejectsAWrongValue) {
   // 42.0 and its fp16 neighbour 42.03125 (one ulp): a different fp32 summation order can do that.
   const std::vector<std::uint16_t> ref = {0x5140, 0x3C00, 0x0000};

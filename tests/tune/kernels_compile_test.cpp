@@ -10,13 +10,18 @@
 #include <set>
 #include <thread>
 
-#include "ktune/bench/spec_problem.hpp"
 #include "ktune/cuda/nvrtc.hpp"
 #include "ktune/tune/space.hpp"
+#include "ktune/tune/spec_problem.hpp"
 
 namespace fs = std::filesystem;
 
-namespace ktune::bench {
+namespace ktune::tune {
+
+using bench::compile_options;
+using bench::KernelArg;
+using bench::KernelLaunch;
+using bench::Problem;
 namespace {
 
 std::vector<fs::path> builtin_specs() {
@@ -28,10 +33,9 @@ std::vector<fs::path> builtin_specs() {
 }
 
 // Configurations covering each value of each parameter, plus up to `extra` random valid ones.
-std::vector<tune::Configuration> covering_sample(const tune::SearchSpace& space,
-                                                 std::size_t extra) {
-  std::vector<tune::Configuration> all;
-  space.for_each([&](const tune::Configuration& c) {
+std::vector<Configuration> covering_sample(const SearchSpace& space, std::size_t extra) {
+  std::vector<Configuration> all;
+  space.for_each([&](const Configuration& c) {
     all.push_back(c);
     return true;
   });
@@ -46,7 +50,7 @@ std::vector<tune::Configuration> covering_sample(const tune::SearchSpace& space,
   std::mt19937_64 rng(42);
   for (std::size_t i = 0; i < extra && !all.empty(); ++i)
     picked.insert(space.rank(all[rng() % all.size()]));
-  std::vector<tune::Configuration> out;
+  std::vector<Configuration> out;
   for (auto r : picked) out.push_back(space.unrank(r));
   return out;
 }
@@ -56,12 +60,12 @@ TEST(BuiltinKernels, EveryVariantCompilesWithNvrtc) {
   ASSERT_GE(specs.size(), 3u) << "copy, l2_axpy and gemv are expected under kernels/";
   std::vector<std::pair<std::string, KernelLaunch>> jobs;
   for (const auto& path : specs) {
-    const tune::ProblemSpec spec = tune::ProblemSpec::load(path);
-    const tune::MapScope constants = spec.constants();
-    const tune::SearchSpace space = tune::SearchSpace::from_spec(spec, &constants);
+    const ProblemSpec spec = ProblemSpec::load(path);
+    const MapScope constants = spec.constants();
+    const SearchSpace space = SearchSpace::from_spec(spec, &constants);
     ASSERT_GT(space.count(), 0u) << path;
     for (const auto& c : covering_sample(space, 16)) {
-      ConfigValues values;
+      ConfigMap values;
       for (std::size_t p = 0; p < c.size(); ++p)
         values[space.parameters()[p].name] = space.parameters()[p].values[c[p]];
       const Problem prob = make_problem(spec, values);
@@ -96,7 +100,7 @@ TEST(BuiltinKernels, EveryVariantCompilesWithNvrtc) {
 }
 
 TEST(SpecProblem, GemvDefaultBindsGeometryArgumentsAndCounts) {
-  const auto spec = tune::ProblemSpec::load(fs::path(KTUNE_SOURCE_DIR) / "kernels/gemv/gemv.json");
+  const auto spec = ProblemSpec::load(fs::path(KTUNE_SOURCE_DIR) / "kernels/gemv/gemv.json");
   const Problem p = make_problem(spec, parse_config(spec, "TPR=64,RPB=2,X_SHARED=1"));
   EXPECT_EQ(p.launch.block[0], 64u);
   EXPECT_EQ(p.launch.block[1], 2u);
@@ -118,7 +122,7 @@ TEST(SpecProblem, GemvDefaultBindsGeometryArgumentsAndCounts) {
 }
 
 TEST(SpecProblem, BadConfigIsOneSentenceNamingTheFix) {
-  const auto spec = tune::ProblemSpec::load(fs::path(KTUNE_SOURCE_DIR) / "kernels/copy/copy.json");
+  const auto spec = ProblemSpec::load(fs::path(KTUNE_SOURCE_DIR) / "kernels/copy/copy.json");
   try {
     parse_config(spec, "VEC=3");
     FAIL();
@@ -135,4 +139,4 @@ TEST(SpecProblem, BadConfigIsOneSentenceNamingTheFix) {
 }
 
 }  // namespace
-}  // namespace ktune::bench
+}  // namespace ktune::tune

@@ -1,14 +1,16 @@
-// The harness on a real GPU (skipped without one): verification of built-in kernels, rejection of
-// the planted wrong variant, and cold vs hot on an L2-resident kernel.
-#include "ktune/bench/runner.hpp"
+// The candidate pipeline on a real GPU (skipped without one): verification of built-in kernels,
+// rejection of the planted wrong variant, and cold vs hot on an L2-resident kernel.
+#include "ktune/bench/pipeline.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "ktune/bench/spec_problem.hpp"
+#include "ktune/bench/runner.hpp"
+#include "ktune/cuda/device_utils.hpp"
 #include "ktune/cuda/driver.hpp"
+#include "ktune/tune/spec_problem.hpp"
 #include "run_ktune.hpp"
 
 namespace ktune::bench {
@@ -16,7 +18,7 @@ namespace {
 
 Problem builtin(const std::string& rel, const std::string& config) {
   const auto spec = tune::ProblemSpec::load(std::filesystem::path(KTUNE_SOURCE_DIR) / rel);
-  return make_problem(spec, parse_config(spec, config));
+  return tune::make_problem(spec, tune::parse_config(spec, config));
 }
 
 StopSettings quick() {
@@ -26,13 +28,21 @@ StopSettings quick() {
   return s;
 }
 
+// One measurement of `p` as `ktune bench` makes it: a pipeline over the problem, full rule only.
+CandidateOutcome measure(const Problem& p, TimingMode mode, const StopSettings& stop) {
+  PipelineSettings s;
+  s.mode = mode;
+  s.full = stop;
+  CandidatePipeline pipeline(p, s);
+  return pipeline.run(p);
+}
+
 TEST(BenchGpu, CopyVerifiesAndMeasuresInEveryMode) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  Bench bench;
   const Problem p = builtin("kernels/copy/copy.json", "");
   for (TimingMode mode : {TimingMode::cold, TimingMode::hot, TimingMode::graph}) {
-    const BenchOutcome o = bench.run(p, mode, quick());
-    ASSERT_EQ(o.status, BenchOutcome::Status::ok) << o.reason;
+    const CandidateOutcome o = measure(p, mode, quick());
+    ASSERT_EQ(o.status, Status::ok) << o.detail;
     EXPECT_TRUE(o.measurement.verification.passed);
     EXPECT_GE(o.measurement.time_ns.count, 10u);
     EXPECT_EQ(o.measurement.mode, mode);
@@ -45,22 +55,20 @@ TEST(BenchGpu, CopyVerifiesAndMeasuresInEveryMode) {
 
 TEST(BenchGpu, PlantedSkipTailIsRejectedBeforeItsTimeCounts) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  Bench bench;
-  const BenchOutcome o =
-      bench.run(builtin("kernels/copy/copy.json", "SKIP_TAIL=1"), TimingMode::cold, quick());
-  EXPECT_EQ(o.status, BenchOutcome::Status::wrong_result);
-  EXPECT_NE(o.reason.find("1 never written"), std::string::npos) << o.reason;
+  const CandidateOutcome o =
+      measure(builtin("kernels/copy/copy.json", "SKIP_TAIL=1"), TimingMode::cold, quick());
+  EXPECT_EQ(o.status, Status::wrong_result);
+  EXPECT_NE(o.detail.find("1 never written"), std::string::npos) << o.detail;
   EXPECT_EQ(o.measurement.time_ns.count, 0u);
 }
 
 TEST(BenchGpu, L2ResidentKernelIsFasterHotThanCold) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  Bench bench;
   const Problem p = builtin("kernels/l2_axpy/l2_axpy.json", "");
-  const BenchOutcome cold = bench.run(p, TimingMode::cold, quick());
-  const BenchOutcome hot = bench.run(p, TimingMode::hot, quick());
-  ASSERT_EQ(cold.status, BenchOutcome::Status::ok) << cold.reason;
-  ASSERT_EQ(hot.status, BenchOutcome::Status::ok) << hot.reason;
+  const CandidateOutcome cold = measure(p, TimingMode::cold, quick());
+  const CandidateOutcome hot = measure(p, TimingMode::hot, quick());
+  ASSERT_EQ(cold.status, Status::ok) << cold.detail;
+  ASSERT_EQ(hot.status, Status::ok) << hot.detail;
   EXPECT_GT(hot.measurement.launches_per_sample, 1u);
   EXPECT_GT(cold.measurement.time_ns.median, 1.2 * hot.measurement.time_ns.median);
 }
@@ -81,11 +89,12 @@ KernelArg constant_output(cuda::DType t, std::size_t count, double value) {
 // the poison and the kernel's result at the buffer's tail: l2_axpy's "got 0" in hot mode.
 TEST(BenchGpu, ConstantFillNeverLandsAfterThePoison) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  Bench bench;
+  cuda::PrimaryContext ctx(0);
+  cuda::Stream stream;
   Workspace ws({constant_output(cuda::DType::f32, 16u << 20, 0.0)});  // 64 MiB of zeros
   for (int round = 0; round < 20; ++round) {
-    ws.fill(bench.stream());
-    ws.poison_outputs(bench.stream());
+    ws.fill(stream.get());
+    ws.poison_outputs(stream.get());
     const std::vector<std::byte> z = ws.download(0);
     const auto late =
         std::count_if(z.begin(), z.end(), [](std::byte b) { return b != std::byte{0xFF}; });
@@ -95,15 +104,16 @@ TEST(BenchGpu, ConstantFillNeverLandsAfterThePoison) {
 
 TEST(BenchGpu, ConstantFillsWriteTheirValueInEveryWidth) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  Bench bench;
   const std::pair<cuda::DType, double> cases[] = {
       {cuda::DType::f32, 1.5},   {cuda::DType::f32, 0},  {cuda::DType::f16, 1.0},
       {cuda::DType::f64, 2.5},   {cuda::DType::i32, -7}, {cuda::DType::u8, 3},
       {cuda::DType::bf16, -2.0}, {cuda::DType::i64, 5}};
+  cuda::PrimaryContext ctx(0);
+  cuda::Stream stream;
   for (const auto& [type, value] : cases) {
     Workspace ws({constant_output(type, 100'003, value)});
-    ws.poison_outputs(bench.stream());
-    ws.fill(bench.stream());
+    ws.poison_outputs(stream.get());
+    ws.fill(stream.get());
     const std::vector<std::byte> z = ws.download(0);
     const std::size_t w = cuda::dtype_bytes(type);
     for (std::size_t k = 0; k < 100'003; k += 997)
@@ -115,25 +125,23 @@ TEST(BenchGpu, ConstantFillsWriteTheirValueInEveryWidth) {
 
 TEST(BenchGpu, HotRunsOfTheL2ResidentKernelVerifyEveryTime) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  Bench bench;
   const Problem p = builtin("kernels/l2_axpy/l2_axpy.json", "");
   StopSettings brief = quick();
   brief.min_gpu_time_s = 0.01;
   for (int i = 0; i < 10; ++i) {
-    const BenchOutcome o = bench.run(p, TimingMode::hot, brief);
-    ASSERT_EQ(o.status, BenchOutcome::Status::ok) << "run " << i << ": " << o.reason;
+    const CandidateOutcome o = measure(p, TimingMode::hot, brief);
+    ASSERT_EQ(o.status, Status::ok) << "run " << i << ": " << o.detail;
   }
 }
 
 // The fill kernels' module lives for the process; a context destroyed with the first Bench left it
 // (and every later fill) bound to a dead context.
-TEST(BenchGpu, ASecondBenchInTheSameProcessStillFillsAndVerifies) {
+TEST(BenchGpu, ASecondPipelineInTheSameProcessStillFillsAndVerifies) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
   const Problem p = builtin("kernels/l2_axpy/l2_axpy.json", "");
   for (int i = 0; i < 2; ++i) {
-    Bench bench;
-    const BenchOutcome o = bench.run(p, TimingMode::cold, quick());
-    ASSERT_EQ(o.status, BenchOutcome::Status::ok) << "bench " << i << ": " << o.reason;
+    const CandidateOutcome o = measure(p, TimingMode::cold, quick());
+    ASSERT_EQ(o.status, Status::ok) << "bench " << i << ": " << o.detail;
   }
 }
 
@@ -153,12 +161,11 @@ TEST(BenchGpu, CliHotBenchVerifiesAndExitsWithoutWarnings) {
 
 TEST(BenchGpu, GemvConfigsAgreeWithTheReference) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
-  Bench bench;
   for (const char* cfg :
        {"", "TPR=256,RPB=1,X_SHARED=1,UNROLL=8", "TPR=8,RPB=16,VEC=4,LOAD_HINT=1"}) {
-    const BenchOutcome o =
-        bench.run(builtin("kernels/gemv/gemv.json", cfg), TimingMode::cold, quick());
-    EXPECT_EQ(o.status, BenchOutcome::Status::ok) << cfg << ": " << o.reason;
+    const CandidateOutcome o =
+        measure(builtin("kernels/gemv/gemv.json", cfg), TimingMode::cold, quick());
+    EXPECT_EQ(o.status, Status::ok) << cfg << ": " << o.detail;
   }
 }
 

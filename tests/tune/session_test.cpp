@@ -65,21 +65,22 @@ class FakeEvaluator : public Evaluator {
                        items = c.at("ITEMS").as_int(), skip = c.at("SKIP_TAIL").as_int();
     CandidateResult r;
     if (fatal_at && block == fatal_at->first && items == fatal_at->second && vec == 1 && !skip) {
-      r.status = Status::LaunchFailed;
+      r.status = Status::launch_failed;
       r.fatal = true;
       r.detail = "CUDA_ERROR_ILLEGAL_ADDRESS";
       return r;
     }
-    if (vec == 2 && items == 1) return {Status::CompileFailed, 0, 0, 0, false, "planted", false};
-    if (block == 1024 && items == 8) return {Status::ResourcesExceeded, 0, 0, 0, false, "regs"};
-    if (block == 128 && vec == 4 && items == 8) return {Status::LaunchFailed, 0, 0, 0, false, "x"};
-    if (skip == 1) return {Status::WrongResult, 0, 0, 0, false, "tail unwritten"};
+    if (vec == 2 && items == 1) return {Status::compile_failed, 0, 0, 0, false, "planted", false};
+    if (block == 1024 && items == 8) return {Status::resources_exceeded, 0, 0, 0, false, "regs"};
+    if (block == 128 && vec == 4 && items == 8) return {Status::launch_failed, 0, 0, 0, false, "x"};
+    if (block == 512 && vec == 1 && items == 8) return {Status::timeout, 0, 0, 0, false, "hung"};
+    if (skip == 1) return {Status::wrong_result, 0, 0, 0, false, "tail unwritten"};
     // A smooth landscape with one optimum at BLOCK=256, VEC=4, ITEMS=4.
     const auto sq = [](double v) { return v * v; };
     const double t = 1000 + 40 * sq(std::log2(block) - 8) + 60 * sq(std::log2(vec) - 2) +
                      25 * sq(std::log2(items) - 2);
-    if (best_ns && t > *best_ns * 1.05) return {Status::Timeout, t, 0, 3, false, "slower"};
-    return {Status::Ok, t, 2, 20, true, "verified"};
+    if (best_ns && t > *best_ns * 1.05) return {Status::slower, t, 0, 3, false, "slower"};
+    return {Status::ok, t, 2, 20, true, "verified"};
   }
 };
 
@@ -126,8 +127,9 @@ TEST(Session, RecordsEveryOutcomeAndFindsTheOptimum) {
     EXPECT_EQ(lines[i]["sequence"], i);
     statuses.insert(lines[i]["status"].get<std::string>());
   }
-  EXPECT_EQ(statuses, (std::set<std::string>{"ok", "compile_failed", "launch_failed",
-                                             "resources_exceeded", "wrong_result", "timeout"}));
+  EXPECT_EQ(statuses,
+            (std::set<std::string>{"ok", "compile_failed", "launch_failed", "resources_exceeded",
+                                   "wrong_result", "slower", "timeout"}));
   for (const char* f : {"t4.json", "summary.json", "curve.svg"})
     EXPECT_TRUE(fs::exists(dir.path / f)) << f;
 }
@@ -273,7 +275,7 @@ TEST(Session, T4AndSummaryShapesArePinned) {
   EXPECT_EQ(summary["strategy"], "exhaustive");
   EXPECT_EQ(summary["evaluations"], 30);
   EXPECT_EQ(summary["stop"], "budget");
-  EXPECT_EQ(summary["status_counts"].size(), 6u);
+  EXPECT_EQ(summary["status_counts"].size(), 7u);
   std::size_t total = 0;
   for (const auto& [k, v] : summary["status_counts"].items()) total += v.get<std::size_t>();
   EXPECT_EQ(total, 30u);
@@ -291,7 +293,7 @@ TEST(Session, T4AndSummaryShapesArePinned) {
   for (std::size_t i = 0; i < 30; ++i) {
     EXPECT_EQ(back.results[i].status, s.records[i].result.status) << i;
     EXPECT_EQ(back.results[i].configuration, s.records[i].config) << i;
-    if (back.results[i].status == Status::Ok)
+    if (back.results[i].status == Status::ok)
       EXPECT_NEAR(back.results[i].time_ns, s.records[i].result.time_ns, 1e-6) << i;
   }
 }
@@ -329,7 +331,7 @@ TEST(Session, SvgWithoutAnyValidConfigurationSaysSo) {
   s.op = "x & y";
   s.strategy = "random";
   SessionRecord r;
-  r.result.status = Status::CompileFailed;
+  r.result.status = Status::compile_failed;
   s.records.push_back(r);
   const std::string svg = best_so_far_svg(s);
   EXPECT_NE(svg.find("no verified configuration yet"), std::string::npos);

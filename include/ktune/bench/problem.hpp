@@ -1,13 +1,14 @@
 #pragma once
 // One configuration of a kernel, ready to compile and launch: source and flags, launch geometry,
 // arguments, work counts, and the reference it is checked against. Spec-independent plain data:
-// the spec binding (spec_binding.hpp) fills it from a T1 spec and a configuration.
+// the spec binding (tune/spec_problem.hpp) fills it from a T1 spec and a configuration.
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,7 +28,8 @@ struct KernelArg {
   std::size_t count = 1;     // elements (buffer, constant memory)
   Fill fill = Fill::random;  // buffers and constant memory; random is the default: never time zeros
   double value = 0;          // the constant fill, or the scalar's value
-  bool output = false;       // poisoned before each checked run and compared with the reference
+  std::optional<std::uint64_t> seed;  // the random fill's own seed (T1 RandomSeed)
+  bool output = false;  // poisoned before each checked run and compared with the reference
   std::optional<Tolerance> tolerance;  // per output; default_tolerance(dtype) when empty
   std::size_t bytes() const { return count * cuda::dtype_bytes(dtype); }
 };
@@ -37,6 +39,7 @@ struct KernelLaunch {
   std::string program_name;        // for NVRTC logs: "gemv.cu"
   std::string kernel_name;         // extern "C" name, or a name expression for a template
   std::vector<std::string> flags;  // NVRTC options, the configuration as -DNAME=VALUE among them
+  std::vector<std::pair<std::string, std::string>> headers;  // local #include "..." files
   std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1}, cluster{1, 1, 1};
   unsigned dynamic_shared_bytes = 0;
   bool uses_cluster() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
@@ -46,7 +49,9 @@ struct Problem {
   std::string name;  // kernel or benchmark name, for results
   nlohmann::json config = nlohmann::json::object();
   KernelLaunch launch;
-  std::vector<KernelArg> args;  // in kernel-parameter order; constant memory is not a parameter
+  // In the spec's order. A constant-memory argument is copied to its __constant__ symbol, and also
+  // passed as a parameter when the kernel declares one for every argument.
+  std::vector<KernelArg> args;
   std::optional<KernelLaunch> reference;  // same arguments; empty: results are not verified
   double flop = 0, bytes = 0;             // per launch
 };

@@ -1,20 +1,18 @@
 #pragma once
-// The GPU side of the harness: compiles and loads a Problem, owns its argument buffers, launches it
-// (cuLaunchKernelEx when it has clusters), verifies it against its reference and times it in each
-// TimingMode. Everything above this (stop rule, statistics, comparison, JSON) is plain C++.
+// The GPU pieces of the candidate pipeline (pipeline.hpp): a loaded kernel, the argument buffers,
+// verification against a reference and the sampler that times a kernel in each TimingMode.
+// Everything above this (stop rule, statistics, comparison, JSON) is plain C++.
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "ktune/bench/interleave.hpp"
 #include "ktune/bench/measurement.hpp"
 #include "ktune/bench/problem.hpp"
 #include "ktune/bench/stop_rule.hpp"
 #include "ktune/cuda/device_utils.hpp"
 #include "ktune/cuda/nvrtc.hpp"
-#include "ktune/cuda/resources.hpp"
 
 namespace ktune::bench {
 
@@ -22,13 +20,12 @@ namespace ktune::bench {
 class LoadedKernel {
  public:
   LoadedKernel(const cuda::CompiledProgram& program, const KernelLaunch& launch);
-  // Why this launch cannot run on this device (threads, registers, shared memory), or empty.
-  std::optional<std::string> resource_problem() const;
+  // The size in bytes of each of the kernel's parameters, in order (cuFuncGetParamInfo).
+  std::vector<std::size_t> param_bytes() const;
   void launch(CUstream s, void** params) const;
   CUmodule module() const { return module_.get(); }
   CUfunction function() const { return fn_; }
   const KernelLaunch& geometry() const { return launch_; }
-  int registers_per_thread() const;
 
  private:
   cuda::Module module_;
@@ -42,6 +39,7 @@ cuda::CompiledProgram compile_launch(const KernelLaunch& launch, const std::stri
 // The argument buffers of one Problem (shared by its candidate and reference runs).
 class Workspace {
  public:
+  // `seed` seeds each random fill unless the argument has its own.
   Workspace(const std::vector<KernelArg>& args, std::uint64_t seed = 1);
   // Random or constant fills of every non-output buffer (outputs too: kernels may
   // read-modify-write).
@@ -49,7 +47,11 @@ class Workspace {
   void poison_outputs(CUstream s);
   // Copies constant-memory arguments into the module's __constant__ symbols of the same name.
   void bind_constants(CUmodule m, CUstream s) const;
-  void** params() { return param_ptrs_.data(); }
+  // Kernel parameters: every argument, or all but the constant-memory ones (a kernel that reads
+  // them only through their __constant__ symbols does not declare them).
+  void** params(bool with_constants) {
+    return with_constants ? all_params_.data() : param_ptrs_.data();
+  }
   std::vector<std::byte> download(std::size_t arg_index) const;
   const std::vector<KernelArg>& args() const { return args_; }
 
@@ -58,19 +60,26 @@ class Workspace {
   std::uint64_t seed_;
   std::vector<cuda::DeviceBuffer> buffers_;      // one per buffer or constant-memory argument
   std::vector<std::vector<std::byte>> scalars_;  // parameter storage per argument
-  std::vector<void*> param_ptrs_;
+  std::vector<void*> param_ptrs_, all_params_;
+};
+
+// A loaded kernel with the parameters it takes from a Workspace.
+struct BoundKernel {
+  const LoadedKernel& kernel;
+  bool constants_passed = false;  // constant-memory arguments are also parameters
+  void launch(Workspace& ws, CUstream s) const { kernel.launch(s, ws.params(constants_passed)); }
 };
 
 // Poisons outputs, runs `reference` and `candidate` once each on freshly filled inputs, and
 // compares every output. Fills `Verification` with the first failure or the agreement.
-Verification verify(Workspace& ws, const LoadedKernel& reference, const LoadedKernel& candidate,
+Verification verify(Workspace& ws, const BoundKernel& reference, const BoundKernel& candidate,
                     CUstream s);
 
 // Times one loaded kernel in one mode; one Sample per sample() call.
 class KernelSampler : public Sampler {
  public:
   // launches_per_sample 0: chosen after warm-up so a hot/graph batch lasts about 200 us.
-  KernelSampler(const LoadedKernel& kernel, Workspace& ws, CUstream s, TimingMode mode,
+  KernelSampler(const BoundKernel& kernel, Workspace& ws, CUstream s, TimingMode mode,
                 cuda::L2Flusher* flusher, std::string pci_bus_id,
                 std::size_t launches_per_sample = 0);
   void warmup() override;
@@ -79,7 +88,7 @@ class KernelSampler : public Sampler {
 
  private:
   void capture_graph();
-  const LoadedKernel& kernel_;
+  BoundKernel kernel_;
   Workspace& ws_;
   CUstream stream_;
   TimingMode mode_;
@@ -88,40 +97,6 @@ class KernelSampler : public Sampler {
   std::size_t batch_;
   cuda::Event start_, stop_;
   cuda::GraphExec graph_;
-};
-
-// The whole measurement of one Problem on the current device: compile, load, check resources,
-// verify, time. A failure at any step is returned as data (BenchOutcome), never thrown, except
-// for a missing GPU.
-struct BenchOutcome {
-  enum class Status { ok, compile_error, resources_exceeded, launch_error, wrong_result };
-  Status status = Status::ok;
-  std::string reason;  // one sentence when status != ok
-  Measurement measurement;
-};
-std::string_view status_name(BenchOutcome::Status s);
-
-class Bench {
- public:
-  explicit Bench(int device = 0);
-  ~Bench();
-  // Measures `p` in `mode` until `stop` says so. best_median_ns feeds the screen's early exit.
-  BenchOutcome run(const Problem& p, TimingMode mode, const StopSettings& stop,
-                   std::optional<double> best_median_ns = std::nullopt);
-  // A and B measured alternately (A B A B ...) in one process, for decisions where drift matters.
-  InterleavedResult compare(const Problem& a, const Problem& b, TimingMode mode,
-                            const StopSettings& stop);
-  const DeviceIdentity& device() const { return device_; }
-  std::string arch() const { return device_.arch(); }
-  CUstream stream() const { return stream_.get(); }
-
- private:
-  struct Prepared;
-  std::unique_ptr<Prepared> prepare(const Problem& p, BenchOutcome& out);
-  cuda::PrimaryContext ctx_;
-  DeviceIdentity device_;
-  cuda::Stream stream_;
-  std::unique_ptr<cuda::L2Flusher> flusher_;
 };
 
 }  // namespace ktune::bench

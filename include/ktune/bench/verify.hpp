@@ -40,7 +40,5 @@ CompareResult compare_outputs(std::span<const std::byte> reference,
 
 // Host decoding of one element to double (fp16 and bf16 included).
 double decode_element(const std::byte* p, cuda::DType type);
-float half_to_float(std::uint16_t bits);
-float bfloat16_to_float(std::uint16_t bits);
 
 }  // namespace ktune::bench

@@ -25,7 +25,7 @@
   X(cuGraphDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuMemcpyDtoDAsync) X(cuModuleGetGlobal) \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuStreamWaitEvent) X(cuCtxPushCurrent) \
-  X(cuCtxPopCurrent) X(cuProfilerStart) X(cuProfilerStop)
+  X(cuCtxPopCurrent) X(cuProfilerStart) X(cuProfilerStop) X(cuFuncGetParamInfo)
 // clang-format on
 
 namespace ktune::cuda {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ktune/core/error.hpp"
@@ -37,6 +38,9 @@ struct CompileOptions {
   std::string arch = "sm_90";      // "sm_90", "sm_90a", ...: a real arch, so we get a cubin
   std::vector<std::string> flags;  // extra NVRTC options ("-DBLOCK=128", "-std=c++17")
   std::vector<std::string> name_expressions;  // templated kernels to instantiate and name
+  // Headers the source includes by name, given in memory (name as written in #include, content):
+  // they are part of the cache key, so editing one recompiles.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 struct CompiledProgram {

@@ -24,8 +24,8 @@ using ConfigMap = std::map<std::string, Value>;
 
 // How one configuration ended, as the evaluator reports it.
 struct CandidateResult {
-  Status status = Status::Ok;
-  double time_ns = 0;   // median per launch: Ok (full measurement) or Timeout (the screen's)
+  Status status = Status::ok;
+  double time_ns = 0;   // median per launch: ok (full measurement) or slower (the screen's)
   double noise_ns = 0;  // spread of that median: half the p5..p95 width
   std::size_t samples = 0;
   bool full = false;   // true: measured with the full stop rule (a contender)
@@ -43,7 +43,7 @@ class Evaluator {
   // Configurations about to be evaluated, in order: a hint to compile them ahead (worker threads).
   virtual void prepare(const std::vector<ConfigMap>& upcoming) { (void)upcoming; }
   // Verifies and measures one configuration. `best_ns`: the best full median so far; a candidate
-  // clearly slower than it may be screened out (Status::Timeout, "slower").
+  // clearly slower than it may be screened out (Status::slower).
   virtual CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
 };
 

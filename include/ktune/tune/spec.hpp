@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -38,7 +39,11 @@ struct Argument {
   std::string access_type;       // "ReadOnly", "WriteOnly", "ReadWrite"
   bool constant_memory = false;  // T1 "MemType": "Constant": lives in __constant__ memory
   std::string fill_type;         // "Constant", "Random", "BinaryRaw", "Generator"
-  Expression size;               // number of elements; may read ProblemSize and shape variables
+  // Number of elements, evaluated once for every configuration: it reads ProblemSize, the shape
+  // variables, and the parameters as their lists of values ("max(filter_width)"), as Kernel
+  // Tuner's T1 reader evaluates it.
+  Expression size;
+  std::optional<std::uint64_t> random_seed;  // T1 "RandomSeed": this argument's own random fill
   Value fill_value = Value(0.0);
   std::filesystem::path data_file;  // BinaryRaw: resolved against the spec's directory
   bool output = false;              // compared against the reference after each run
@@ -48,9 +53,16 @@ struct Dim3Expression {
   Expression x, y, z;
 };
 
+// Where the grid comes from. Kernel Tuner's T1 reader takes ProblemSize divided by the product of
+// the GridDiv expressions (block_size_x/y/z when a GridDiv is absent); GlobalSize is ktune's way
+// for specs that give no GridDiv.
+enum class GridSource { grid_div, global_size };
+const char* to_string(GridSource g);  // "griddiv", "global-size"
+std::optional<GridSource> grid_source_from_string(std::string_view s);
+
 // KernelSpecification: what to compile and how to launch it.
 struct KernelSpec {
-  std::string language;  // "CUDA"
+  std::string language;  // "CUDA" (tuned) or "OpenCL" (read and enumerated, not run)
   std::vector<std::string> compiler_options;
   std::string kernel_name;
   std::filesystem::path kernel_file;  // resolved against the spec's directory
@@ -59,6 +71,7 @@ struct KernelSpec {
   std::optional<Dim3Expression> global_size;
   std::array<std::vector<Expression>, 3> grid_div;  // GridDivX/Y/Z: products divide ProblemSize
   std::vector<Expression> problem_size;             // ints in T1; expressions over shape variables
+  GridSource grid_source = GridSource::grid_div;    // from what the spec gives; --grid overrides
   Expression shared_memory_bytes;                   // dynamic shared memory per block
   std::vector<Argument> arguments;
 };
@@ -97,8 +110,8 @@ struct Tolerance {
 
 // The top-level "ktune" object. Everything is optional; defaults come from the T1 part.
 struct KtuneExtension {
-  std::string op;     // cache key, e.g. "dedispersion"; default: T1 BenchmarkName
-  std::string dtype;  // e.g. "f32"; default: empty
+  std::string op;     // cache key, e.g. "dedispersion"; default: the BenchmarkName, else KernelName
+  std::string dtype;  // e.g. "f32"; default: the first output argument's type, else the first's
   std::optional<Reference> reference;
   Tolerance tolerance;
   std::optional<Expression> flops;  // per launch; for achieved FLOP/s
@@ -119,6 +132,9 @@ struct ProblemSpec {
   std::vector<Constraint> constraints;
   KernelSpec kernel;
   KtuneExtension ktune;
+  // What ktune read differently from the letter of the file, one sentence each (an ignored Default,
+  // a kernel file found beside the spec's folder): shown before a run.
+  std::vector<std::string> notes;
 
   // Reads and validates a T1 file. Throws ktune::Error naming the file, the field and, inside an
   // expression, the position.
@@ -130,8 +146,17 @@ struct ProblemSpec {
   // The names every expression may read besides the parameters: ProblemSize (a list) and the
   // shape variables (from `shape`, else their defaults).
   MapScope constants(const std::map<std::string, std::int64_t>& shape = {}) const;
-  // Grid, block and shared memory for one configuration (its values bound over constants()).
+  // constants() plus every parameter bound to its list of values: the scope of argument sizes.
+  MapScope size_scope(const Scope& constants) const;
+  // Grid, block and shared memory for one configuration (its values bound over constants()), with
+  // the grid from `source` (default: kernel.grid_source).
   LaunchGeometry launch_geometry(const Scope& config) const;
+  LaunchGeometry launch_geometry(const Scope& config, GridSource source) const;
+  // Both GridDiv and GlobalSize are given and give different grids for `config`: one sentence
+  // saying which is used and the flag that picks the other; else nullopt.
+  std::optional<std::string> grid_disagreement(const Scope& config) const;
+  // True when ktune can compile and run the kernel (CUDA); OpenCL specs are read and enumerated.
+  bool runnable() const { return kernel.language == "CUDA"; }
 };
 
 }  // namespace ktune::tune

@@ -8,22 +8,22 @@
 #include <string_view>
 
 #include "ktune/bench/problem.hpp"
+#include "ktune/tune/session.hpp"
 #include "ktune/tune/spec.hpp"
 
-namespace ktune::bench {
-
-using ConfigValues = std::map<std::string, tune::Value>;
+namespace ktune::tune {
 
 // Every parameter at its Default (else its first value).
-ConfigValues default_config(const tune::ProblemSpec& spec);
+ConfigMap default_config(const ProblemSpec& spec);
 
 // "NAME=VALUE,..." over the defaults. ktune::Error (one sentence naming the parameter and its
 // allowed values) for an unknown name or a value not in the spec.
-ConfigValues parse_config(const tune::ProblemSpec& spec, std::string_view text);
+ConfigMap parse_config(const ProblemSpec& spec, std::string_view text);
 
 // The Problem for `values` (all parameters). `shape` overrides the spec's shape variables.
-// ktune::Error for an argument ktune cannot fill (BinaryRaw, Generator) or an unknown type.
-Problem make_problem(const tune::ProblemSpec& spec, const ConfigValues& values,
-                     const std::map<std::string, std::int64_t>& shape = {});
+// ktune::Error for an argument ktune cannot fill (BinaryRaw, Generator), an unknown type, a launch
+// geometry no GPU takes, or a spec ktune cannot run (OpenCL).
+bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
+                            const std::map<std::string, std::int64_t>& shape = {});
 
-}  // namespace ktune::bench
+}  // namespace ktune::tune

@@ -20,7 +20,7 @@ namespace ktune::tune {
 // One finished evaluation. `index` is the configuration's position in the IndexedSpace.
 struct Evaluation {
   std::size_t index = 0;
-  Status status = Status::Ok;
+  Status status = Status::ok;
   double time_ns = 0;  // meaningful only when status is Ok
 };
 

@@ -16,7 +16,7 @@ namespace ktune::tune {
 
 struct T4Record {
   std::map<std::string, Value> configuration;
-  Status status = Status::Ok;
+  Status status = Status::ok;
   double time_ns = 0;  // the "time" measurement; meaningful only when status is Ok
   std::string detail;  // why it failed, when it did
 };

@@ -1,0 +1,48 @@
+#pragma once
+// Runs an Evaluator in a child process, so that a candidate that crashes the process, hangs, or
+// breaks the GPU context (an illegal address is sticky: nothing more runs in that context) ends as
+// that candidate's outcome and the session goes on with a fresh child. The parent never touches
+// the GPU; the child is forked before any CUDA call and builds its evaluator itself.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ktune/tune/session.hpp"
+
+namespace ktune::tune {
+
+struct IsolationSettings {
+  double candidate_timeout_s = 60;  // compile and measure one candidate; then it is stopped
+  double start_timeout_s = 600;     // build the child's evaluator (reference compile included)
+};
+
+class IsolatedEvaluator : public Evaluator {
+ public:
+  // Called in the child to build the real evaluator. A ktune::Error it throws (no GPU, a reference
+  // that does not compile) ends the session with that sentence.
+  using Factory = std::function<std::unique_ptr<Evaluator>()>;
+  explicit IsolatedEvaluator(Factory factory, IsolationSettings settings = {});
+  ~IsolatedEvaluator() override;  // ends the child
+  IsolatedEvaluator(const IsolatedEvaluator&) = delete;
+  IsolatedEvaluator& operator=(const IsolatedEvaluator&) = delete;
+
+  void prepare(const std::vector<ConfigMap>& upcoming) override;
+  // Never `fatal`: a child that died, hung or lost its context is replaced, and the candidate is
+  // recorded as launch_failed (died, context lost) or timeout (hung).
+  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
+  // How many times a child was replaced.
+  std::size_t restarts() const { return restarts_; }
+
+ private:
+  struct Child;
+  void start();
+  void stop();
+  Factory factory_;
+  IsolationSettings settings_;
+  std::unique_ptr<Child> child_;
+  std::vector<ConfigMap> prepared_;  // sent to the child, not yet evaluated: re-sent to a new one
+  std::size_t restarts_ = 0;
+};
+
+}  // namespace ktune::tune

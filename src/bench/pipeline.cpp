@@ -1,0 +1,434 @@
+#include "ktune/bench/pipeline.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "ktune/bench/runner.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/cuda/identity.hpp"
+
+namespace ktune::bench {
+
+using cuda::driver;
+
+std::optional<std::string> launch_problem(const DeviceLimits& d, const KernelLaunch& g) {
+  const long long threads = 1LL * g.block[0] * g.block[1] * g.block[2];
+  if (threads < 1 || threads > d.max_threads_per_block)
+    return fmt::format("{} threads per block; the device allows at most {}", threads,
+                       d.max_threads_per_block);
+  if (g.dynamic_shared_bytes > unsigned(d.max_shared_bytes_per_block_optin))
+    return fmt::format("{} bytes of dynamic shared memory per block; the device allows {}",
+                       g.dynamic_shared_bytes, d.max_shared_bytes_per_block_optin);
+  if (g.grid[0] < 1 || g.grid[1] < 1 || g.grid[2] < 1 || g.grid[1] > unsigned(d.max_grid_y) ||
+      g.grid[2] > unsigned(d.max_grid_z))
+    return fmt::format("grid {}x{}x{} is outside the device limits", g.grid[0], g.grid[1],
+                       g.grid[2]);
+  for (int i = 0; i < 3; ++i)
+    if (g.cluster[i] == 0 || g.grid[i] % g.cluster[i] != 0)
+      return fmt::format("grid {}x{}x{} is not a multiple of cluster {}x{}x{}", g.grid[0],
+                         g.grid[1], g.grid[2], g.cluster[0], g.cluster[1], g.cluster[2]);
+  return std::nullopt;
+}
+
+std::optional<std::string> resource_problem(const KernelAttributes& k, const DeviceLimits& d,
+                                            const KernelLaunch& g) {
+  if (auto why = launch_problem(d, g)) return why;
+  const long long threads = 1LL * g.block[0] * g.block[1] * g.block[2];
+  if (threads > k.max_threads_per_block)
+    return fmt::format(
+        "{} threads per block; with {} registers per thread this kernel allows at most {}", threads,
+        k.registers_per_thread, k.max_threads_per_block);
+  if (1LL * k.registers_per_thread * threads > d.max_registers_per_block)
+    return fmt::format("{} registers per block ({} per thread); the device allows {}",
+                       1LL * k.registers_per_thread * threads, k.registers_per_thread,
+                       d.max_registers_per_block);
+  const long long smem = 1LL * k.static_shared_bytes + g.dynamic_shared_bytes;
+  if (smem > d.max_shared_bytes_per_block_optin)
+    return fmt::format("{} bytes of shared memory per block; the device allows {}", smem,
+                       d.max_shared_bytes_per_block_optin);
+  return std::nullopt;
+}
+
+bool log_shows_resource_limit(const std::string& log) {
+  // ptxas's words when a kernel outgrows a hardware limit rather than being wrong C++.
+  for (const char* phrase : {"too much shared data", "too much local data", "too many resources",
+                             "uses too much", "Entry function uses too many registers"})
+    if (log.find(phrase) != std::string::npos) return true;
+  return false;
+}
+
+std::optional<std::string> parameter_problem(const std::vector<std::size_t>& param_bytes,
+                                             const std::vector<KernelArg>& args,
+                                             bool& constants_passed) {
+  const auto size_of = [](const KernelArg& a) {
+    return a.kind == KernelArg::Kind::scalar ? cuda::dtype_bytes(a.dtype) : sizeof(CUdeviceptr);
+  };
+  std::vector<const KernelArg*> without;
+  for (const auto& a : args)
+    if (a.kind != KernelArg::Kind::constant_memory) without.push_back(&a);
+  std::vector<const KernelArg*> passed;
+  if (param_bytes.size() == args.size()) {
+    constants_passed = true;
+    for (const auto& a : args) passed.push_back(&a);
+  } else if (param_bytes.size() == without.size()) {
+    constants_passed = false;
+    passed = without;
+  } else {
+    return fmt::format(
+        "the kernel takes {} parameters but the spec lists {} arguments ({} in constant memory); "
+        "make KernelSpecification.Arguments match the kernel's parameters",
+        param_bytes.size(), args.size(), args.size() - without.size());
+  }
+  for (std::size_t i = 0; i < passed.size(); ++i)
+    if (param_bytes[i] != size_of(*passed[i]))
+      return fmt::format(
+          "argument '{}' ({} {}) is {} bytes but the kernel's parameter {} is {} bytes; fix its "
+          "Type or MemoryType in the spec",
+          passed[i]->name, cuda::dtype_name(passed[i]->dtype),
+          passed[i]->kind == KernelArg::Kind::scalar ? "scalar" : "pointer", size_of(*passed[i]), i,
+          param_bytes[i]);
+  return std::nullopt;
+}
+
+bool is_contender(double screen_median_ns, std::optional<double> best_ns, double margin) {
+  return !best_ns || screen_median_ns <= *best_ns * (1 + margin);
+}
+
+bool context_is_lost(int r) {
+  switch (static_cast<CUresult>(r)) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+StopSettings PipelineSettings::tuning_full() {
+  StopSettings s = StopSettings::full();
+  s.min_gpu_time_s = 0.05;  // contenders are many early on; 10+ samples and 50 ms of GPU time
+  s.max_relative_stddev = 0.01;
+  s.timeout_s = 2;
+  return s;
+}
+
+// -----------------------------------------------------------------------------------------------
+namespace {
+
+// A compilation's outcome, produced on a worker thread.
+struct Compiled {
+  std::optional<cuda::CompiledProgram> program;
+  std::string error;      // one sentence plus the first lines of NVRTC's log
+  bool resource = false;  // the compiler hit a hardware limit (static shared memory, ...)
+};
+
+Compiled compile_now(const KernelLaunch& launch, const std::string& arch) {
+  Compiled c;
+  try {
+    c.program = compile_launch(launch, arch);
+  } catch (const cuda::CompileError& e) {
+    const std::string& log = e.log();
+    std::size_t pos = 0;
+    for (int i = 0; i < 5 && pos != std::string::npos; ++i) pos = log.find('\n', pos + 1);
+    c.error = fmt::format("{}: {}", e.what(), log.substr(0, pos));
+    c.resource = log_shows_resource_limit(log);
+  } catch (const std::exception& e) {
+    c.error = e.what();
+  }
+  return c;
+}
+
+CandidateOutcome failed(Status s, std::string detail, bool context_lost = false) {
+  CandidateOutcome o;
+  o.status = s;
+  o.detail = std::move(detail);
+  o.context_lost = context_lost;
+  return o;
+}
+
+// Compiles launches on worker threads, each distinct compile input once. Results wait until
+// taken; a launch asked for before it was queued is compiled on the caller's thread.
+class CompilePool {
+ public:
+  CompilePool(std::string arch, unsigned threads) : arch_(std::move(arch)) {
+    for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+  ~CompilePool() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  void enqueue(const KernelLaunch& launch) {
+    const std::string key = key_of(launch);
+    {
+      std::lock_guard lock(mu_);
+      if (!jobs_.emplace(key, Job{launch, std::nullopt, 1}).second) {
+        ++jobs_.at(key).wanted;  // the same code again: compile once, hand it out twice
+        return;
+      }
+      queue_.push_back(key);
+    }
+    cv_.notify_one();
+  }
+  Compiled take(const KernelLaunch& launch) {
+    const std::string key = key_of(launch);
+    std::unique_lock lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) {
+      lock.unlock();
+      return compile_now(launch, arch_);
+    }
+    if (auto q = std::find(queue_.begin(), queue_.end(), key); q != queue_.end()) {
+      queue_.erase(q);  // not started: compile it here rather than wait behind the others
+      lock.unlock();
+      Compiled c = compile_now(launch, arch_);
+      lock.lock();
+      it = jobs_.find(key);
+      it->second.result = c;
+    }
+    done_.wait(lock, [&] { return it->second.result.has_value(); });
+    Compiled c = *it->second.result;
+    if (--it->second.wanted == 0) jobs_.erase(it);
+    return c;
+  }
+
+ private:
+  struct Job {
+    KernelLaunch launch;
+    std::optional<Compiled> result;
+    int wanted = 0;
+  };
+  std::string key_of(const KernelLaunch& l) const {
+    return cuda::compile_cache_key(l.source, compile_options(l, arch_));
+  }
+  void work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      const std::string key = queue_.front();
+      queue_.pop_front();
+      const KernelLaunch launch = jobs_.at(key).launch;
+      lock.unlock();
+      Compiled c = compile_now(launch, arch_);
+      lock.lock();
+      if (auto it = jobs_.find(key); it != jobs_.end()) it->second.result = std::move(c);
+      done_.notify_all();
+    }
+  }
+  std::string arch_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  std::deque<std::string> queue_;
+  std::map<std::string, Job> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+struct CandidatePipeline::Impl {
+  PipelineSettings settings;
+  cuda::PrimaryContext ctx;
+  DeviceIdentity device;
+  DeviceLimits limits;
+  cuda::Stream stream;
+  std::unique_ptr<cuda::L2Flusher> flusher;
+  std::unique_ptr<Workspace> ws;
+  std::optional<cuda::CompiledProgram> reference_program;
+  std::unique_ptr<LoadedKernel> reference;
+  bool reference_constants = false;
+  std::unique_ptr<CompilePool> pool;
+
+  Impl(const Problem& base, PipelineSettings st, int ordinal) : settings(st), ctx(ordinal) {
+    device = cuda::capture_device(ordinal);
+    limits.max_threads_per_block = ctx.attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    limits.max_registers_per_block = ctx.attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    limits.max_shared_bytes_per_block_optin =
+        ctx.attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    limits.max_grid_y = ctx.attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+    limits.max_grid_z = ctx.attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+    flusher = std::make_unique<cuda::L2Flusher>(static_cast<std::size_t>(device.l2_bytes));
+    const unsigned threads = settings.compile_threads
+                                 ? settings.compile_threads
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    pool = std::make_unique<CompilePool>(device.arch(), threads);
+    ws = std::make_unique<Workspace>(base.args, settings.seed);
+    ws->fill(stream.get());
+    if (base.reference) {
+      Compiled c = compile_now(*base.reference, device.arch());
+      if (!c.program)
+        throw Error(
+            fmt::format("the reference kernel of {} does not compile ({}); fix the spec's "
+                        "reference.",
+                        base.name, c.error));
+      reference_program = std::move(c.program);
+      reference = std::make_unique<LoadedKernel>(*reference_program, *base.reference);
+      if (auto why = parameter_problem(reference->param_bytes(), base.args, reference_constants))
+        throw Error(fmt::format("the reference kernel of {}: {}.", base.name, *why));
+    }
+  }
+
+  CandidateOutcome run(const Problem& p, std::optional<double> best_ns);
+  // The loaded, checked candidate, or the outcome that ends it.
+  std::variant<std::unique_ptr<LoadedKernel>, CandidateOutcome> load(const Problem& p,
+                                                                     bool& constants_passed);
+};
+
+CandidatePipeline::CandidatePipeline(const Problem& base, PipelineSettings settings, int device)
+    : impl_(std::make_unique<Impl>(base, settings, device)) {}
+
+CandidatePipeline::~CandidatePipeline() = default;
+
+const DeviceIdentity& CandidatePipeline::device() const {
+  return impl_->device;
+}
+
+const DeviceLimits& CandidatePipeline::limits() const {
+  return impl_->limits;
+}
+
+void CandidatePipeline::prefetch(const KernelLaunch& launch) {
+  if (!launch_problem(impl_->limits, launch)) impl_->pool->enqueue(launch);
+}
+
+CandidateOutcome CandidatePipeline::run(const Problem& p, std::optional<double> best_ns) {
+  return impl_->run(p, best_ns);
+}
+
+std::variant<std::unique_ptr<LoadedKernel>, CandidateOutcome> CandidatePipeline::Impl::load(
+    const Problem& p, bool& constants_passed) {
+  if (auto why = launch_problem(limits, p.launch)) return failed(Status::resources_exceeded, *why);
+  Compiled compiled = pool->take(p.launch);
+  if (!compiled.program)
+    return failed(compiled.resource ? Status::resources_exceeded : Status::compile_failed,
+                  compiled.error);
+  // Loading keeps its own copy of the cubin, so the compiled program may go.
+  auto kernel = std::make_unique<LoadedKernel>(*compiled.program, p.launch);
+  if (auto why = parameter_problem(kernel->param_bytes(), ws->args(), constants_passed))
+    return failed(Status::launch_failed, *why);
+  KernelAttributes attrs;
+  const auto attr = [&](CUfunction_attribute a) {
+    int v = 0;
+    KTUNE_CU(driver().cuFuncGetAttribute(&v, a, kernel->function()));
+    return v;
+  };
+  attrs.max_threads_per_block = attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  attrs.registers_per_thread = attr(CU_FUNC_ATTRIBUTE_NUM_REGS);
+  attrs.static_shared_bytes = attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+  if (auto why = resource_problem(attrs, limits, p.launch))
+    return failed(Status::resources_exceeded, *why);
+  int blocks = 0;
+  KTUNE_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, kernel->function(),
+      static_cast<int>(p.launch.block[0] * p.launch.block[1] * p.launch.block[2]),
+      p.launch.dynamic_shared_bytes));
+  if (blocks < 1) return failed(Status::resources_exceeded, "not even one block fits on an SM");
+  return kernel;
+}
+
+CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<double> best_ns) {
+  const CUstream s = stream.get();
+  CandidateOutcome out;
+  Measurement& m = out.measurement;
+  m.kernel = p.name;
+  m.config = p.config;
+  m.flop = p.flop;
+  m.bytes = p.bytes;
+  m.mode = settings.mode;
+  try {
+    bool constants_passed = false;
+    auto loaded = load(p, constants_passed);
+    if (auto* o = std::get_if<CandidateOutcome>(&loaded)) return std::move(*o);
+    const auto& kernel = std::get<std::unique_ptr<LoadedKernel>>(loaded);
+    const BoundKernel bound{*kernel, constants_passed};
+    out.detail = "not verified: the spec declares no reference";
+    if (reference) {
+      m.verification = verify(*ws, BoundKernel{*reference, reference_constants}, bound, s);
+      if (!m.verification.passed) return failed(Status::wrong_result, m.verification.detail);
+      out.detail = "verified: " + m.verification.detail;
+    }
+    ws->bind_constants(kernel->module(), s);
+
+    KernelSampler sampler(bound, *ws, s, settings.mode, flusher.get(), device.pci_bus_id);
+    if (best_ns) {  // a screen first: most candidates of a search are clearly slower
+      StopRule screen(settings.screen, best_ns);
+      m.wall_time_s = run_until_stopped(sampler, screen);
+      record_samples(m, screen);
+      m.launches_per_sample = sampler.launches_per_sample();
+      if (m.time_ns.count > 0 &&
+          !is_contender(m.time_ns.median, best_ns, settings.contender_margin)) {
+        out.status = Status::slower;
+        out.detail = fmt::format(
+            "slower: screen median {:.2f} us is {:.1f} % above the best {:.2f} us",
+            m.time_ns.median / 1e3, 100 * (m.time_ns.median / *best_ns - 1), *best_ns / 1e3);
+        return out;
+      }
+    }
+    StopRule full(settings.full);
+    m.wall_time_s += run_until_stopped(sampler, full);
+    record_samples(m, full);
+    m.launches_per_sample = sampler.launches_per_sample();
+    if (m.time_ns.count == 0)
+      return failed(Status::timeout, "no unthrottled sample before the full rule's timeout");
+    out.status = Status::ok;
+    out.full = true;
+    return out;
+  } catch (const NoGpuError&) {
+    throw;
+  } catch (const Error& e) {
+    // A faulting kernel leaves a sticky error: every later call returns it. Ask once, quietly.
+    const CUresult sticky = driver().cuCtxSynchronize();
+    return failed(Status::launch_failed, e.what(), context_is_lost(sticky));
+  }
+}
+
+InterleavedResult CandidatePipeline::compare(const Problem& a, const Problem& b,
+                                             const StopSettings& stop) {
+  Impl& i = *impl_;
+  const auto prepare = [&](const Problem& p, const char* which, bool& constants_passed) {
+    auto loaded = i.load(p, constants_passed);
+    if (auto* o = std::get_if<CandidateOutcome>(&loaded))
+      throw Error(fmt::format("configuration {} cannot be compared: {}", which, o->detail));
+    auto kernel = std::move(std::get<std::unique_ptr<LoadedKernel>>(loaded));
+    if (i.reference) {
+      const Verification v = verify(*i.ws, BoundKernel{*i.reference, i.reference_constants},
+                                    BoundKernel{*kernel, constants_passed}, i.stream.get());
+      if (!v.passed)
+        throw Error(fmt::format("configuration {} cannot be compared: {}", which, v.detail));
+    }
+    return kernel;
+  };
+  bool ca = false, cb = false;
+  const auto ka = prepare(a, "A", ca);
+  const auto kb = prepare(b, "B", cb);
+  // Both read the same buffers; constant-memory symbols are per module, so bind both.
+  i.ws->bind_constants(ka->module(), i.stream.get());
+  i.ws->bind_constants(kb->module(), i.stream.get());
+  KernelSampler sa(BoundKernel{*ka, ca}, *i.ws, i.stream.get(), i.settings.mode, i.flusher.get(),
+                   i.device.pci_bus_id);
+  KernelSampler sb(BoundKernel{*kb, cb}, *i.ws, i.stream.get(), i.settings.mode, i.flusher.get(),
+                   i.device.pci_bus_id);
+  return interleave(sa, sb, stop);
+}
+
+}  // namespace ktune::bench

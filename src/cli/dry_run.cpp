@@ -1,0 +1,157 @@
+#include "dry_run.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/bench/pipeline.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/core/progress.hpp"
+#include "ktune/cuda/nvrtc.hpp"
+#include "ktune/tune/space.hpp"
+#include "ktune/tune/spec_problem.hpp"
+
+namespace ktune::cli {
+namespace {
+
+using nlohmann::json;
+
+json geometry_json(const bench::KernelLaunch& l) {
+  return {{"grid", l.grid}, {"block", l.block}, {"dynamic_shared_bytes", l.dynamic_shared_bytes}};
+}
+
+}  // namespace
+
+int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int64_t>& shape,
+            const std::string& arch, bool as_json) {
+  const tune::MapScope constants = spec.constants(shape);
+  const tune::SearchSpace space = tune::SearchSpace::from_spec(spec, &constants);
+  json report = {{"schema_version", kDryRunSchemaVersion},
+                 {"spec", spec.source},
+                 {"op", spec.ktune.op},
+                 {"dtype", spec.ktune.dtype},
+                 {"language", spec.kernel.language},
+                 {"grid_source", tune::to_string(spec.kernel.grid_source)},
+                 {"notes", spec.notes},
+                 {"cartesian_size", space.cartesian_size()}};
+  std::vector<std::string> problems;
+
+  // Every valid configuration laid out: an expression that fails anywhere in the space is found
+  // here, not hours into a run. Those over Hopper's per-block limits are counted, not failures.
+  const bench::DeviceLimits limits;
+  std::uint64_t valid = 0, over_limits = 0;
+  std::optional<tune::Configuration> first_valid;
+  std::optional<std::string> layout_error;
+  Progress progress("dry run", 0);
+  space.for_each([&](const tune::Configuration& c) {
+    ++valid;
+    if (!first_valid) first_valid = c;
+    try {
+      const tune::MapScope scope = space.scope(c);
+      const tune::LaunchGeometry g = spec.launch_geometry(scope);
+      bench::KernelLaunch l;
+      bool fits = true;
+      for (int d = 0; d < 3; ++d) {
+        if (g.grid[d] < 1 || g.block[d] < 1 || g.grid[d] > 0x7fffffff || g.block[d] > 1024)
+          fits = false;
+        l.grid[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.grid[d], 0, 0x7fffffff));
+        l.block[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.block[d], 0, 1 << 20));
+      }
+      l.dynamic_shared_bytes =
+          static_cast<unsigned>(std::clamp<std::int64_t>(g.shared_memory_bytes, 0, 1LL << 31));
+      if (!fits || bench::launch_problem(limits, l)) ++over_limits;
+    } catch (const Error& e) {
+      layout_error = fmt::format("configuration {}: {}", space.describe(c), e.what());
+      return false;
+    }
+    if (valid % 4096 == 0) progress.update(valid, "");
+    return true;
+  });
+  progress.finish();
+  report["space_size"] = valid;
+  report["over_device_limits"] = over_limits;
+  if (layout_error) problems.push_back(*layout_error);
+  if (valid == 0) problems.push_back("no configuration satisfies every condition");
+
+  // The default configuration (else the first valid one): arguments, geometry, compile.
+  tune::ConfigMap config = tune::default_config(spec);
+  const auto as_index = space.from_values(config);
+  if ((!as_index || !space.valid(*as_index)) && first_valid) {
+    report["default_breaks_a_condition"] = true;
+    config.clear();
+    const auto& params = space.parameters();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      config[params[i].name] = params[i].values[(*first_valid)[i]];
+  }
+  json cfg = json::object();
+  for (const auto& [k, v] : config) cfg[k] = v;
+  report["configuration"] = cfg;
+  if (spec.runnable() && !layout_error && valid > 0) {
+    try {
+      const bench::Problem p = tune::make_problem(spec, config, shape);
+      report["launch"] = geometry_json(p.launch);
+      json args = json::array();
+      for (const auto& a : p.args)
+        args.push_back({{"name", a.name},
+                        {"count", a.count},
+                        {"bytes", a.kind == bench::KernelArg::Kind::scalar ? 0 : a.bytes()},
+                        {"constant_memory", a.kind == bench::KernelArg::Kind::constant_memory}});
+      report["arguments"] = args;
+      try {
+        const cuda::CompiledProgram prog = cuda::compile(p.launch.source, p.launch.program_name,
+                                                         bench::compile_options(p.launch, arch));
+        report["compile"] = {{"arch", arch}, {"ok", true}, {"cubin_bytes", prog.cubin.size()}};
+      } catch (const cuda::CompileError& e) {
+        report["compile"] = {{"arch", arch}, {"ok", false}, {"error", e.what()}, {"log", e.log()}};
+        problems.push_back(fmt::format("{}: {}", e.what(), e.log().substr(0, 400)));
+      }
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
+  } else if (!spec.runnable()) {
+    report["compile"] = {{"ok", nullptr},
+                         {"skipped", fmt::format("Language {} is read and enumerated, not compiled",
+                                                 spec.kernel.language)}};
+  }
+  report["problems"] = problems;
+  report["ok"] = problems.empty();
+
+  if (as_json) {
+    fmt::print("{}\n", report.dump(2));
+  } else {
+    fmt::print(
+        "{} ({}): op {}, dtype {}, {} valid configurations of {} ({} over Hopper's "
+        "per-block limits)\n",
+        spec.source, spec.kernel.language, spec.ktune.op, spec.ktune.dtype, valid,
+        space.cartesian_size(), over_limits);
+    fmt::print("configuration: {}{}\n", cfg.dump(),
+               report.contains("default_breaks_a_condition") ? " (the default breaks a condition; "
+                                                               "the first valid one)"
+                                                             : "");
+    if (report.contains("launch"))
+      fmt::print(
+          "launch: grid {}x{}x{}, block {}x{}x{}, {} bytes of dynamic shared memory "
+          "(grid from {})\n",
+          report["launch"]["grid"][0].get<int>(), report["launch"]["grid"][1].get<int>(),
+          report["launch"]["grid"][2].get<int>(), report["launch"]["block"][0].get<int>(),
+          report["launch"]["block"][1].get<int>(), report["launch"]["block"][2].get<int>(),
+          report["launch"]["dynamic_shared_bytes"].get<int>(),
+          tune::to_string(spec.kernel.grid_source));
+    if (report.contains("arguments"))
+      for (const auto& a : report["arguments"])
+        fmt::print("argument {}: {} elements, {} bytes{}\n", a["name"].get<std::string>(),
+                   a["count"].get<std::size_t>(), a["bytes"].get<std::size_t>(),
+                   a["constant_memory"].get<bool>() ? " (constant memory)" : "");
+    if (report.contains("compile")) {
+      const json& c = report["compile"];
+      if (c.contains("skipped"))
+        fmt::print("compile: skipped ({})\n", c["skipped"].get<std::string>());
+      else
+        fmt::print("compile ({}): {}\n", arch, c["ok"].get<bool>() ? "ok" : "FAILED");
+    }
+    for (const auto& p : problems) fmt::print("problem: {}\n", p);
+    fmt::print("{}\n", problems.empty() ? "dry run: ok" : "dry run: FAILED");
+  }
+  return problems.empty() ? 0 : 1;
+}
+
+}  // namespace ktune::cli

@@ -1,0 +1,40 @@
+#include "spec_options.hpp"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "ktune/core/error.hpp"
+#include "ktune/tune/spec_problem.hpp"
+
+namespace ktune::cli {
+
+void add_grid_option(CLI::App& app, std::string& grid) {
+  app.add_option("--grid", grid,
+                 "Where the grid comes from when the spec gives both: griddiv (ProblemSize over "
+                 "GridDivX/Y/Z, as Kernel Tuner does; the default) or global-size (GlobalSize)");
+}
+
+tune::ProblemSpec load_spec(const std::string& path, const std::string& grid) {
+  tune::ProblemSpec spec = tune::ProblemSpec::load(path);
+  if (!grid.empty()) {
+    const auto source = tune::grid_source_from_string(grid);
+    if (!source) throw Error(fmt::format("--grid {}: use griddiv or global-size.", grid));
+    spec.kernel.grid_source = *source;
+  }
+  for (const auto& note : spec.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  if (grid.empty()) {
+    try {
+      const tune::MapScope constants = spec.constants();
+      tune::MapScope config(&constants);
+      for (const auto& [name, v] : tune::default_config(spec)) config.set(name, v);
+      if (auto why = spec.grid_disagreement(config))
+        std::fprintf(stderr, "note: %s\n", why->c_str());
+    } catch (const Error&) {
+      // The default configuration cannot be laid out; the run itself reports that properly.
+    }
+  }
+  return spec;
+}
+
+}  // namespace ktune::cli

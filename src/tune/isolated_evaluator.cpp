@@ -1,0 +1,261 @@
+#include "ktune/tune/isolated_evaluator.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::tune {
+namespace {
+
+using nlohmann::json;
+
+bool write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Reads one line from `fd` into `line`, keeping what follows it in `buffer`. Returns false on
+// end of file or when `timeout_s` (< 0: none) passes first; `timed_out` says which.
+bool read_line(int fd, std::string& buffer, std::string& line, double timeout_s, bool& timed_out) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration<double>(timeout_s);
+  timed_out = false;
+  for (;;) {
+    if (const auto nl = buffer.find('\n'); nl != std::string::npos) {
+      line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      return true;
+    }
+    int wait_ms = -1;
+    if (timeout_s >= 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+      if (left.count() <= 0) {
+        timed_out = true;
+        return false;
+      }
+      wait_ms = static_cast<int>(std::min<long long>(left.count(), 1 << 30));
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, wait_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) continue;  // the deadline check above decides
+    char chunk[4096];
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+json config_json(const ConfigMap& c) {
+  json j = json::object();
+  for (const auto& [k, v] : c) j[k] = v;
+  return j;
+}
+
+ConfigMap config_from(const json& j) {
+  ConfigMap c;
+  for (const auto& [k, v] : j.items()) c[k] = v.get<Value>();
+  return c;
+}
+
+// The child's side: build the evaluator, then answer requests until the parent closes the pipe.
+// A fatal result is the last thing it sends.
+[[noreturn]] void serve(const IsolatedEvaluator::Factory& factory, int in, int out) {
+  ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the parent's to handle: it stops after this candidate
+  ::signal(SIGPIPE, SIG_IGN);
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the parent's stdout carries its own output only
+  int code = 0;
+  try {
+    std::unique_ptr<Evaluator> ev = factory();
+    write_all(out, json{{"ready", true}}.dump() + "\n");
+    std::string buffer, line;
+    bool timed_out = false;
+    while (read_line(in, buffer, line, -1, timed_out)) {
+      const json req = json::parse(line);
+      if (req.contains("prepare")) {
+        std::vector<ConfigMap> configs;
+        for (const auto& c : req["prepare"]) configs.push_back(config_from(c));
+        ev->prepare(configs);
+        continue;
+      }
+      std::optional<double> best;
+      if (!req["best_ns"].is_null()) best = req["best_ns"].get<double>();
+      SessionRecord r;
+      r.config = config_from(req["evaluate"]);
+      r.result = ev->evaluate(r.config, best);
+      write_all(out, record_json(r).dump() + "\n");
+      if (r.result.fatal) break;  // this process's GPU context is gone: a fresh child goes on
+    }
+  } catch (const std::exception& e) {
+    write_all(out, json{{"error", e.what()}}.dump() + "\n");
+    code = 1;
+  }
+  ::_exit(code);  // skip the parent's static destructors and atexit handlers
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return fmt::format("was killed by signal {} ({})", sig, ::strsignal(sig));
+  }
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return "ended";
+}
+
+}  // namespace
+
+struct IsolatedEvaluator::Child {
+  pid_t pid = -1;
+  int to = -1, from = -1;
+  std::string buffer;
+
+  // Closes the pipes and reaps the process, killing it first when `kill` is set; the exit status.
+  int end(bool kill) {
+    if (to >= 0) ::close(to);
+    if (kill && pid > 0) ::kill(pid, SIGKILL);
+    int status = 0;
+    if (pid > 0)
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    if (from >= 0) ::close(from);
+    to = from = pid = -1;
+    return status;
+  }
+};
+
+IsolatedEvaluator::IsolatedEvaluator(Factory factory, IsolationSettings settings)
+    : factory_(std::move(factory)), settings_(settings) {}
+
+IsolatedEvaluator::~IsolatedEvaluator() {
+  if (child_) child_->end(false);  // EOF on its input: it returns from serve() and exits
+}
+
+void IsolatedEvaluator::start() {
+  ::signal(SIGPIPE, SIG_IGN);  // a child that died is seen as a failed write, not our death
+  int down[2], up[2];
+  if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
+    throw Error(
+        fmt::format("cannot create a pipe to the measuring process ({}).", std::strerror(errno)));
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw Error(fmt::format("cannot start the measuring process ({}).", std::strerror(errno)));
+  if (pid == 0) {
+    ::close(down[1]);
+    ::close(up[0]);
+    serve(factory_, down[0], up[1]);
+  }
+  ::close(down[0]);
+  ::close(up[1]);
+  child_ = std::make_unique<Child>();
+  child_->pid = pid;
+  child_->to = down[1];
+  child_->from = up[0];
+  std::string line;
+  bool timed_out = false;
+  json hello;
+  if (read_line(child_->from, child_->buffer, line, settings_.start_timeout_s, timed_out)) {
+    try {
+      hello = json::parse(line);
+    } catch (const json::exception&) {
+    }
+  }
+  if (hello.value("ready", false)) {
+    if (!prepared_.empty()) {  // what the last child was compiling ahead, this one compiles
+      json configs = json::array();
+      for (const auto& c : prepared_) configs.push_back(config_json(c));
+      write_all(child_->to, json{{"prepare", configs}}.dump() + "\n");
+    }
+    return;
+  }
+  const int status = child_->end(timed_out);
+  child_.reset();
+  if (hello.contains("error")) throw Error(hello["error"].get<std::string>());
+  throw Error(fmt::format("the measuring process {} before it was ready{}; nothing was measured.",
+                          describe_exit(status), timed_out ? " (it did not start in time)" : ""));
+}
+
+void IsolatedEvaluator::stop() {
+  if (child_) child_->end(true);
+  child_.reset();
+}
+
+void IsolatedEvaluator::prepare(const std::vector<ConfigMap>& upcoming) {
+  if (!child_) start();
+  json configs = json::array();
+  for (const auto& c : upcoming) {
+    configs.push_back(config_json(c));
+    prepared_.push_back(c);
+  }
+  write_all(child_->to, json{{"prepare", configs}}.dump() + "\n");  // a dead child: seen next
+}
+
+CandidateResult IsolatedEvaluator::evaluate(const ConfigMap& config,
+                                            std::optional<double> best_ns) {
+  if (!child_) start();
+  std::erase(prepared_, config);
+  const json req = {{"evaluate", config_json(config)},
+                    {"best_ns", best_ns ? json(*best_ns) : json(nullptr)}};
+  std::string line;
+  bool timed_out = false;
+  const bool sent = write_all(child_->to, req.dump() + "\n");
+  if (sent &&
+      read_line(child_->from, child_->buffer, line, settings_.candidate_timeout_s, timed_out)) {
+    SessionRecord r;
+    try {
+      r = record_from_json(json::parse(line));
+    } catch (const std::exception& e) {
+      stop();
+      throw Error(
+          fmt::format("the measuring process answered something unreadable ({}).", e.what()));
+    }
+    if (r.result.fatal) {  // it exits after this answer: replace it
+      child_->end(false);
+      child_.reset();
+      ++restarts_;
+      r.result.fatal = false;
+      r.result.detail += "; the GPU context was lost, so the measuring process was restarted";
+    }
+    return r.result;
+  }
+  CandidateResult r;
+  const int status = child_->end(true);
+  child_.reset();
+  ++restarts_;
+  if (timed_out) {
+    r.status = Status::timeout;
+    r.detail = fmt::format(
+        "did not finish within {:.0f} s (compile and measurement); the measuring process was "
+        "stopped and restarted",
+        settings_.candidate_timeout_s);
+  } else {
+    r.status = Status::launch_failed;
+    r.detail = fmt::format(
+        "the measuring process {} while running this configuration; it was "
+        "restarted",
+        describe_exit(status));
+  }
+  return r;
+}
+
+}  // namespace ktune::tune

@@ -1,0 +1,126 @@
+// The candidate pipeline's decisions, on the CPU: resource limits before and after compiling,
+// kernel parameters against the spec's arguments, contenders, contexts that cannot go on.
+#include "ktune/bench/pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include "ktune/cuda/driver.hpp"
+
+namespace ktune::bench {
+namespace {
+
+KernelLaunch launch(unsigned bx, unsigned by, unsigned smem = 0) {
+  KernelLaunch l;
+  l.block = {bx, by, 1};
+  l.grid = {100, 1, 1};
+  l.dynamic_shared_bytes = smem;
+  return l;
+}
+
+TEST(PipelineResources, AcceptsWhatFits) {
+  const KernelAttributes k{1024, 32, 0};
+  EXPECT_EQ(resource_problem(k, DeviceLimits{}, launch(256, 4, 48 * 1024)), std::nullopt);
+}
+
+TEST(PipelineResources, RejectsEachLimit) {
+  const DeviceLimits d;
+  // More threads than the device allows.
+  auto why = resource_problem({1024, 32, 0}, d, launch(64, 32));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("2048 threads per block; the device allows at most 1024"), std::string::npos);
+  // Register pressure lowered the kernel's own limit.
+  why = resource_problem({512, 128, 0}, d, launch(1024, 1));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("128 registers per thread this kernel allows at most 512"),
+            std::string::npos);
+  // Registers per block over the device's file (a kernel attribute that claims more threads).
+  why = resource_problem({1024, 255, 0}, d, launch(512, 1));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("registers per block"), std::string::npos);
+  // Static plus dynamic shared memory.
+  why = resource_problem({1024, 32, 16 * 1024}, d, launch(128, 1, 220 * 1024));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("bytes of shared memory per block; the device allows 232448"),
+            std::string::npos);
+  // Grid outside the limits.
+  KernelLaunch g = launch(128, 1);
+  g.grid = {1, 70000, 1};
+  why = resource_problem({1024, 32, 0}, d, g);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("grid"), std::string::npos);
+}
+
+TEST(PipelineScreen, ContendersAreWithinTheMarginOfTheBest) {
+  EXPECT_TRUE(is_contender(5000, std::nullopt, 0.03));  // nothing measured yet
+  EXPECT_TRUE(is_contender(1020, 1000.0, 0.03));
+  EXPECT_TRUE(is_contender(1030, 1000.0, 0.03));
+  EXPECT_FALSE(is_contender(1031, 1000.0, 0.03));
+  EXPECT_TRUE(is_contender(900, 1000.0, 0.03));  // faster than the best
+  EXPECT_FALSE(is_contender(1001, 1000.0, 0.0));
+}
+
+TEST(PipelineScreen, TuningRulesAreShorterThanTheHarnessDefault) {
+  PipelineSettings s;
+  s.full = PipelineSettings::tuning_full();
+  EXPECT_GT(s.screen.screen_margin, 0);
+  EXPECT_LT(s.screen.timeout_s, s.full.timeout_s);
+  EXPECT_LT(s.full.min_gpu_time_s, StopSettings::full().min_gpu_time_s);
+  EXPECT_EQ(s.full.screen_margin, 0);  // a contender is never cut short
+}
+
+TEST(PipelineContext, FaultsThatPoisonTheContextAreFatal) {
+  EXPECT_TRUE(context_is_lost(CUDA_ERROR_ILLEGAL_ADDRESS));
+  EXPECT_TRUE(context_is_lost(CUDA_ERROR_LAUNCH_FAILED));
+  EXPECT_TRUE(context_is_lost(CUDA_ERROR_MISALIGNED_ADDRESS));
+  EXPECT_FALSE(context_is_lost(CUDA_SUCCESS));
+  EXPECT_FALSE(context_is_lost(CUDA_ERROR_INVALID_VALUE));
+  EXPECT_FALSE(context_is_lost(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
+}
+
+TEST(PipelineResources, LaunchProblemsNeedNoCompilation) {
+  const DeviceLimits d;
+  EXPECT_EQ(launch_problem(d, launch(256, 4)), std::nullopt);
+  EXPECT_NE(launch_problem(d, launch(64, 32)), std::nullopt);              // 2048 threads
+  EXPECT_NE(launch_problem(d, launch(128, 1, 300 * 1024)), std::nullopt);  // shared memory
+}
+
+TEST(PipelineResources, PtxasLimitMessagesAreResourceFailures) {
+  EXPECT_TRUE(log_shows_resource_limit(
+      "ptxas error   : Entry function 'k' uses too much shared data (0x10000 bytes, 0xc000 max)"));
+  EXPECT_FALSE(log_shows_resource_limit("error: identifier \"x\" is undefined"));
+}
+
+KernelArg arg(const char* name, KernelArg::Kind kind, cuda::DType t = cuda::DType::f32) {
+  KernelArg a;
+  a.name = name;
+  a.kind = kind;
+  a.dtype = t;
+  return a;
+}
+
+TEST(PipelineParameters, ConstantMemoryArgumentsArePassedWhenTheKernelDeclaresThem) {
+  const std::vector<KernelArg> args = {arg("out", KernelArg::Kind::buffer),
+                                       arg("in", KernelArg::Kind::buffer),
+                                       arg("filter", KernelArg::Kind::constant_memory)};
+  bool passed = false;
+  EXPECT_EQ(parameter_problem({8, 8, 8}, args, passed), std::nullopt);
+  EXPECT_TRUE(passed);  // the kernel takes three pointers: the constant one too
+  EXPECT_EQ(parameter_problem({8, 8}, args, passed), std::nullopt);
+  EXPECT_FALSE(passed);  // it reads the filter through its __constant__ symbol only
+}
+
+TEST(PipelineParameters, AMismatchNamesTheArgument) {
+  const std::vector<KernelArg> args = {arg("out", KernelArg::Kind::buffer),
+                                       arg("n", KernelArg::Kind::scalar, cuda::DType::i32)};
+  bool passed = false;
+  auto why = parameter_problem({8, 8}, args, passed);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("argument 'n'"), std::string::npos) << *why;
+  why = parameter_problem({8, 4, 4}, args, passed);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("takes 3 parameters but the spec lists 2 arguments"), std::string::npos)
+      << *why;
+}
+
+}  // namespace
+}  // namespace ktune::bench

@@ -1,0 +1,100 @@
+// A bad candidate never ends a session: the evaluator runs in a child process that is replaced
+// when a candidate crashes it, hangs, or loses its GPU context. CPU only: a fake evaluator plays
+// the bad candidates.
+#include "ktune/tune/isolated_evaluator.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::tune {
+namespace {
+
+// X=1 is fine, X=2 segfaults, X=3 aborts, X=4 hangs, X=5 loses the context.
+class Saboteur : public Evaluator {
+ public:
+  CandidateResult evaluate(const ConfigMap& c, std::optional<double>) override {
+    switch (c.at("X").as_int()) {
+      case 2:
+        std::raise(SIGSEGV);
+        break;
+      case 3:
+        std::abort();
+      case 4:
+        for (;;) ::pause();
+      case 5: {
+        CandidateResult r;
+        r.status = Status::launch_failed;
+        r.detail = "CUDA_ERROR_ILLEGAL_ADDRESS";
+        r.fatal = true;
+        return r;
+      }
+    }
+    CandidateResult r;
+    r.status = Status::ok;
+    r.time_ns = 1000;
+    r.full = true;
+    r.detail = "verified";
+    return r;
+  }
+};
+
+ConfigMap x(int v) {
+  return {{"X", Value(v)}};
+}
+
+TEST(IsolatedEvaluator, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn) {
+  IsolatedEvaluator ev([] { return std::make_unique<Saboteur>(); }, {.candidate_timeout_s = 1});
+  ev.prepare({x(1), x(2), x(3)});
+  EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
+
+  CandidateResult r = ev.evaluate(x(2), std::nullopt);
+  EXPECT_EQ(r.status, Status::launch_failed);
+  EXPECT_NE(r.detail.find("killed by signal 11"), std::string::npos) << r.detail;
+  EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
+
+  r = ev.evaluate(x(3), std::nullopt);
+  EXPECT_EQ(r.status, Status::launch_failed);
+  EXPECT_NE(r.detail.find("signal 6"), std::string::npos) << r.detail;
+
+  r = ev.evaluate(x(4), std::nullopt);
+  EXPECT_EQ(r.status, Status::timeout);
+  EXPECT_NE(r.detail.find("did not finish within 1 s"), std::string::npos) << r.detail;
+
+  r = ev.evaluate(x(5), std::nullopt);
+  EXPECT_EQ(r.status, Status::launch_failed);
+  EXPECT_FALSE(r.fatal);  // the session never sees a lost context: a new child takes over
+  EXPECT_NE(r.detail.find("ILLEGAL_ADDRESS"), std::string::npos) << r.detail;
+
+  EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
+  EXPECT_EQ(ev.restarts(), 4u);
+}
+
+TEST(IsolatedEvaluator, AnEvaluatorThatCannotStartEndsTheSessionWithItsSentence) {
+  IsolatedEvaluator ev([]() -> std::unique_ptr<Evaluator> {
+    throw Error("no CUDA driver was found; run ktune tune on a machine with an NVIDIA GPU.");
+  });
+  try {
+    ev.evaluate(x(1), std::nullopt);
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "no CUDA driver was found; run ktune tune on a machine with an NVIDIA GPU.");
+  }
+}
+
+TEST(IsolatedEvaluator, ResultsTravelIntact) {
+  IsolatedEvaluator ev([] { return std::make_unique<Saboteur>(); });
+  const CandidateResult r = ev.evaluate(x(1), 500.0);
+  EXPECT_EQ(r.status, Status::ok);
+  EXPECT_TRUE(r.full);
+  EXPECT_EQ(r.detail, "verified");
+  EXPECT_EQ(r.time_ns, 1000);
+}
+
+}  // namespace
+}  // namespace ktune::tune
