@@ -17,6 +17,9 @@ mkdir -p "$build/lib"
 for lib in libpq.so.5 libldap-2.5.so.0 liblber-2.5.so.0 libsasl2.so.2; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$build/lib/"
 done
+# The hub kernels the tuning benchmark reads (shared/ does not travel to the GPU machine).
+rm -rf "$root/.hub"
+[ -d "$root/../shared/kernels" ] && cp -r "$root/../shared/kernels" "$root/.hub"
 rm -rf "$root/.gpu-carry"
 cp -a "$build" "$root/.gpu-carry"
 find "$root/.gpu-carry" \( -name CMakeFiles -o -name Testing \) -type d -prune -exec rm -rf {} +

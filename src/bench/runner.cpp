@@ -206,21 +206,25 @@ std::vector<std::byte> Workspace::download(std::size_t i) const {
 }
 
 // ---------------------------------------------------------------------------------------------
+Outputs run_for_outputs(Workspace& ws, const BoundKernel& k, CUstream s) {
+  ws.fill(s);
+  ws.poison_outputs(s);
+  ws.bind_constants(k.kernel.module(), s);
+  k.launch(ws, s);
+  KTUNE_CU(driver().cuStreamSynchronize(s));
+  Outputs outs;
+  for (std::size_t i = 0; i < ws.args().size(); ++i)
+    outs.push_back(ws.args()[i].output ? ws.download(i) : std::vector<std::byte>{});
+  return outs;
+}
+
 Verification verify(Workspace& ws, const BoundKernel& reference, const BoundKernel& candidate,
                     CUstream s) {
-  const auto run = [&](const BoundKernel& k) {
-    ws.fill(s);
-    ws.poison_outputs(s);
-    ws.bind_constants(k.kernel.module(), s);
-    k.launch(ws, s);
-    KTUNE_CU(driver().cuStreamSynchronize(s));
-    std::vector<std::vector<std::byte>> outs;
-    for (std::size_t i = 0; i < ws.args().size(); ++i)
-      outs.push_back(ws.args()[i].output ? ws.download(i) : std::vector<std::byte>{});
-    return outs;
-  };
-  const auto ref = run(reference);
-  const auto cand = run(candidate);
+  return verify(ws, run_for_outputs(ws, reference, s), candidate, s);
+}
+
+Verification verify(Workspace& ws, const Outputs& ref, const BoundKernel& candidate, CUstream s) {
+  const Outputs cand = run_for_outputs(ws, candidate, s);
   Verification v;
   v.checked = true;
   v.passed = true;

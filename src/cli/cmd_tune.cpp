@@ -264,6 +264,12 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
         "evaluations/s, stop: {}\n",
         op, spec.source, s.evaluations, s.evaluated_now, s.resumed, s.elapsed_s,
         s.evaluations_per_s, tune::to_string(s.stop));
+    if (s.compiled > 0)
+      fmt::print(
+          "compiling: {} binaries, {:.2f} s each on average; {} threads compile at most "
+          "{:.1f} configurations/s (the ceiling)\n",
+          s.compiled, s.compile_s_mean, compile_threads,
+          compile_threads / std::max(s.compile_s_mean, 1e-9));
     std::string counts;
     for (tune::Status st : tune::kAllStatuses)
       if (s.counts.count(st))

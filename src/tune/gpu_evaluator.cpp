@@ -34,6 +34,7 @@ CandidateResult GpuEvaluator::evaluate(const ConfigMap& config, std::optional<do
   r.status = o.status;
   r.detail = o.detail;
   r.fatal = o.context_lost;
+  r.compile_s = o.compile_s;
   if (has_time(o.status)) {
     const Summary& t = o.measurement.time_ns;
     r.time_ns = t.median;

@@ -117,6 +117,7 @@ nlohmann::json record_json(const SessionRecord& r) {
           {"samples", x.samples},
           {"measurement", x.full ? "full" : (x.time_ns > 0 ? "screen" : "none")},
           {"detail", x.detail},
+          {"compile_s", x.compile_s},
           {"fatal", x.fatal},
           {"elapsed_s", r.elapsed_s},
           {"timestamp", r.timestamp}};
@@ -140,6 +141,7 @@ SessionRecord record_from_json(const nlohmann::json& j) {
   r.result.full = j.value("measurement", "") == "full";
   r.result.detail = j.value("detail", "");
   r.result.fatal = j.value("fatal", false);
+  r.result.compile_s = j.value("compile_s", 0.0);
   r.elapsed_s = j.value("elapsed_s", 0.0);
   r.timestamp = j.value("timestamp", "");
   return r;
@@ -272,6 +274,8 @@ SessionSummary Session::run() {
         rec.timestamp = utc_now_iso8601();
         log.append(record_json(rec));
         ++s.evaluated_now;
+        if (rec.result.compile_s > 0)
+          s.compile_s_mean += (rec.result.compile_s - s.compile_s_mean) / double(++s.compiled);
       }
       const CandidateResult& r = rec.result;
       ++s.counts[r.status];
@@ -350,6 +354,8 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
           {"resumed", s.resumed},
           {"elapsed_s", s.elapsed_s},
           {"evaluations_per_s", s.evaluations_per_s},
+          {"compiled", s.compiled},
+          {"compile_s_mean", s.compile_s_mean},
           {"stop", to_string(s.stop)},
           {"status_counts", std::move(counts)},
           {"best", std::move(best)}};

@@ -78,6 +78,7 @@ struct CandidateOutcome {
   Measurement measurement;    // full (ok) or screen (slower) statistics
   bool full = false;          // measured with the full stop rule
   bool context_lost = false;  // the GPU context is unusable: this process can measure no more
+  double compile_s = 0;       // NVRTC wall time for this binary; 0 when the disk cache had it
 };
 
 // Measures candidates of one problem on one device. Every candidate shares the base problem's

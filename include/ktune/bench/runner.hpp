@@ -70,9 +70,18 @@ struct BoundKernel {
   void launch(Workspace& ws, CUstream s) const { kernel.launch(s, ws.params(constants_passed)); }
 };
 
-// Poisons outputs, runs `reference` and `candidate` once each on freshly filled inputs, and
-// compares every output. Fills `Verification` with the first failure or the agreement.
+// Each output argument's bytes after one run (empty for the other arguments).
+using Outputs = std::vector<std::vector<std::byte>>;
+// Fills the inputs afresh (the fills are seeded: the same every time), poisons the outputs, runs
+// `k` once and downloads its outputs.
+Outputs run_for_outputs(Workspace& ws, const BoundKernel& k, CUstream s);
+
+// Runs `reference` and `candidate` once each as above and compares every output. Fills
+// `Verification` with the first failure or the agreement.
 Verification verify(Workspace& ws, const BoundKernel& reference, const BoundKernel& candidate,
+                    CUstream s);
+// The same against the reference's outputs from an earlier run_for_outputs on this workspace.
+Verification verify(Workspace& ws, const Outputs& reference, const BoundKernel& candidate,
                     CUstream s);
 
 // Times one loaded kernel in one mode; one Sample per sample() call.

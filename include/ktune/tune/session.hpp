@@ -28,8 +28,9 @@ struct CandidateResult {
   double time_ns = 0;   // median per launch: ok (full measurement) or slower (the screen's)
   double noise_ns = 0;  // spread of that median: half the p5..p95 width
   std::size_t samples = 0;
-  bool full = false;   // true: measured with the full stop rule (a contender)
-  std::string detail;  // the verification summary, or why it failed (one sentence)
+  bool full = false;     // true: measured with the full stop rule (a contender)
+  std::string detail;    // the verification summary, or why it failed (one sentence)
+  double compile_s = 0;  // NVRTC wall time for this candidate's binary; 0 when it was cached
   // The GPU context is lost (illegal address, launch failure): nothing more can run in this
   // process. The session records the candidate, writes its files and stops.
   bool fatal = false;
@@ -83,6 +84,8 @@ struct SessionSummary {
   std::size_t evaluated_now = 0, resumed = 0;
   double elapsed_s = 0;          // this process's search
   double evaluations_per_s = 0;  // evaluated_now / elapsed_s
+  double compile_s_mean = 0;     // over this process's candidates that were compiled
+  std::size_t compiled = 0;      // how many of them
   StopCause stop = StopCause::budget;
   std::map<Status, std::size_t> counts;
   std::optional<SessionRecord> best;   // fastest fully measured, verified configuration
