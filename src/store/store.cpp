@@ -275,6 +275,21 @@ void check_readable(Backend& db) {
         db.describe()));
 }
 
+// "host=h user=u password=p": a PostgreSQL conninfo, not a path (it would become a SQLite file
+// named after the password).
+bool looks_like_conninfo(const std::string& text) {
+  static const char* const kKeys[] = {"host",    "hostaddr",       "port",    "dbname",
+                                      "user",    "password",       "sslmode", "options",
+                                      "service", "connect_timeout"};
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || text.find('/') < eq) return false;
+  auto key = text.substr(0, eq);
+  while (!key.empty() && key.back() == ' ') key.pop_back();
+  for (const char* k : kKeys)
+    if (key == k) return true;
+  return false;
+}
+
 using Opener = std::unique_ptr<Backend> (*)(const std::string&, bool);
 
 struct Scheme {
@@ -325,6 +340,11 @@ std::unique_ptr<Store> Store::open(const std::string& url, Access access) {
     }
     return std::make_unique<Store>(it->second.open(location, read_only), access);
   }
+  if (looks_like_conninfo(url))
+    throw Error(fmt::format(
+        "--db {} is a libpq key=value connection string, which ktune would take for a file name; "
+        "write it as a URL: postgresql://user@host:port/db?sslmode=...",
+        detail::redact_url(url)));
   return std::make_unique<Store>(detail::open_sqlite(url, read_only), access);
 }
 

@@ -128,6 +128,14 @@ TEST(StoreUrl, OneRedactionForEveryFormOfPassword) {
             "invalid integer value \"***\" for connection option \"port\"");
 }
 
+TEST(StoreUrl, KeyValueConninfoIsRefusedWithItsPasswordHidden) {
+  // It used to become a SQLite file named after the password, printed in every message.
+  const std::string why = error_of("host=h user=alice password=s3cret dbname=x");
+  EXPECT_NE(why.find("libpq key=value connection string"), std::string::npos) << why;
+  EXPECT_EQ(why.find("s3cret"), std::string::npos) << why;
+  EXPECT_FALSE(std::filesystem::exists("host=h user=alice password=s3cret dbname=x"));
+}
+
 TEST(StoreUrl, PasswordNeverAppearsInConnectionErrors) {
 #ifndef KTUNE_WITH_POSTGRES
   GTEST_SKIP() << "built without PostgreSQL";
