@@ -1,5 +1,6 @@
 // ktune cache ls | get | put | rm | export | import | invalidate | stats: the tuning cache.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "command.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/json.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/store.hpp"
@@ -110,7 +112,7 @@ void print_entries(const std::vector<store::CacheEntry>& entries, const store::E
 }
 
 int run_ls(const Options& o, const GlobalOptions& g) {
-  auto s = store::Store::open(g.db);
+  auto s = store::Store::open(g.db, store::Access::read_only);
   store::EntryFilter f = o.filter;
   f.include_invalidated = o.all;
   std::optional<store::Environment> env;
@@ -129,8 +131,9 @@ int run_ls(const Options& o, const GlobalOptions& g) {
 int run_get(const Options& o, const GlobalOptions& g) {
   if (o.filter.op.empty() || o.filter.dtype.empty() || o.shape.empty())
     throw Error("ktune cache get needs --op, --dtype and --shape (e.g. --shape 4096x4096).");
-  auto s = store::Store::open(g.db);
-  store::LookupQuery q{o.filter.op, o.filter.dtype, parse_shape(o.shape), environment(o, g, true)};
+  auto shape = parse_shape(o.shape);  // a bad flag is named before the store is looked at
+  auto s = store::Store::open(g.db, store::Access::read_only);
+  store::LookupQuery q{o.filter.op, o.filter.dtype, std::move(shape), environment(o, g, true)};
   const auto r = s->lookup(q);
   if (o.json) {
     fmt::print("{}\n", with_schema(nlohmann::json(r)).dump(2));
@@ -147,14 +150,13 @@ int run_get(const Options& o, const GlobalOptions& g) {
 int run_put(const Options& o, const GlobalOptions& g) {
   const std::string text =
       o.file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(o.file);
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded())
-    throw Error(fmt::format("{} is not valid JSON; give one cache entry object.", o.file));
+  const std::string source = o.file == "-" ? "stdin" : o.file;
+  const auto j = parse_json(text, source, "give one cache entry object");
   store::CacheEntry e;
   try {
     e = j.get<store::CacheEntry>();
   } catch (const Error& err) {
-    throw Error(fmt::format("{}: {}", o.file, err.what()));
+    throw Error(fmt::format("{}: {}", source, err.what()));
   }
   auto s = store::Store::open(g.db);
   const auto r = s->put_entry(e, o.force);
@@ -182,9 +184,15 @@ int run_rm(const Options& o, const GlobalOptions& g) {
 }
 
 int run_export(const Options& o, const GlobalOptions& g) {
-  auto s = store::Store::open(g.db);
+  const bool to_stdout = o.file.empty() || o.file == "-";
+  auto s = store::Store::open(g.db, store::Access::read_only);
+  if (!to_stdout) {
+    // The store's SQLite file and its WAL companions are inputs the pack must not replace.
+    if (const auto db = s->file())
+      check_output_path(o.file, {*db, db->string() + "-wal", db->string() + "-shm"});
+  }
   const auto pack = s->export_pack(o.filter);
-  if (o.file.empty() || o.file == "-") {
+  if (to_stdout) {
     fmt::print("{}\n", store::pack_to_json(pack).dump(2));
   } else {
     store::write_pack(o.file, pack);
@@ -223,7 +231,7 @@ int run_invalidate(const Options& o, const GlobalOptions& g) {
 }
 
 int run_stats(const Options& o, const GlobalOptions& g) {
-  auto s = store::Store::open(g.db);
+  auto s = store::Store::open(g.db, store::Access::read_only);
   store::EntryFilter all;
   all.include_invalidated = true;
   const auto entries = s->list_entries(all);

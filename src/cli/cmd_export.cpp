@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "ktune/analyze/source.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
 #include "ktune/report/chrome_trace.hpp"
 
 namespace ktune::cli {
@@ -25,6 +26,7 @@ const bool registered = register_command(
        return [o] {
          if (o->chrome.empty())
            throw Error("ktune export needs an output format; add --chrome OUT.json.");
+         check_output_path(o->chrome, {o->trace});
          analyze::KtraceSource source(o->trace);
          const report::ChromeTraceCounts c = report::export_chrome_trace(source, o->chrome);
          fmt::print(

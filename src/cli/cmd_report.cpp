@@ -32,9 +32,11 @@ const bool registered = register_command(
                       "registers)")
            ->capture_default_str();
        app.add_option("--top", o->top, "Kernel rows in text, md and html (json lists all)")
-           ->capture_default_str();
+           ->capture_default_str()
+           ->check(CLI::Range(0, 1'000'000));  // unchecked, "-1" wrapped to 2^64 - 1
        app.add_option("-o,--output", o->output, "Write to this file instead of stdout");
        return [o] {
+         if (!o->output.empty()) check_output_path(o->output, {o->trace});
          const report::Format& format = report::find_format(o->format);
          analyze::AnalysisOptions options;
          options.group_by = analyze::parse_group_by(o->by);

@@ -108,7 +108,7 @@ TunedConfigs TunedConfigs::from_pack_file(const std::filesystem::path& path,
 TunedConfigs TunedConfigs::from_store(const std::string& url, store::Environment env) {
   store::EntryFilter f;
   f.arch = env.arch;
-  auto s = store::Store::open(url);
+  auto s = store::Store::open(url, store::Access::read_only);  // an application only reads
   store::Pack pack = s->export_pack(f);
   pack.ops = s->ops();  // defaults of ops with nothing tuned on this arch
   return TunedConfigs(pack, std::move(env));

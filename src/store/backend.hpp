@@ -37,6 +37,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string describe() const = 0;  // path or URL with the password hidden
+  virtual std::optional<std::string> file() const { return std::nullopt; }  // SQLite's path
 
   // One statement; returns the number of rows it changed.
   virtual std::int64_t exec(std::string_view sql, const Params& params = {}) = 0;
@@ -57,11 +58,16 @@ class Backend {
 };
 
 // `location` is what follows the scheme: a file path for SQLite, the whole URL for PostgreSQL.
-std::unique_ptr<Backend> open_sqlite(const std::string& location);
-std::unique_ptr<Backend> open_postgres(const std::string& url);
+// read_only: open an existing store without creating anything, every write refused.
+std::unique_ptr<Backend> open_sqlite(const std::string& location, bool read_only = false);
+std::unique_ptr<Backend> open_postgres(const std::string& url, bool read_only = false);
 
-// The URL with any password (user:PASS@ or password=PASS) replaced by "***".
-std::string redact_url(const std::string& url);
+// The one redaction of secrets, for every form a store location or a message about it takes:
+// URL userinfo (user:PASS@host, PASS may itself hold '@', '/' or ':'), password=PASS in a URL
+// query or a key=value conninfo string (any letter case, quoted or not). With `conninfo`, the
+// passwords it holds are also hidden wherever they, or pieces of them, appear in `text`: libpq
+// repeats a misparsed password as a host name or port in its messages.
+std::string redact_url(std::string_view text, std::string_view conninfo = {});
 
 // Runs fn inside begin_write/commit, rolling back on any exception and re-running it (a few
 // times) when the backend reports a RetryableConflict.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/json.hpp"
 
 namespace ktune::store {
 namespace {
@@ -140,25 +141,23 @@ void from_json(const nlohmann::json& j, BucketPolicy& p) {
     throw Error("a bucket policy must be an object with a \"dims\" array of rules.");
   for (const auto& d : j["dims"]) {
     DimRule r;
-    const std::string kind = d.is_object() ? d.value("kind", "") : "";
+    if (!d.is_object()) throw Error("each bucket rule in \"dims\" must be an object.");
+    const std::string kind = json_optional_string(d, "kind");
     if (kind == "exact")
       r.kind = BucketKind::exact;
     else if (kind == "pow2")
       r.kind = BucketKind::pow2;
     else if (kind == "multiple") {
       r.kind = BucketKind::multiple;
-      if (!d.contains("multiple") || !d["multiple"].is_number_integer())
+      if (!d.contains("multiple"))
         throw Error("a 'multiple' bucket rule needs an integer \"multiple\".");
-      r.multiple = d["multiple"].get<std::int64_t>();
+      r.multiple = json_integer(d["multiple"], "a 'multiple' bucket rule's \"multiple\"", 1);
     } else if (kind == "ranges") {
       r.kind = BucketKind::ranges;
       if (!d.contains("bounds") || !d["bounds"].is_array())
         throw Error("a 'ranges' bucket rule needs a \"bounds\" array of integers.");
-      for (const auto& b : d["bounds"]) {
-        if (!b.is_number_integer())
-          throw Error("a 'ranges' bucket rule's \"bounds\" must all be integers.");
-        r.bounds.push_back(b.get<std::int64_t>());
-      }
+      for (const auto& b : d["bounds"])
+        r.bounds.push_back(json_integer(b, "each of a 'ranges' bucket rule's \"bounds\"", 1));
     } else {
       throw Error(
           fmt::format("unknown bucket rule kind '{}'; use exact, pow2, multiple or ranges.", kind));

@@ -7,6 +7,7 @@
 #include "backend.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
+#include "ktune/core/json.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/store/store.hpp"
 
@@ -22,14 +23,11 @@ constexpr const char* kEntryColumns =
     "noise_ns, samples, throughput, throughput_unit, verification, ktune_version, ktune_commit, "
     "host, strategy, budget, created_at, invalidated_at, invalid_reason";
 
+// Bounded like every JSON ktune reads: a shared store is input from other machines too.
 nlohmann::json parse_column(const Row& row, std::size_t i, const char* what) {
-  auto j = nlohmann::json::parse(row.text(i), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    throw Error(
-        fmt::format("a stored cache row has unreadable {} JSON ('{}'); remove it with "
-                    "`ktune cache rm`.",
-                    what, row.text(i)));
-  return j;
+  return parse_json(row.text(i),
+                    fmt::format("the {} of a stored cache row of op {}", what, row.text(0)),
+                    "remove the row with `ktune cache rm`");
 }
 
 CacheEntry entry_from_row(const Row& r) {

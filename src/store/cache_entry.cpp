@@ -1,10 +1,12 @@
 #include "ktune/store/cache_entry.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/json.hpp"
 
 namespace ktune::store {
 
@@ -106,47 +108,70 @@ void to_json(nlohmann::json& j, const CacheEntry& e) {
 
 namespace {
 
-template <class T>
-T field(const nlohmann::json& j, const char* name) {
-  if (!j.contains(name)) throw Error(fmt::format("the field \"{}\" is missing; add it.", name));
-  try {
-    return j.at(name).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(
-        fmt::format("the field \"{}\" has the wrong type ({}).", name, j.at(name).type_name()));
-  }
+const nlohmann::json& member(const nlohmann::json& j, const char* name) {
+  if (!j.contains(name) || j[name].is_null())
+    throw Error(fmt::format("the field \"{}\" is missing; add it.", name));
+  return j[name];
+}
+
+std::string quoted(const char* name) {
+  return fmt::format("the field \"{}\"", name);
+}
+
+std::string string_field(const nlohmann::json& j, const char* name) {
+  return json_string(member(j, name), quoted(name));
+}
+
+double number_field(const nlohmann::json& j, const char* name) {
+  return json_number(member(j, name), quoted(name));
+}
+
+std::int64_t integer_field(const nlohmann::json& j, const char* name, std::int64_t min,
+                           std::int64_t max) {
+  return json_integer(member(j, name), quoted(name), min, max);
 }
 
 }  // namespace
 
 void from_json(const nlohmann::json& j, CacheEntry& e) {
   if (!j.is_object()) throw Error("a cache entry must be a JSON object.");
-  e.key.op = field<std::string>(j, "op");
-  e.key.dtype = field<std::string>(j, "dtype");
-  e.key.bucket = j.value("bucket", "");
-  e.key.arch = field<std::string>(j, "arch");
-  e.key.device_name = field<std::string>(j, "device_name");
-  e.key.toolkit = field<std::string>(j, "toolkit");
-  e.key.driver_major = field<int>(j, "driver_major");
-  e.shape = field<std::vector<std::int64_t>>(j, "shape");
-  e.config = field<nlohmann::json>(j, "config");
-  e.median_ns = field<double>(j, "median_ns");
-  e.noise_ns = field<double>(j, "noise_ns");
-  e.samples = field<std::int64_t>(j, "samples");
-  e.throughput = field<double>(j, "throughput");
-  e.throughput_unit = field<std::string>(j, "throughput_unit");
-  e.verification = field<std::string>(j, "verification");
-  const auto p = field<nlohmann::json>(j, "provenance");
+  e.key.op = string_field(j, "op");
+  e.key.dtype = string_field(j, "dtype");
+  e.key.bucket = json_optional_string(j, "bucket");  // recomputed from the shape on put
+  e.key.arch = string_field(j, "arch");
+  e.key.device_name = string_field(j, "device_name");
+  e.key.toolkit = string_field(j, "toolkit");
+  e.key.driver_major =
+      static_cast<int>(integer_field(j, "driver_major", 0, std::numeric_limits<int>::max()));
+  const auto& shape = member(j, "shape");
+  if (!shape.is_array()) throw Error("the field \"shape\" must be an array of sizes.");
+  e.shape.clear();
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    e.shape.push_back(json_integer(shape[i], fmt::format("the field \"shape\"[{}]", i), 1,
+                                   std::numeric_limits<std::int64_t>::max()));
+  e.config = member(j, "config");
+  e.median_ns = number_field(j, "median_ns");
+  e.noise_ns = number_field(j, "noise_ns");
+  e.samples = integer_field(j, "samples", 1, std::numeric_limits<std::int64_t>::max());
+  e.throughput = number_field(j, "throughput");
+  e.throughput_unit = string_field(j, "throughput_unit");
+  e.verification = string_field(j, "verification");
+  const auto& p = member(j, "provenance");
   if (!p.is_object()) throw Error("the field \"provenance\" must be an object.");
-  e.provenance.ktune_version = p.value("ktune_version", "");
-  e.provenance.ktune_commit = p.value("ktune_commit", "");
-  e.provenance.host = p.value("host", "");
-  e.provenance.created_at = p.value("created_at", "");
-  e.provenance.strategy = p.value("strategy", "");
-  e.provenance.budget = p.value("budget", nlohmann::json::object());
-  if (j.contains("invalidated_at")) {
-    e.invalidated_at = field<std::string>(j, "invalidated_at");
-    e.invalid_reason = j.value("invalid_reason", "");
+  try {
+    e.provenance.ktune_version = json_optional_string(p, "ktune_version");
+    e.provenance.ktune_commit = json_optional_string(p, "ktune_commit");
+    e.provenance.host = json_optional_string(p, "host");
+    e.provenance.created_at = json_optional_string(p, "created_at");
+    e.provenance.strategy = json_optional_string(p, "strategy");
+  } catch (const Error& err) {
+    throw Error(fmt::format("in \"provenance\", {}", err.what()));
+  }
+  e.provenance.budget =
+      p.contains("budget") && !p["budget"].is_null() ? p["budget"] : nlohmann::json::object();
+  if (j.contains("invalidated_at") && !j["invalidated_at"].is_null()) {
+    e.invalidated_at = string_field(j, "invalidated_at");
+    e.invalid_reason = json_optional_string(j, "invalid_reason");
   }
 }
 
@@ -157,7 +182,7 @@ void to_json(nlohmann::json& j, const OpSpec& s) {
 
 void from_json(const nlohmann::json& j, OpSpec& s) {
   if (!j.is_object()) throw Error("an op spec must be a JSON object.");
-  s.op = field<std::string>(j, "op");
+  s.op = string_field(j, "op");
   s.buckets = j.contains("buckets") ? j["buckets"].get<BucketPolicy>() : BucketPolicy{};
   if (j.contains("default_config") && !j["default_config"].is_null())
     s.default_config = j["default_config"];

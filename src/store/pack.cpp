@@ -1,8 +1,11 @@
 #include "ktune/store/pack.hpp"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/json.hpp"
 #include "ktune/core/paths.hpp"
 
 namespace ktune::store {
@@ -18,28 +21,32 @@ nlohmann::json pack_to_json(const Pack& pack) {
 }
 
 Pack pack_from_json(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object() || j.value("format", "") != kPackFormat)
+  if (!j.is_object() || !j.contains("format") || j["format"] != kPackFormat)
     throw Error(
         fmt::format("{} is not a ktune tuning pack (its \"format\" is not \"{}\"); "
                     "export one with `ktune cache export`.",
                     source, kPackFormat));
-  if (!j.contains("schema_version") || !j["schema_version"].is_number_integer())
+  if (!j.contains("schema_version"))
     throw Error(fmt::format("{} has no integer \"schema_version\"; re-export the pack.", source));
-  const int version = j["schema_version"].get<int>();
+  const std::int64_t version =
+      json_integer(j["schema_version"], fmt::format("{}: \"schema_version\"", source), 1,
+                   std::numeric_limits<int>::max());
   if (version > kPackSchemaVersion)
     throw Error(
         fmt::format("{} is a tuning pack of schema version {}, newer than this ktune "
                     "reads ({}); upgrade ktune.",
                     source, version, kPackSchemaVersion));
-  if (version < 1)
-    throw Error(fmt::format("{} has schema_version {}; re-export the pack.", source, version));
   for (const char* list : {"ops", "entries"})
     if (!j.contains(list) || !j[list].is_array())
       throw Error(
           fmt::format("{}: the field \"{}\" must be an array; re-export the pack.", source, list));
   Pack pack;
-  pack.created_at = j.value("created_at", "");
-  pack.ktune_version = j.value("ktune_version", "");
+  try {
+    pack.created_at = json_optional_string(j, "created_at");
+    pack.ktune_version = json_optional_string(j, "ktune_version");
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", source, e.what()));
+  }
   for (std::size_t i = 0; i < j["ops"].size(); ++i) {
     const std::string where = fmt::format("{}: ops[{}]", source, i);
     try {
@@ -62,13 +69,8 @@ Pack pack_from_json(const nlohmann::json& j, const std::string& source) {
 }
 
 Pack read_pack(const std::filesystem::path& path) {
-  const std::string text = read_file(path);
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    throw Error(
-        fmt::format("{} is not valid JSON; a tuning pack is the JSON that `ktune cache "
-                    "export` writes.",
-                    path.string()));
+  const auto j = parse_json(read_file(path), path.string(),
+                            "a tuning pack is the JSON that `ktune cache export` writes");
   return pack_from_json(j, path.string());
 }
 

@@ -2,9 +2,11 @@
 // inside READ COMMITTED transactions; a deadlock or serialization failure is retried by the store.
 #include <libpq-fe.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,12 +27,26 @@ std::string first_line(const char* msg) {
   return s;
 }
 
+// Defaults that keep a silent server from hanging ktune for ever; the URL's own values win.
+constexpr const char* kConnectTimeoutS = "10";     // libpq's connect_timeout: the whole handshake
+constexpr const char* kStatementTimeout = "120s";  // long enough to queue behind a big import
+
 class PgBackend final : public Backend {
  public:
-  explicit PgBackend(const std::string& url) : shown_(redact_url(url)) {
-    conn_ = PQconnectdb(url.c_str());
+  PgBackend(const std::string& url, bool read_only) : url_(url), shown_(redact_url(url)) {
+    // Keywords before "dbname" are overridden by what the expanded URL itself says.
+    std::vector<const char*> keys, values;
+    if (!std::getenv("PGCONNECT_TIMEOUT")) {
+      keys.push_back("connect_timeout");
+      values.push_back(kConnectTimeoutS);
+    }
+    keys.push_back("dbname");
+    values.push_back(url.c_str());
+    keys.push_back(nullptr);
+    values.push_back(nullptr);
+    conn_ = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-      const std::string why = first_line(conn_ ? PQerrorMessage(conn_) : "out of memory");
+      const std::string why = message(conn_ ? PQerrorMessage(conn_) : "out of memory");
       PQfinish(conn_);
       conn_ = nullptr;
       throw Error(fmt::format(
@@ -41,6 +57,15 @@ class PgBackend final : public Backend {
     // Quiet NOTICEs ("relation already exists, skipping") that would otherwise go to stderr.
     PQsetNoticeProcessor(
         conn_, [](void*, const char*) {}, nullptr);
+    try {
+      if (!options_set("statement_timeout"))
+        script(fmt::format("SET statement_timeout = '{}'", kStatementTimeout));
+      if (read_only) script("SET default_transaction_read_only = on");
+    } catch (...) {
+      PQfinish(conn_);
+      conn_ = nullptr;
+      throw;
+    }
   }
   ~PgBackend() override { PQfinish(conn_); }
 
@@ -85,10 +110,31 @@ class PgBackend final : public Backend {
     script("SELECT pg_advisory_xact_lock(1802794094)");
   }
   bool table_exists(const std::string& name) override {
-    return !query("SELECT to_regclass($1)", {name}).at(0).is_null(0);
+    // A catalog query, not to_regclass(): that one answers from this session's catalog cache,
+    // which still says "no such table" after another session's migration committed while this
+    // one waited for the schema lock.
+    return !query(
+                "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND "
+                "tablename = $1",
+                {name})
+                .empty();
   }
 
  private:
+  // A libpq message, first line, with every trace of the URL's password removed.
+  std::string message(const char* msg) const { return redact_url(first_line(msg), url_); }
+
+  // Whether the connection's "options" (from the URL or PGOPTIONS) set this server setting.
+  bool options_set(std::string_view setting) const {
+    PQconninfoOption* info = PQconninfo(conn_);
+    bool found = false;
+    for (auto* o = info; o && o->keyword; ++o)
+      if (std::strcmp(o->keyword, "options") == 0 && o->val)
+        found = std::string_view(o->val).find(setting) != std::string_view::npos;
+    PQconninfoFree(info);
+    return found;
+  }
+
   Result run(std::string_view sql, const Params& params) {
     std::vector<std::string> text(params.size());
     std::vector<const char*> values(params.size(), nullptr);
@@ -113,7 +159,7 @@ class PgBackend final : public Backend {
     const auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;
     const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-    const std::string why = first_line(r ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
+    const std::string why = message(r ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
     if (state && (std::strcmp(state, "40001") == 0 || std::strcmp(state, "40P01") == 0))
       throw RetryableConflict(
           fmt::format("the PostgreSQL store {} reported a conflict: {}.", shown_, why));
@@ -125,14 +171,15 @@ class PgBackend final : public Backend {
                             first_line(std::string(sql).c_str())));
   }
 
+  std::string url_;  // kept to hide its password in libpq's messages; never shown
   std::string shown_;
   PGconn* conn_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> open_postgres(const std::string& url) {
-  return std::make_unique<PgBackend>(url);
+std::unique_ptr<Backend> open_postgres(const std::string& url, bool read_only) {
+  return std::make_unique<PgBackend>(url, read_only);
 }
 
 }  // namespace ktune::store::detail

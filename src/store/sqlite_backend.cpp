@@ -2,6 +2,7 @@
 // wait on each other through the busy timeout, so concurrent processes neither lose updates nor
 // see SQLITE_BUSY in normal use.
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <filesystem>
@@ -31,39 +32,49 @@ std::string to_sqlite_placeholders(std::string_view sql) {
 
 class SqliteBackend final : public Backend {
  public:
-  explicit SqliteBackend(std::string path) : path_(std::move(path)) {
+  SqliteBackend(std::string path, bool read_only) : path_(std::move(path)) {
     namespace fs = std::filesystem;
+    // SQLite reads "" and ":memory:" as a private temporary database: a store that would report
+    // success and forget everything when the command ends.
+    if (path_.empty() || path_ == ":memory:")
+      throw Error(fmt::format(
+          "--db {} names no file; give the store's path (sqlite:PATH or PATH), or leave --db "
+          "out for the default store.",
+          path_.empty() ? "sqlite:" : path_));
     const fs::path p(path_);
-    if (p.has_parent_path()) {
-      std::error_code ec;
+    std::error_code ec;
+    if (read_only) {
+      if (!fs::exists(p, ec))
+        throw Error(fmt::format(
+            "there is no ktune store at {} yet; check --db, or store something first (ktune "
+            "cache put or import, ktune tune).",
+            path_));
+    } else if (p.has_parent_path() && !fs::is_directory(p.parent_path(), ec)) {
       fs::create_directories(p.parent_path(), ec);
+      if (ec)
+        throw Error(
+            fmt::format("cannot create the directory {} for the store {}: {}; pass another "
+                        "--db.",
+                        p.parent_path().string(), path_, ec.message()));
     }
-    const int rc =
-        sqlite3_open_v2(path_.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK) {
-      const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    open(read_only ? open_flags_for_reading() : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    try {
+      check_is_store();
+    } catch (const Error&) {
+      // A WAL database in a directory this user cannot write: SQLite cannot make the -wal and
+      // -shm files beside it, so read it as immutable (no writer can change it there either).
+      const int primary = last_code_ & 0xff;
+      if (!read_only || (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY)) throw;
       sqlite3_close(db_);
       db_ = nullptr;
-      throw Error(fmt::format(
-          "cannot open the store {}: {}; check the path exists and is writable, or pass another "
-          "--db.",
-          path_, msg));
+      open(SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, "file:" + uri_escaped(path_) + "?immutable=1");
+      check_is_store();
     }
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-    sqlite3_extended_result_codes(db_, 1);
     try {
-      // Read before writing anything: a file that is not a database, or a database that is not
-      // a ktune store, is refused untouched.
-      const auto tables = query("SELECT name FROM sqlite_master WHERE type = 'table'", {});
-      bool has_meta = false;
-      for (const auto& r : tables) has_meta |= r.text(0) == "ktune_meta";
-      if (!tables.empty() && !has_meta)
-        throw Error(fmt::format(
-            "{} is a SQLite database but not a ktune store (it has no ktune_meta table); pass "
-            "another --db path, ktune leaves this file untouched.",
-            path_));
-      script("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+      if (read_only)
+        script("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
+      else
+        script("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
     } catch (...) {
       sqlite3_close(db_);
       db_ = nullptr;
@@ -75,6 +86,7 @@ class SqliteBackend final : public Backend {
   }
 
   std::string describe() const override { return path_; }
+  std::optional<std::string> file() const override { return path_; }
 
   std::int64_t exec(std::string_view sql, const Params& params) override {
     Statement st(*this, sql, params);
@@ -131,7 +143,65 @@ class SqliteBackend final : public Backend {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& msg, int code) const {
+  // A reader that may write the file opens it read-write (no create) with query_only set, so the
+  // last connection still checkpoints and removes the -wal and -shm files it used.
+  int open_flags_for_reading() const {
+    const bool writable = ::access(path_.c_str(), W_OK) == 0 &&
+                          ::access(std::filesystem::path(path_).parent_path().empty()
+                                       ? "."
+                                       : std::filesystem::path(path_).parent_path().c_str(),
+                                   W_OK) == 0;
+    return writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+  }
+
+  static std::string uri_escaped(const std::string& path) {
+    std::string out;
+    for (const char c : path) {
+      if (c == '%' || c == '?' || c == '#')
+        out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+      else
+        out += c;
+    }
+    return out;
+  }
+
+  void open(int flags, const std::string& name = {}) {
+    const int rc = sqlite3_open_v2(name.empty() ? path_.c_str() : name.c_str(), &db_,
+                                   flags | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw Error(fmt::format(
+          "cannot open the store {}: {}; check the path exists and is writable, or pass another "
+          "--db.",
+          path_, msg));
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_extended_result_codes(db_, 1);
+  }
+
+  // Read before writing anything: a file that is not a database, or a database that is not a
+  // ktune store, is refused untouched.
+  void check_is_store() {
+    try {
+      const auto tables = query("SELECT name FROM sqlite_master WHERE type = 'table'", {});
+      bool has_meta = false;
+      for (const auto& r : tables) has_meta |= r.text(0) == "ktune_meta";
+      if (!tables.empty() && !has_meta)
+        throw Error(fmt::format(
+            "{} is a SQLite database but not a ktune store (it has no ktune_meta table); pass "
+            "another --db path, ktune leaves this file untouched.",
+            path_));
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& msg, int code) {
+    last_code_ = code;
     const int primary = code & 0xff;
     if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
       throw Error(fmt::format(
@@ -191,12 +261,13 @@ class SqliteBackend final : public Backend {
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  int last_code_ = SQLITE_OK;  // of the last failure, to tell "cannot open" from the rest
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> open_sqlite(const std::string& location) {
-  return std::make_unique<SqliteBackend>(location);
+std::unique_ptr<Backend> open_sqlite(const std::string& location, bool read_only) {
+  return std::make_unique<SqliteBackend>(location, read_only);
 }
 
 }  // namespace ktune::store::detail

@@ -1,6 +1,8 @@
 // Opening a store, its schema migrations, and calibrations. The cache lives in cache.cpp.
 #include "ktune/store/store.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <thread>
@@ -32,26 +34,117 @@ double Row::f64(std::size_t i) const {
   return s.empty() ? 0.0 : std::stod(s);
 }
 
-std::string redact_url(const std::string& url) {
-  std::string out = url;
-  // user:PASSWORD@host
-  if (auto scheme = out.find("://"); scheme != std::string::npos) {
-    const auto start = scheme + 3;
-    const auto at = out.find('@', start);
-    const auto slash = out.find('/', start);
-    if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
-      const auto colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+namespace {
+
+struct Span {
+  std::size_t begin, end;
+};
+
+// Where passwords sit in `t`: the userinfo of each URL, and each password=VALUE.
+std::vector<Span> password_spans(std::string_view t) {
+  std::vector<Span> spans;
+  for (auto pos = t.find("://"); pos != std::string_view::npos; pos = t.find("://", pos + 3)) {
+    const auto start = pos + 3;
+    auto end = t.find_first_of(" \t\r\n", start);
+    if (end == std::string_view::npos) end = t.size();
+    // The userinfo ends at the URL's last '@': a password may hold '@', '/' or '?' typed raw, and
+    // hiding a little too much of an odd URL is better than showing a password's tail.
+    const auto at = t.substr(0, end).rfind('@');
+    if (at == std::string_view::npos || at < start) continue;
+    const auto colon = t.find(':', start);
+    if (colon < at) spans.push_back({colon + 1, at});
+  }
+  std::string lower(t);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto pos = lower.find("password"); pos != std::string::npos;
+       pos = lower.find("password", pos + 1)) {
+    auto i = pos + 8;
+    while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+    if (i >= t.size() || t[i] != '=') continue;
+    ++i;
+    while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+    auto end = i;
+    if (end < t.size() && t[end] == '\'') {  // conninfo's quoted value, \' and \\ escaped
+      for (++end; end < t.size() && t[end] != '\''; ++end)
+        if (t[end] == '\\') ++end;
+      end = std::min(end + 1, t.size());
+    } else {
+      end = std::min(t.find_first_of("& \t\r\n", i), t.size());
+    }
+    if (end > i) spans.push_back({i, end});
+  }
+  return spans;
+}
+
+void replace_all(std::string& s, std::string_view what, std::string_view with) {
+  for (auto pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + with.size()))
+    s.replace(pos, what.size(), with);
+}
+
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
     }
   }
-  // ?password=PASSWORD&...
-  for (std::size_t pos = out.find("password="); pos != std::string::npos;
-       pos = out.find("password=", pos + 1)) {
-    const auto begin = pos + 9;
-    auto end = out.find_first_of("& ", begin);
-    if (end == std::string::npos) end = out.size();
-    out.replace(begin, end - begin, "***");
+  return out;
+}
+
+}  // namespace
+
+std::string redact_url(std::string_view text, std::string_view conninfo) {
+  auto spans = password_spans(text);
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin > b.begin; });
+  std::string out(text);
+  std::size_t limit = out.size();  // spans are replaced back to front; overlaps merge
+  for (const Span& sp : spans) {
+    if (sp.begin >= limit) continue;
+    const auto end = std::min(sp.end, limit);
+    out.replace(sp.begin, end - sp.begin, "***");
+    limit = sp.begin;
   }
+  if (conninfo.empty()) return out;
+  // The passwords of `conninfo`, and their pieces between URL delimiters: libpq names what it
+  // misparsed ("retPW@host" as a host, "pa" as a port), and each piece is part of the secret.
+  std::vector<std::string> secrets;
+  for (const Span& sp : password_spans(conninfo)) {
+    const std::string raw(conninfo.substr(sp.begin, sp.end - sp.begin));
+    for (const std::string& whole : {raw, percent_decoded(raw)}) {
+      secrets.push_back(whole);
+      std::size_t from = 0;
+      for (std::size_t i = 0; i <= whole.size(); ++i)
+        if (i == whole.size() ||
+            std::string_view("@/:?&#=;,'\\ ").find(whole[i]) != std::string_view::npos) {
+          if (i > from) secrets.push_back(whole.substr(from, i - from));
+          from = i + 1;
+        }
+    }
+  }
+  // A quoted token of the message that is any part of a password goes, however short.
+  for (auto q = out.find('"'); q != std::string::npos;) {
+    const auto close = out.find('"', q + 1);
+    if (close == std::string::npos) break;
+    const std::string token = out.substr(q + 1, close - q - 1);
+    bool secret = false;
+    for (const auto& s : secrets) secret |= !token.empty() && s.find(token) != std::string::npos;
+    if (secret) {
+      out.replace(q + 1, token.size(), "***");
+      q = out.find('"', q + 5);
+    } else {
+      q = out.find('"', close + 1);
+    }
+  }
+  // Elsewhere, pieces of three characters or more: shorter ones would hide ordinary words.
+  std::sort(secrets.begin(), secrets.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const auto& s : secrets)
+    if (s.size() >= 3 && s != "***") replace_all(out, s, "***");
   return out;
 }
 
@@ -156,8 +249,10 @@ void migrate(Backend& db) {
   else if (v == Store::kSchemaVersion)
     return;
   detail::in_write_transaction(db, [&] {
+    // Every process that found the schema old queues here; the version is read again after the
+    // lock, so only the first one migrates and the others see its committed tables.
     db.lock_schema();
-    const int v = stored_schema_version(db);  // another process may have migrated meanwhile
+    const int v = stored_schema_version(db);
     if (v > Store::kSchemaVersion) refuse_newer(db, v);
     for (int next = v + 1; next <= Store::kSchemaVersion; ++next) db.script(kMigrations[next - 1]);
     db.exec(
@@ -167,7 +262,35 @@ void migrate(Backend& db) {
   });
 }
 
-using Opener = std::unique_ptr<Backend> (*)(const std::string&);
+// A reader neither creates nor migrates. Every migration so far only adds tables and indexes,
+// so a store of any released schema can be read; one that changes what readers query must say so
+// here.
+void check_readable(Backend& db) {
+  const int v = stored_schema_version(db);
+  if (v > Store::kSchemaVersion) refuse_newer(db, v);
+  if (v == 0)
+    throw Error(fmt::format(
+        "there is no ktune store at {} yet; check --db, or store something first (ktune cache "
+        "put or import, ktune tune).",
+        db.describe()));
+}
+
+// "host=h user=u password=p": a PostgreSQL conninfo, not a path (it would become a SQLite file
+// named after the password).
+bool looks_like_conninfo(const std::string& text) {
+  static const char* const kKeys[] = {"host",    "hostaddr",       "port",    "dbname",
+                                      "user",    "password",       "sslmode", "options",
+                                      "service", "connect_timeout"};
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || text.find('/') < eq) return false;
+  auto key = text.substr(0, eq);
+  while (!key.empty() && key.back() == ' ') key.pop_back();
+  for (const char* k : kKeys)
+    if (key == k) return true;
+  return false;
+}
+
+using Opener = std::unique_ptr<Backend> (*)(const std::string&, bool);
 
 struct Scheme {
   Opener open;
@@ -188,8 +311,11 @@ const std::map<std::string, Scheme>& schemes() {
 
 }  // namespace
 
-std::unique_ptr<Store> Store::open(const std::string& url) {
-  if (url.empty()) return std::make_unique<Store>(detail::open_sqlite(default_db_path().string()));
+std::unique_ptr<Store> Store::open(const std::string& url, Access access) {
+  const bool read_only = access == Access::read_only;
+  if (url.empty())
+    return std::make_unique<Store>(detail::open_sqlite(default_db_path().string(), read_only),
+                                   access);
   const auto colon = url.find(':');
   // "C:" style or a plain path: no scheme. A scheme is at least two letters before ':'.
   if (colon != std::string::npos && colon >= 2 &&
@@ -212,19 +338,32 @@ std::unique_ptr<Store> Store::open(const std::string& url) {
       location = url.substr(colon + 1);
       if (location.rfind("//", 0) == 0) location = location.substr(2);  // sqlite://PATH
     }
-    return std::make_unique<Store>(it->second.open(location));
+    return std::make_unique<Store>(it->second.open(location, read_only), access);
   }
-  return std::make_unique<Store>(detail::open_sqlite(url));
+  if (looks_like_conninfo(url))
+    throw Error(fmt::format(
+        "--db {} is a libpq key=value connection string, which ktune would take for a file name; "
+        "write it as a URL: postgresql://user@host:port/db?sslmode=...",
+        detail::redact_url(url)));
+  return std::make_unique<Store>(detail::open_sqlite(url, read_only), access);
 }
 
-Store::Store(std::unique_ptr<detail::Backend> backend) : db_(std::move(backend)) {
-  migrate(*db_);
+Store::Store(std::unique_ptr<detail::Backend> backend, Access access) : db_(std::move(backend)) {
+  if (access == Access::read_only)
+    check_readable(*db_);
+  else
+    migrate(*db_);
 }
 
 Store::~Store() = default;
 
 std::string Store::describe() const {
   return db_->describe();
+}
+
+std::optional<std::filesystem::path> Store::file() const {
+  if (auto f = db_->file()) return std::filesystem::path(*f);
+  return std::nullopt;
 }
 
 int Store::schema_version() const {

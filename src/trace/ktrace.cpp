@@ -4,12 +4,14 @@
 #include <sqlite3.h>
 
 #include <cstdlib>
+#include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/json.hpp"
 
 namespace ktune::trace {
 namespace {
@@ -407,7 +409,13 @@ TraceMetadata read_metadata(const Db& db) {
   Stmt q(db, "SELECT key, value FROM metadata");
   nlohmann::json j = nlohmann::json::object();
   while (q.step()) j[q.text(0)] = nlohmann::json::parse(q.text(1), nullptr, false);
-  m.schema_version = j.value("schema_version", 0);
+  if (j.contains("schema_version"))
+    m.schema_version = static_cast<int>(json_integer(
+        j["schema_version"],
+        fmt::format("trace file {}: the metadata field \"schema_version\"", db.path().string()), 0,
+        std::numeric_limits<int>::max()));
+  else
+    m.schema_version = 0;
   if (m.schema_version > kKtraceSchemaVersion)
     throw Error(
         fmt::format("trace file {} has schema_version {}, newer than the {} this ktune "

@@ -1,12 +1,20 @@
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "ktune/cuda/driver.hpp"
 #include "run_ktune.hpp"
 
 namespace ktune::test {
 namespace {
+
+namespace fs = std::filesystem;
 
 TEST(Cli, HelpListsTheSubcommands) {
   const RunResult r = run_ktune("--help");
@@ -41,6 +49,75 @@ TEST_P(GpuCommandWithoutGpu, FailsWithOneSentence) {
 
 INSTANTIATE_TEST_SUITE_P(Commands, GpuCommandWithoutGpu,
                          ::testing::Values("info", "info --json", "calibrate", "calibrate --json"));
+
+// A scratch copy of a recorded trace, so a test may try to damage it.
+class TraceCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(dir_);
+    fs::copy_file(
+        fs::path(KTUNE_SOURCE_DIR) / "tests" / "fixtures" / "traces" / "torch_layer_h200.ktrace",
+        trace_);
+    bytes_ = slurp(trace_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  fs::path dir_ = fs::temp_directory_path() / ("ktune_trace_cli_" + std::to_string(::getpid()));
+  fs::path trace_ = dir_ / "t.ktrace";
+  std::string bytes_;
+};
+
+TEST_F(TraceCli, OutputsNeverReplaceTheirTrace) {
+  const std::string t = trace_.string();
+  for (const std::string& cmd :
+       {"report " + t + " -o " + t,
+        "report " + t + " --format json -o " + (dir_ / "." / "t.ktrace").string(),
+        "export " + t + " --chrome " + t}) {
+    const RunResult r = run_ktune(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("it is the input " + t + " itself"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(slurp(trace_), bytes_);
+  // Not a regular file: a pipe stands in for /dev/null, which a rename as root would replace.
+  ASSERT_EQ(::mkfifo((dir_ / "pipe").c_str(), 0600), 0);
+  for (const std::string& cmd : {"report " + t + " -o " + (dir_ / "pipe").string(),
+                                 "export " + t + " --chrome " + (dir_ / "pipe").string(),
+                                 "report " + t + " -o " + dir_.string()}) {
+    const RunResult r = run_ktune(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(fs::is_fifo(dir_ / "pipe"));
+  const RunResult ok = run_ktune("report " + t + " -o " + (dir_ / "r.txt").string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST_F(TraceCli, TopMustBeACount) {
+  for (const char* top : {"-1", "1.5", "x"}) {
+    const RunResult r = run_ktune("report " + trace_.string() + " --top " + top);
+    EXPECT_EQ(r.exit_code, 2) << top << ": " << r.out;
+    EXPECT_NE(r.err.find("--top"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(TraceCli, StringSchemaVersionNamesTheFileAndField) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(trace_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE metadata SET value = '\"1\"' WHERE key = 'schema_version'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const RunResult r = run_ktune("report " + trace_.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(trace_.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\"schema_version\""), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
 
 }  // namespace
 }  // namespace ktune::test

@@ -102,6 +102,31 @@ TEST_F(TunedConfigsTest, PackFileAndStoreLoadAgree) {
   EXPECT_THROW(TunedConfigs::from_pack_file(dir_ / "bad.json", kH100), Error);
 }
 
+TEST_F(TunedConfigsTest, LoadingReadsOnlyAndStrictly) {
+  // An application that names a missing store gets one sentence, and no store is made for it.
+  const auto missing = dir_ / "nowhere" / "s.db";
+  try {
+    TunedConfigs::from_store(missing.string(), kH100);
+    FAIL() << "a missing store loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("there is no ktune store at"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "nowhere"));
+  // A pack whose numbers are not what they claim is refused, not truncated.
+  const auto db = dir_ / "s.db";
+  auto j = store::pack_to_json(sample_pack(db));
+  j["entries"][0]["shape"][0] = 4096.7;
+  std::ofstream(dir_ / "frac.json") << j.dump();
+  try {
+    TunedConfigs::from_pack_file(dir_ / "frac.json", kH100);
+    FAIL() << "a fractional shape loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"shape\"[0] must be a whole number"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(TunedConfigsTest, ConcurrentLookupsSeeTheSameAnswers) {
   const TunedConfigs tc(sample_pack(dir_ / "s.db"), kH100);
   std::vector<std::thread> threads;

@@ -93,4 +93,113 @@ TEST_F(CacheCli, BadInputGetsOneSentenceAndNonZeroExit) {
   EXPECT_NE(pg.err.find("u:***@"), std::string::npos) << pg.err;
 }
 
+TEST_F(CacheCli, ExportNeverWritesOverItsOwnStore) {
+  ASSERT_EQ(run_ktune(db() + "cache put " + (dir_ / "e.json").string()).exit_code, 0);
+  const auto store = (dir_ / "c.db").string();
+  auto ex = run_ktune(db() + "cache export -o " + store);
+  EXPECT_EQ(ex.exit_code, 1);
+  EXPECT_NE(ex.err.find("refusing to write " + store + ": it is the input"), std::string::npos)
+      << ex.err;
+  auto ls = run_ktune(db() + "cache ls --json");
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_EQ(nlohmann::json::parse(ls.out)["entries"].size(), 1u);
+  std::filesystem::create_directories(dir_ / "packs");
+  auto to_dir = run_ktune(db() + "cache export -o " + (dir_ / "packs").string());
+  EXPECT_EQ(to_dir.exit_code, 1);
+  EXPECT_NE(to_dir.err.find("is a directory, not a regular file"), std::string::npos) << to_dir.err;
+  EXPECT_EQ(to_dir.err.find("Success"), std::string::npos) << to_dir.err;
+}
+
+TEST_F(CacheCli, SqliteWithoutAPathIsRefused) {
+  // It stored into a temporary database and reported success.
+  auto put = run_ktune("--db sqlite: cache put " + (dir_ / "e.json").string());
+  EXPECT_EQ(put.exit_code, 1);
+  EXPECT_NE(put.err.find("--db sqlite: names no file"), std::string::npos) << put.err;
+  EXPECT_EQ(put.out.find("stored"), std::string::npos) << put.out;
+}
+
+TEST_F(CacheCli, WrongTypesAndFractionsNameTheFileAndField) {
+  const auto e = (dir_ / "e.json").string();
+  nlohmann::json good;
+  std::ifstream(dir_ / "e.json") >> good;
+  struct Case {
+    const char* field;
+    nlohmann::json value;
+  };
+  for (const Case& c : {Case{"bucket", 7}, Case{"driver_major", 3.7}, Case{"shape", {4096.7}},
+                        Case{"samples", -1}}) {
+    nlohmann::json j = good;
+    j[c.field] = c.value;
+    std::ofstream(dir_ / "e.json") << j.dump();
+    auto put = run_ktune(db() + "cache put " + e);
+    EXPECT_EQ(put.exit_code, 1) << c.field;
+    EXPECT_NE(put.err.find(e + ": the field \"" + c.field + "\""), std::string::npos) << put.err;
+    EXPECT_EQ(put.err.find("internal error"), std::string::npos) << put.err;
+  }
+  std::ofstream(dir_ / "pack.json") << R"({"format":7,"schema_version":1,"ops":[],"entries":[]})";
+  auto im = run_ktune(db() + "cache import " + (dir_ / "pack.json").string());
+  EXPECT_EQ(im.exit_code, 1);
+  EXPECT_NE(
+      im.err.find((dir_ / "pack.json").string() + " is not a ktune tuning pack (its \"format\""),
+      std::string::npos)
+      << im.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "c.db"));  // nothing was stored
+}
+
+TEST_F(CacheCli, DeeplyNestedConfigIsRefusedNotACrash) {
+  const int depth = 100'000;
+  std::ofstream out(dir_ / "deep.json");
+  out << R"({"op":"scale","dtype":"f32","arch":"sm_90","device_name":"H100","toolkit":"13.0",
+      "driver_major":0,"shape":[4096],"median_ns":5000,"noise_ns":10,"samples":20,
+      "throughput":1e12,"throughput_unit":"bytes/s","verification":"passed","provenance":{},
+      "config":)";
+  // Objects, not arrays: a deep array config was refused by validation after parsing, but a
+  // deep object reached nlohmann's recursive copy and dump and crashed ktune (SIGSEGV).
+  for (int i = 0; i < depth; ++i) out << R"({"a":)";
+  out << 1 << std::string(depth + 1, '}');
+  out.close();
+  auto put = run_ktune(db() + "cache put " + (dir_ / "deep.json").string());
+  EXPECT_EQ(put.exit_code, 1);
+  EXPECT_NE(put.err.find("deep.json nests JSON deeper than 64 levels"), std::string::npos)
+      << put.err;
+}
+
+TEST_F(CacheCli, ReadingCommandsCreateNothing) {
+  const auto typo = dir_ / "typo" / "dir" / "x.db";
+  for (const char* cmd : {"cache ls", "cache stats --toolkit 13.0", "cache export",
+                          "cache get --op scale --dtype f32 --shape 4096 --arch sm_90 "
+                          "--device-name H100 --toolkit 13.0"}) {
+    auto r = run_ktune("--db " + typo.string() + " " + cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("there is no ktune store at " + typo.string()), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "typo"));
+}
+
+TEST_F(CacheCli, ReadOnlyStoreCanBeRead) {
+  ASSERT_EQ(run_ktune(db() + "cache put " + (dir_ / "e.json").string()).exit_code, 0);
+  // Neither the file nor its directory is writable by the reader: as root, read as nobody.
+  namespace fs = std::filesystem;
+  std::string as_reader;
+  if (::geteuid() == 0)
+    as_reader = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+  else
+    fs::permissions(dir_ / "c.db", fs::perms::owner_write, fs::perm_options::remove);
+  fs::permissions(dir_, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                  fs::perm_options::remove);
+  const auto before = fs::last_write_time(dir_ / "c.db");
+  auto ls = run_ktune(db() + "cache ls --json", as_reader);
+  EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  if (ls.exit_code == 0) EXPECT_EQ(nlohmann::json::parse(ls.out)["entries"].size(), 1u);
+  auto ex = run_ktune(db() + "cache export", as_reader);
+  EXPECT_EQ(ex.exit_code, 0) << ex.err;
+  auto put = run_ktune(db() + "cache put --force " + (dir_ / "e.json").string(), as_reader);
+  EXPECT_EQ(put.exit_code, 1);
+  EXPECT_NE(put.err.find("cannot be written"), std::string::npos) << put.err;
+  fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(dir_ / "c.db", fs::perms::owner_write, fs::perm_options::add);
+  EXPECT_EQ(fs::last_write_time(dir_ / "c.db"), before);
+}
+
 }  // namespace

@@ -1,5 +1,10 @@
 // The tuning cache on both backends: round trips, buckets and fallback, the winner rule,
 // staleness and invalidation, packs.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "ktune/core/error.hpp"
@@ -265,6 +270,88 @@ TEST_P(CacheTest, MalformedPackWritesNothing) {
 }
 
 KTUNE_BOTH_BACKENDS(CacheTest);
+
+// The message of reading `j` as a pack named "p.json", or "" when it was accepted.
+std::string pack_error(const nlohmann::json& j) {
+  try {
+    pack_from_json(j, "p.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PackJson, NumbersAreReadStrictlyAndNamed) {
+  const nlohmann::json good = pack_to_json(Pack{.entries = {entry({4096}, 50, 32)}});
+  ASSERT_EQ(pack_error(good), "");
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* named;
+  };
+  // Each used to be read as something else: 1 (2^32 + 1 cut to int), 4096, 3, 2.
+  for (const Case& c : {Case{"/schema_version", 4294967297ull, "\"schema_version\""},
+                        Case{"/schema_version", 1.0, "\"schema_version\""},
+                        Case{"/entries/0/shape/0", 4096.7, "\"shape\"[0]"},
+                        Case{"/entries/0/driver_major", 3.7, "\"driver_major\""},
+                        Case{"/entries/0/driver_major", 4294967298ll, "\"driver_major\""},
+                        Case{"/entries/0/samples", 18446744073709551615ull, "\"samples\""},
+                        Case{"/entries/0/samples", 2.5, "\"samples\""}}) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    const std::string why = pack_error(j);
+    EXPECT_NE(why.find("p.json"), std::string::npos) << c.pointer << ": " << why;
+    EXPECT_NE(why.find(c.named), std::string::npos) << c.pointer << ": " << why;
+    EXPECT_NE(why.find("whole number"), std::string::npos) << c.pointer << ": " << why;
+  }
+}
+
+TEST(PackJson, WrongTypesNameTheField) {
+  // Each used to escape as "internal error: [json.exception.type_error.302]".
+  const nlohmann::json good =
+      pack_to_json(Pack{.ops = {pow2_spec()}, .entries = {entry({64}, 5, 1)}});
+  ASSERT_EQ(pack_error(good), "");
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* named;
+  };
+  for (const Case& c :
+       {Case{"/format", 7, "\"format\""}, Case{"/created_at", 7, "\"created_at\""},
+        Case{"/entries/0/bucket", 7, "\"bucket\""}, Case{"/entries/0/op", 7, "\"op\""},
+        Case{"/entries/0/median_ns", "5", "\"median_ns\""},
+        Case{"/entries/0/provenance/host", 7, "\"host\""},
+        Case{"/entries/0/invalid_reason", 7, "\"invalid_reason\""},
+        Case{"/ops/0/buckets/dims/0/kind", 7, "\"kind\""},
+        Case{"/ops/0/op", nlohmann::json::array(), "\"op\""}}) {
+    nlohmann::json j = good;
+    if (std::string(c.pointer) == "/entries/0/invalid_reason")
+      j["entries"][0]["invalidated_at"] = "2026-01-01T00:00:00Z";
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    const std::string why = pack_error(j);
+    EXPECT_NE(why.find("p.json"), std::string::npos) << c.pointer << ": " << why;
+    EXPECT_NE(why.find(c.named), std::string::npos) << c.pointer << ": " << why;
+    EXPECT_EQ(why.find("json.exception"), std::string::npos) << c.pointer << ": " << why;
+  }
+}
+
+TEST(PackJson, DeepNestingIsRefusedBeforeParsing) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ktune_deep_pack_" + std::to_string(::getpid()) + ".json");
+  const int depth = 100'000;
+  std::string text = R"({"format":"ktune-tuning-pack","schema_version":1,"ops":[],"entries":[)";
+  text += std::string(depth, '[') + std::string(depth, ']') + "]}";
+  std::ofstream(path) << text;
+  try {
+    read_pack(path);
+    FAIL() << "a pack nested " << depth << " deep was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string() + " nests JSON deeper than 64 levels"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(path);
+}
 
 }  // namespace
 }  // namespace ktune::store

@@ -1,8 +1,18 @@
 // Opening stores: migrations, newer schemas, corrupt or foreign files, unreachable servers.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -23,9 +33,9 @@ std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-std::string error_of(const std::string& url) {
+std::string error_of(const std::string& url, Access access = Access::read_write) {
   try {
-    Store::open(url);
+    Store::open(url, access);
   } catch (const Error& e) {
     return e.what();
   }
@@ -55,7 +65,133 @@ TEST_P(SchemaTest, NewerSchemaIsRefusedAndLeftAlone) {
             "99");
 }
 
+TEST_P(SchemaTest, ReadersCreateNothingAndCannotWrite) {
+  if (GetParam() == test::BackendKind::sqlite) {
+    // A mistyped --db of `cache ls` made the directories and an empty store.
+    const auto typo = dir() / "typo" / "dir" / "x.db";
+    const std::string why = error_of(typo.string(), Access::read_only);
+    EXPECT_NE(why.find("there is no ktune store at " + typo.string()), std::string::npos) << why;
+    EXPECT_FALSE(std::filesystem::exists(dir() / "typo"));
+  } else {
+    const std::string why = error_of(url(), Access::read_only);
+    EXPECT_NE(why.find("there is no ktune store at"), std::string::npos) << why;
+    EXPECT_FALSE(detail::open_postgres(url())->table_exists("ktune_meta"));
+  }
+  Store::open(url());  // now it exists
+  auto reader = Store::open(url(), Access::read_only);
+  EXPECT_EQ(reader->schema_version(), Store::kSchemaVersion);
+  EXPECT_TRUE(reader->list_entries().empty());
+  OpSpec spec;
+  spec.op = "gemm";
+  EXPECT_THROW(reader->put_op(spec), Error);
+  EXPECT_TRUE(Store::open(url())->ops().empty());
+}
+
+TEST_P(SchemaTest, ServerStatementTimeoutHasADefaultTheUrlOverrides) {
+  if (GetParam() == test::BackendKind::sqlite) GTEST_SKIP() << "a PostgreSQL setting";
+  // url() already carries options (search_path): the default must survive them.
+  EXPECT_EQ(detail::open_postgres(url())->query("SHOW statement_timeout")[0].text(0), "2min");
+  std::string own = url();
+  own.replace(own.find("options="), 8, "options=-cstatement_timeout%3D5s%20");
+  EXPECT_EQ(detail::open_postgres(own)->query("SHOW statement_timeout")[0].text(0), "5s");
+}
+
 KTUNE_BOTH_BACKENDS(SchemaTest);
+
+TEST(StoreUrl, SqliteWithoutAPathIsRefused) {
+  // SQLite reads "" and ":memory:" as a temporary database: the put "succeeded" into nothing.
+  for (const char* url : {"sqlite:", "sqlite://", ":memory:", "sqlite::memory:"}) {
+    const std::string why = error_of(url);
+    EXPECT_NE(why.find("names no file"), std::string::npos) << url << ": " << why;
+  }
+}
+
+TEST(StoreUrl, OneRedactionForEveryFormOfPassword) {
+  using detail::redact_url;
+  EXPECT_EQ(redact_url("postgresql://alice:s3c@retPW@host/db"), "postgresql://alice:***@host/db");
+  EXPECT_EQ(redact_url("postgresql://alice:pa/ss:w?d@host:5432/db"),
+            "postgresql://alice:***@host:5432/db");
+  EXPECT_EQ(redact_url("postgresql://h/db?user=a&PASSWORD=pw&sslmode=off"),
+            "postgresql://h/db?user=a&PASSWORD=***&sslmode=off");
+  EXPECT_EQ(redact_url("postgresql://h/db?PassWord=pw"), "postgresql://h/db?PassWord=***");
+  EXPECT_EQ(redact_url("host=h user=a password=pw dbname=x"),
+            "host=h user=a password=*** dbname=x");
+  EXPECT_EQ(redact_url("host=h password = 'p w\\' x' dbname=x"), "host=h password = *** dbname=x");
+  EXPECT_EQ(redact_url("postgresql://bob@h:5432/db"), "postgresql://bob@h:5432/db");
+  EXPECT_EQ(redact_url("postgresql://h:5432/db"), "postgresql://h:5432/db");
+  // libpq's messages repeat what it misparsed; with the URL, its password's pieces go too.
+  const std::string url = "postgresql://alice:s3c@retPW@host/db";
+  EXPECT_EQ(redact_url("could not translate host name \"retPW@host\" to address", url),
+            "could not translate host name \"***@host\" to address");
+  EXPECT_EQ(redact_url("invalid integer value \"pa\" for connection option \"port\"",
+                       "postgresql://alice:pa/ssword@host/db"),
+            "invalid integer value \"***\" for connection option \"port\"");
+}
+
+TEST(StoreUrl, KeyValueConninfoIsRefusedWithItsPasswordHidden) {
+  // It used to become a SQLite file named after the password, printed in every message.
+  const std::string why = error_of("host=h user=alice password=s3cret dbname=x");
+  EXPECT_NE(why.find("libpq key=value connection string"), std::string::npos) << why;
+  EXPECT_EQ(why.find("s3cret"), std::string::npos) << why;
+  EXPECT_FALSE(std::filesystem::exists("host=h user=alice password=s3cret dbname=x"));
+}
+
+TEST(StoreUrl, PasswordNeverAppearsInConnectionErrors) {
+#ifndef KTUNE_WITH_POSTGRES
+  GTEST_SKIP() << "built without PostgreSQL";
+#endif
+  struct Case {
+    const char* url;
+    std::vector<std::string> secrets;
+  };
+  for (const Case& c :
+       {Case{"postgresql://alice:s3c@retPW@host/db", {"s3c", "retPW"}},
+        Case{"postgresql://alice:pa/ssword@host/db", {"ssword", "\"pa\""}},
+        Case{"postgresql://alice@127.0.0.1:1/db?PASSWORD=topsecret", {"topsecret"}}}) {
+    const std::string why = error_of(c.url);
+    EXPECT_NE(why.find("cannot connect to the PostgreSQL store"), std::string::npos) << why;
+    for (const auto& s : c.secrets) EXPECT_EQ(why.find(s), std::string::npos) << s << ": " << why;
+  }
+}
+
+// A port that accepts connections and never answers: the kernel completes the handshake for a
+// listening socket nobody accept()s, which is what a hung server or a wrong service looks like.
+TEST(StoreUrl, SilentServerTimesOutInsteadOfHanging) {
+#ifndef KTUNE_WITH_POSTGRES
+  GTEST_SKIP() << "built without PostgreSQL";
+#endif
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string base = fmt::format("postgresql://u@127.0.0.1:{}/db", ntohs(addr.sin_port));
+  // Returns the seconds Store::open took, or -1 when it had not returned after 40 s (the
+  // thread is then left behind: the test has failed anyway).
+  auto seconds_to_fail = [](std::string url) {
+    auto done = std::make_shared<std::promise<double>>();
+    auto result = done->get_future();
+    std::thread([url, done] {
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::string why = error_of(url);
+      const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+      done->set_value(why.find("cannot connect") != std::string::npos ? dt.count() : -2);
+    }).detach();
+    if (result.wait_for(std::chrono::seconds(40)) != std::future_status::ready) return -1.0;
+    return result.get();
+  };
+  const double by_default = seconds_to_fail(base);
+  EXPECT_GE(by_default, 9.0);  // the 10 s default
+  EXPECT_LE(by_default, 25.0);
+  const double own = seconds_to_fail(base + "?connect_timeout=2");  // the URL's value wins
+  EXPECT_GE(own, 1.0);
+  EXPECT_LE(own, 6.0);
+  ::close(fd);
+}
 
 TEST(SqliteFile, CorruptFileIsRefusedUntouched) {
   const auto path = std::filesystem::temp_directory_path() / "ktune_corrupt_store_test.db";

@@ -4,6 +4,7 @@
 // Store is one concrete class; a backend (src/store/backend.hpp) only runs SQL, so both backends
 // share every rule (winner, fallback, staleness) and the same tests prove both.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,19 +36,29 @@ namespace detail {
 class Backend;
 }
 
+// read_write creates the store (and a SQLite file's directories) and migrates its schema.
+// read_only creates and changes nothing: the store must exist, may be on read-only media, and
+// every write through it fails.
+enum class Access { read_write, read_only };
+
 class Store {
  public:
   // "" -> the embedded SQLite store at default_db_path(); a path or sqlite:PATH -> SQLite;
   // postgresql://... or postgres://... -> PostgreSQL. Throws ktune::Error with one sentence (URL
-  // printed with its password hidden) when the store cannot be opened or has a newer schema.
-  static std::unique_ptr<Store> open(const std::string& url);
-  explicit Store(std::unique_ptr<detail::Backend> backend);  // migrates the schema to the latest
+  // printed with its password hidden) when the store cannot be opened, does not exist (read_only)
+  // or has a newer schema.
+  static std::unique_ptr<Store> open(const std::string& url, Access access = Access::read_write);
+  // read_write migrates the schema to the latest; read_only only checks it is readable.
+  explicit Store(std::unique_ptr<detail::Backend> backend, Access access = Access::read_write);
   virtual ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   std::string describe() const;  // path, or URL without password
-  int schema_version() const;    // the schema this store now has (always kSchemaVersion)
+  // The SQLite file behind the store, so a command can refuse to write its output over it;
+  // nullopt for a server.
+  std::optional<std::filesystem::path> file() const;
+  int schema_version() const;  // the schema this store now has (always kSchemaVersion)
   static constexpr int kSchemaVersion = 2;
 
   // Calibrations: a second record of the same device and measured_at replaces the first.
