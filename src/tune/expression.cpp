@@ -364,10 +364,18 @@ class LocalScope final : public Scope {
 
 // ------------------------------------------------------------------------------- evaluation
 
-// One evaluation: the scope names are read from, and what is left of the work budget.
+// What one evaluation may still build and do. Parsing has one too, shared by everything it folds,
+// so that many constant sub-expressions cannot add up to more than one evaluation could.
+struct Budget {
+  std::uint64_t elements_left = kMaxListElements;
+  std::uint64_t steps_left = kMaxEvaluationSteps;
+};
+
+// One evaluation: the scope names are read from, and the budget it draws on.
 class Evaluator {
  public:
-  Evaluator(std::string_view text, const Scope& scope) : text_(text), scope_(&scope) {}
+  Evaluator(std::string_view text, const Scope& scope, Budget& budget)
+      : text_(text), scope_(&scope), budget_(budget) {}
 
   Value eval(const Node& n) {
     try {
@@ -385,18 +393,18 @@ class Evaluator {
   }
 
   void charge_elements(std::size_t pos, std::uint64_t count, std::string_view what) {
-    if (count > elements_left_)
+    if (count > budget_.elements_left)
       fail(pos, fmt::format("{} would build more than {} list elements in one evaluation; make "
                             "the list smaller",
                             what, kMaxListElements));
-    elements_left_ -= count;
+    budget_.elements_left -= count;
   }
   void charge_steps(std::size_t pos, std::uint64_t count) {
-    if (count > steps_left_)
+    if (count > budget_.steps_left)
       fail(pos, fmt::format("the expression needs more than {} evaluation steps; make its ranges "
                             "or comprehensions smaller",
                             kMaxEvaluationSteps));
-    steps_left_ -= count;
+    budget_.steps_left -= count;
   }
 
   [[noreturn]] void overflow(std::size_t pos, Op op, std::int64_t x, std::int64_t y) const {
@@ -912,8 +920,7 @@ class Evaluator {
 
   std::string_view text_;
   const Scope* scope_;
-  std::uint64_t elements_left_ = kMaxListElements;
-  std::uint64_t steps_left_ = kMaxEvaluationSteps;
+  Budget& budget_;
 };
 
 // ---------------------------------------------------------------------------------- parsing
@@ -1093,12 +1100,12 @@ class Parser {
   // A node whose operands are all constants is computed now, once, instead of at every
   // evaluation ("-1", "[1, 2, 4]", "list(range(32, 1025, 32))"). One that fails ("1 // 0") is kept
   // so that evaluation reports the error where it always did.
-  NodePtr fold(std::shared_ptr<Node> n) const {
+  NodePtr fold(std::shared_ptr<Node> n) {
     for (const auto& k : n->kids)
       if (k->op != Op::Const) return n;
     MapScope nothing;
     try {
-      Value v = Evaluator(text_, nothing).eval(*n);
+      Value v = Evaluator(text_, nothing, fold_budget_).eval(*n);
       auto c = node(Op::Const, n->pos);
       c->value = std::move(v);
       return c;
@@ -1383,6 +1390,7 @@ class Parser {
   std::vector<Token> toks_;
   std::size_t at_ = 0;
   std::size_t depth_ = 0;
+  Budget fold_budget_;
 };
 
 // The names `n` reads from its scope: every Name not bound by an enclosing comprehension clause.
@@ -1431,7 +1439,8 @@ Expression Expression::parse(std::string_view text) {
 }
 
 Value Expression::evaluate(const Scope& scope) const {
-  return Evaluator(text_, scope).eval(*root_);
+  Budget budget;
+  return Evaluator(text_, scope, budget).eval(*root_);
 }
 
 Value evaluate_constant(std::string_view text) {
