@@ -636,7 +636,9 @@ class Evaluator {
     if (step < 0 && start > stop)
       count =
           (static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(stop) - 1) / ustep + 1;
-    charge_elements(n.pos, count, fmt::format("range() of {} elements", count));
+    if (count > budget_.elements_left)  // the message only when it is needed: range() is hot
+      charge_elements(n.pos, count, fmt::format("range() of {} elements", count));
+    charge_elements(n.pos, count, "range()");
     Value::List l;
     l.reserve(count);
     for (std::uint64_t i = 0; i < count; ++i) {
@@ -900,9 +902,10 @@ class Evaluator {
       }
       case Op::Chain: {
         Value held[2];
-        if (n.ops.size() == 1)
-          return arithmetic(n.ops[0], n.op_pos[0], operand(*n.kids[0], held[0]),
-                            operand(*n.kids[1], held[1]));
+        if (n.ops.size() == 1) {  // operands in Python's order, left first
+          const Value& a = operand(*n.kids[0], held[0]);
+          return arithmetic(n.ops[0], n.op_pos[0], a, operand(*n.kids[1], held[1]));
+        }
         Value v = eval(*n.kids[0]);
         for (std::size_t i = 0; i < n.ops.size(); ++i)
           v = arithmetic(n.ops[i], n.op_pos[i], v, operand(*n.kids[i + 1], held[0]));
@@ -910,8 +913,8 @@ class Evaluator {
       }
       case Op::Pow: {
         Value held[2];
-        return arithmetic(Op::Pow, n.pos, operand(*n.kids[0], held[0]),
-                          operand(*n.kids[1], held[1]));
+        const Value& base = operand(*n.kids[0], held[0]);
+        return arithmetic(Op::Pow, n.pos, base, operand(*n.kids[1], held[1]));
       }
       default:
         fail(n.pos, "internal error: unknown node");

@@ -314,5 +314,14 @@ TEST(Expression, ConstantsAreFoldedButErrorsStillSurfaceAtEvaluation) {
   EXPECT_THROW(Expression::parse("frob(x)"), ExpressionError);
 }
 
+TEST(Expression, OperandsAreEvaluatedLeftFirst) {
+  // The first unknown name is the one reported, as Python would.
+  EXPECT_EQ(error_of("first + second").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("first ** second").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("first < second").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("first[second]").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("max(first, second)").problem(), "unknown name 'first'");
+}
+
 }  // namespace
 }  // namespace ktune::tune
