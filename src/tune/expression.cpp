@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
@@ -425,7 +426,9 @@ class Evaluator {
     }
   }
 
-  Value int_arithmetic(Op op, std::size_t pos, std::int64_t x, std::int64_t y) const {
+  // Inlined: integer operators are most of what constraints evaluate.
+  [[gnu::always_inline]] Value int_arithmetic(Op op, std::size_t pos, std::int64_t x,
+                                              std::int64_t y) const {
     std::int64_t r = 0;
     switch (op) {
       case Op::Add:
@@ -506,6 +509,11 @@ class Evaluator {
 
   Value arithmetic(Op op, std::size_t pos, const Value& a, const Value& b) {
     if (is_intlike(a) && is_intlike(b)) return int_arithmetic(op, pos, a.as_int(), b.as_int());
+    return other_arithmetic(op, pos, a, b);
+  }
+
+  // Floats, strings and lists.
+  [[gnu::noinline]] Value other_arithmetic(Op op, std::size_t pos, const Value& a, const Value& b) {
     const auto ka = a.kind(), kb = b.kind();
     using K = Value::Kind;
     if (op == Op::Add && ka == kb && (ka == K::String || ka == K::List)) {
@@ -815,23 +823,26 @@ class Evaluator {
   }
 
   // A leaf's value without copying it (the hot path is "a * b <= c"), else `held` evaluated.
-  const Value& operand(const Node& n, Value& held) {
+  // `held` is an optional so that a leaf costs no Value construction and destruction.
+  using Held = std::optional<Value>;
+  const Value& operand(const Node& n, Held& held) {
     if (n.op == Op::Const) return n.value;
     if (n.op == Op::Name) {
       if (const Value* v = scope_->find(n.name)) return *v;
     }
-    held = eval(n);  // reports an unknown name, with its position
-    return held;
+    // Built in place, without a move, through guaranteed copy elision.
+    struct Evaluated {
+      Evaluator& ev;
+      const Node& n;
+      operator Value() const { return ev.eval(n); }  // reports an unknown name, with its position
+    };
+    return held.emplace(Evaluated{*this, n});
   }
 
-  Value eval_unchecked(const Node& n) {
+  // The nodes that build lists or call functions, kept out of eval_unchecked so that its stack
+  // frame, paid at every level of every evaluation, stays small.
+  [[gnu::noinline]] Value eval_cold(const Node& n) {
     switch (n.op) {
-      case Op::Const:
-        return n.value;
-      case Op::Name: {
-        if (const Value* v = scope_->find(n.name)) return *v;
-        fail(n.pos, fmt::format("unknown name '{}'", n.name));
-      }
       case Op::List: {
         charge_elements(n.pos, n.kids.size(), "this list");
         Value::List l;
@@ -845,7 +856,7 @@ class Evaluator {
         return Value(std::move(l));
       }
       case Op::Index: {
-        Value held[2];
+        Held held[2];
         const Value& c = operand(*n.kids[0], held[0]);
         const Value& i = operand(*n.kids[1], held[1]);
         if (!is_intlike(i))
@@ -861,6 +872,24 @@ class Evaluator {
       }
       case Op::Call:
         return call(n);
+      default:
+        fail(n.pos, "internal error: not a list or call node");
+    }
+  }
+
+  Value eval_unchecked(const Node& n) {
+    switch (n.op) {
+      case Op::Const:
+        return n.value;
+      case Op::Name: {
+        if (const Value* v = scope_->find(n.name)) return *v;
+        fail(n.pos, fmt::format("unknown name '{}'", n.name));
+      }
+      case Op::List:
+      case Op::Comprehension:
+      case Op::Index:
+      case Op::Call:
+        return eval_cold(n);
       case Op::Neg: {
         const Value a = eval(*n.kids[0]);
         if (is_intlike(a)) {
@@ -891,7 +920,7 @@ class Evaluator {
       case Op::IfElse:
         return eval(*n.kids[0]).truthy() ? eval(*n.kids[1]) : eval(*n.kids[2]);
       case Op::Compare: {
-        Value held[2];
+        Held held[2];
         const Value* left = &operand(*n.kids[0], held[0]);
         for (std::size_t i = 0; i < n.cmps.size(); ++i) {
           const Value& right = operand(*n.kids[i + 1], held[(i + 1) % 2]);
@@ -901,7 +930,7 @@ class Evaluator {
         return Value(true);
       }
       case Op::Chain: {
-        Value held[2];
+        Held held[2];
         if (n.ops.size() == 1) {  // operands in Python's order, left first
           const Value& a = operand(*n.kids[0], held[0]);
           return arithmetic(n.ops[0], n.op_pos[0], a, operand(*n.kids[1], held[1]));
@@ -912,7 +941,7 @@ class Evaluator {
         return v;
       }
       case Op::Pow: {
-        Value held[2];
+        Held held[2];
         const Value& base = operand(*n.kids[0], held[0]);
         return arithmetic(Op::Pow, n.pos, base, operand(*n.kids[1], held[1]));
       }
@@ -1270,11 +1299,12 @@ class Parser {
         call->name = a->name;
         const auto* known = std::find_if(std::begin(kBuiltins), std::end(kBuiltins),
                                          [&](const Builtin& b) { return a->name == b.name; });
-        if (known == std::end(kBuiltins))
-          fail(a->pos, fmt::format("unknown function '{}'; known: min, max, abs, int, float, "
-                                   "bool, len, round, ceil, floor, range, list, tuple, sum, "
-                                   "sorted, any, all",
-                                   a->name));
+        if (known == std::end(kBuiltins)) {
+          std::string names;
+          for (const Builtin& b : kBuiltins)
+            names += (names.empty() ? "" : ", ") + std::string(b.name);
+          fail(a->pos, fmt::format("unknown function '{}'; known: {}", a->name, names));
+        }
         call->fn = known->fn;
         if (!is_sym(")")) {
           const std::size_t first_pos = peek().pos;
