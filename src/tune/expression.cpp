@@ -5,7 +5,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
+#include <optional>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -169,22 +172,35 @@ void to_json(nlohmann::json& j, const Value& v) {
   }
 }
 
-void from_json(const nlohmann::json& j, Value& v) {
-  if (j.is_boolean()) {
-    v = Value(j.get<bool>());
-  } else if (j.is_number_integer()) {
-    v = Value(j.get<std::int64_t>());
-  } else if (j.is_number_float()) {
-    v = Value(j.get<double>());
-  } else if (j.is_string()) {
-    v = Value(j.get<std::string>());
-  } else if (j.is_array()) {
-    Value::List l;
-    for (const auto& e : j) l.push_back(e.get<Value>());
-    v = Value(std::move(l));
-  } else {
-    throw Error(fmt::format("expected a number, bool, string or list, got JSON {}", j.type_name()));
+namespace {
+// JSON arrays nest without limit, and reading them recurses; a hostile file must not overflow the
+// stack.
+Value value_from_json(const nlohmann::json& j, std::size_t depth) {
+  if (j.is_boolean()) return Value(j.get<bool>());
+  if (j.is_number_integer()) {
+    if (j.is_number_unsigned() && j.get<std::uint64_t>() > std::uint64_t{INT64_MAX})
+      throw Error(fmt::format("the JSON integer {} does not fit in 64 bits", j.dump()));
+    return Value(j.get<std::int64_t>());
   }
+  if (j.is_number_float()) return Value(j.get<double>());
+  if (j.is_string()) return Value(j.get<std::string>());
+  if (j.is_array()) {
+    if (depth >= kMaxExpressionDepth)
+      throw Error(
+          fmt::format("a JSON value with lists nested more than {} deep cannot be read; "
+                      "flatten it",
+                      kMaxExpressionDepth));
+    Value::List l;
+    l.reserve(j.size());
+    for (const auto& e : j) l.push_back(value_from_json(e, depth + 1));
+    return Value(std::move(l));
+  }
+  throw Error(fmt::format("expected a number, bool, string or list, got JSON {}", j.type_name()));
+}
+}  // namespace
+
+void from_json(const nlohmann::json& j, Value& v) {
+  v = value_from_json(j, 0);
 }
 
 // ------------------------------------------------------------------------------ ExpressionError
@@ -213,38 +229,68 @@ enum class Op {
   Name,
   List,
   Index,
-  Call,  // leaves and postfix
+  Call,
+  Comprehension,
   Neg,
   Pos,
   Invert,
-  Not,  // unary
+  Not,
+  Chain,  // one precedence level of left-associative operators: kids[0] ops[0] kids[1] ...
+  Pow,
+  And,  // n-ary, short-circuit
+  Or,
+  Compare,
+  IfElse,
+  // The operators a Chain applies.
   Add,
   Sub,
   Mul,
   Div,
   FloorDiv,
   Mod,
-  Pow,
   BitAnd,
   BitOr,
   BitXor,
   Shl,
-  Shr,
-  And,
-  Or,
-  Compare,
-  IfElse
+  Shr
 };
 
 enum class Cmp { Lt, Le, Gt, Ge, Eq, Ne, In, NotIn };
+
+// Built-in functions, resolved when parsing so evaluation does not compare names.
+enum class Fn {
+  Min,
+  Max,
+  Abs,
+  Int,
+  Float,
+  Bool,
+  Len,
+  Round,
+  Ceil,
+  Floor,
+  Range,
+  List,
+  Sum,
+  Sorted,
+  Any,
+  All
+};
 
 struct Node {
   Op op;
   std::size_t pos;   // offset of the token that names this node, for error messages
   Value value;       // Const
   std::string name;  // Name, Call
+  Fn fn = Fn::Min;   // Call
   std::vector<std::shared_ptr<const Node>> kids;
-  std::vector<Cmp> cmps;  // Compare: kids.size() == cmps.size() + 1
+  std::vector<Op> ops;              // Chain: ops[i] joins the value so far and kids[i + 1]
+  std::vector<std::size_t> op_pos;  // Chain: where ops[i] is written
+  std::vector<Cmp> cmps;            // Compare: kids.size() == cmps.size() + 1
+  // Comprehension: kids[0] is the element; kids[i + 1] the iterable of the clause
+  // `for vars[i] in ...`, or the condition of an `if` clause where vars[i] is empty.
+  std::vector<std::string> vars;
+  std::uint64_t steps_per_iteration = 1;  // Comprehension: its size, charged per iteration
 };
 
 }  // namespace detail
@@ -252,9 +298,664 @@ struct Node {
 namespace {
 
 using detail::Cmp;
+using detail::Fn;
 using detail::Node;
 using detail::Op;
 using NodePtr = std::shared_ptr<const Node>;
+
+struct Builtin {
+  const char* name;
+  Fn fn;
+};
+constexpr Builtin kBuiltins[] = {{"min", Fn::Min},     {"max", Fn::Max},     {"abs", Fn::Abs},
+                                 {"int", Fn::Int},     {"float", Fn::Float}, {"bool", Fn::Bool},
+                                 {"len", Fn::Len},     {"round", Fn::Round}, {"ceil", Fn::Ceil},
+                                 {"floor", Fn::Floor}, {"range", Fn::Range}, {"list", Fn::List},
+                                 {"tuple", Fn::List},  {"sum", Fn::Sum},     {"sorted", Fn::Sorted},
+                                 {"any", Fn::Any},     {"all", Fn::All}};
+
+const char* symbol_of(Op op) {
+  switch (op) {
+    case Op::Add:
+      return "+";
+    case Op::Sub:
+      return "-";
+    case Op::Mul:
+      return "*";
+    case Op::Div:
+      return "/";
+    case Op::FloorDiv:
+      return "//";
+    case Op::Mod:
+      return "%";
+    case Op::Pow:
+      return "**";
+    case Op::BitAnd:
+      return "&";
+    case Op::BitOr:
+      return "|";
+    case Op::BitXor:
+      return "^";
+    case Op::Shl:
+      return "<<";
+    case Op::Shr:
+      return ">>";
+    default:
+      return "?";
+  }
+}
+
+bool is_intlike(const Value& v) {
+  return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool;
+}
+
+// A comprehension variable on top of the enclosing scope.
+class LocalScope final : public Scope {
+ public:
+  LocalScope(const Scope* parent, std::string_view name) : parent_(parent), name_(name) {}
+  const Value* find(std::string_view name) const override {
+    return name == name_ ? &value : parent_->find(name);
+  }
+  Value value;
+
+ private:
+  const Scope* parent_;
+  std::string_view name_;
+};
+
+// ------------------------------------------------------------------------------- evaluation
+
+// What one evaluation may still build and do. Parsing has one too, shared by everything it folds,
+// so that many constant sub-expressions cannot add up to more than one evaluation could.
+struct Budget {
+  std::uint64_t elements_left = kMaxListElements;
+  std::uint64_t steps_left = kMaxEvaluationSteps;
+};
+
+// One evaluation: the scope names are read from, and the budget it draws on.
+class Evaluator {
+ public:
+  Evaluator(std::string_view text, const Scope& scope, Budget& budget)
+      : text_(text), scope_(&scope), budget_(budget) {}
+
+  Value eval(const Node& n) {
+    try {
+      return eval_unchecked(n);
+    } catch (const ExpressionError&) {
+      throw;
+    } catch (const Error& e) {  // a Value accessor's type error: attach the position
+      throw ExpressionError(std::string(text_), n.pos, e.what());
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(std::size_t pos, std::string problem) const {
+    throw ExpressionError(std::string(text_), pos, std::move(problem));
+  }
+
+  void charge_elements(std::size_t pos, std::uint64_t count, std::string_view what) {
+    if (count > budget_.elements_left)
+      fail(pos, fmt::format("{} would build more than {} list elements in one evaluation; make "
+                            "the list smaller",
+                            what, kMaxListElements));
+    budget_.elements_left -= count;
+  }
+  void charge_steps(std::size_t pos, std::uint64_t count) {
+    if (count > budget_.steps_left)
+      fail(pos, fmt::format("the expression needs more than {} evaluation steps; make its ranges "
+                            "or comprehensions smaller",
+                            kMaxEvaluationSteps));
+    budget_.steps_left -= count;
+  }
+
+  [[noreturn]] void overflow(std::size_t pos, Op op, std::int64_t x, std::int64_t y) const {
+    fail(pos,
+         fmt::format("integer overflow: {} {} {} does not fit in 64 bits", x, symbol_of(op), y));
+  }
+
+  // x ** y for y >= 0 by repeated squaring: at most 63 rounds, however large y is.
+  std::int64_t int_pow(std::size_t pos, std::int64_t x, std::int64_t y) const {
+    std::int64_t result = 1, base = x;
+    for (std::int64_t e = y;;) {
+      if ((e & 1) && __builtin_mul_overflow(result, base, &result)) overflow(pos, Op::Pow, x, y);
+      e >>= 1;
+      if (e == 0) return result;
+      // A remaining exponent bit multiplies the result by base squared or more, so an overflow
+      // here is an overflow of the result (base 0, 1 and -1 never overflow).
+      if (__builtin_mul_overflow(base, base, &base)) overflow(pos, Op::Pow, x, y);
+    }
+  }
+
+  // Inlined: integer operators are most of what constraints evaluate.
+  [[gnu::always_inline]] Value int_arithmetic(Op op, std::size_t pos, std::int64_t x,
+                                              std::int64_t y) const {
+    std::int64_t r = 0;
+    switch (op) {
+      case Op::Add:
+        if (__builtin_add_overflow(x, y, &r)) overflow(pos, op, x, y);
+        return Value(r);
+      case Op::Sub:
+        if (__builtin_sub_overflow(x, y, &r)) overflow(pos, op, x, y);
+        return Value(r);
+      case Op::Mul:
+        if (__builtin_mul_overflow(x, y, &r)) overflow(pos, op, x, y);
+        return Value(r);
+      case Op::Div:
+        if (y == 0) fail(pos, "division by zero");
+        return Value(static_cast<double>(x) / static_cast<double>(y));
+      case Op::FloorDiv: {
+        if (y == 0) fail(pos, "integer division by zero");
+        if (y == -1) {  // INT64_MIN / -1 traps in C++
+          if (x == std::numeric_limits<std::int64_t>::min()) overflow(pos, op, x, y);
+          return Value(-x);
+        }
+        std::int64_t q = x / y;
+        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+        return Value(q);
+      }
+      case Op::Mod: {
+        if (y == 0) fail(pos, "integer modulo by zero");
+        if (y == -1) return Value(std::int64_t{0});  // INT64_MIN % -1 traps in C++
+        std::int64_t m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) m += y;
+        return Value(m);
+      }
+      case Op::Pow:
+        if (y < 0) {  // a float, as in Python
+          if (x == 0) fail(pos, "0 cannot be raised to a negative power");
+          return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
+        }
+        return Value(int_pow(pos, x, y));
+      case Op::BitAnd:
+        return Value(x & y);
+      case Op::BitOr:
+        return Value(x | y);
+      case Op::BitXor:
+        return Value(x ^ y);
+      case Op::Shl:
+        if (y < 0) fail(pos, "negative shift count");
+        if (x == 0) return Value(std::int64_t{0});
+        if (y > 63 || ((x << y) >> y) != x) overflow(pos, op, x, y);
+        return Value(x << y);
+      case Op::Shr:
+        if (y < 0) fail(pos, "negative shift count");
+        return Value(y > 63 ? (x < 0 ? -1 : 0) : x >> y);
+      default:
+        fail(pos, "internal error: not an arithmetic operator");
+    }
+  }
+
+  Value repeat(std::size_t pos, const Value& seq, std::int64_t times) {
+    const std::uint64_t n = times > 0 ? static_cast<std::uint64_t>(times) : 0;
+    if (seq.kind() == Value::Kind::String) {
+      const std::string& s = seq.as_string();
+      if (!s.empty() && n > kMaxListElements / s.size())
+        charge_elements(pos, kMaxListElements + 1, "this string repetition");
+      charge_elements(pos, s.size() * n, "this string repetition");
+      std::string r;
+      r.reserve(s.size() * n);
+      for (std::uint64_t i = 0; i < n; ++i) r += s;
+      return Value(std::move(r));
+    }
+    const Value::List& l = seq.as_list();
+    if (!l.empty() && n > kMaxListElements / l.size())
+      charge_elements(pos, kMaxListElements + 1, "this list repetition");
+    charge_elements(pos, l.size() * n, "this list repetition");
+    Value::List r;
+    r.reserve(l.size() * n);
+    for (std::uint64_t i = 0; i < n; ++i) r.insert(r.end(), l.begin(), l.end());
+    return Value(std::move(r));
+  }
+
+  Value arithmetic(Op op, std::size_t pos, const Value& a, const Value& b) {
+    if (is_intlike(a) && is_intlike(b)) return int_arithmetic(op, pos, a.as_int(), b.as_int());
+    return other_arithmetic(op, pos, a, b);
+  }
+
+  // Floats, strings and lists.
+  [[gnu::noinline]] Value other_arithmetic(Op op, std::size_t pos, const Value& a, const Value& b) {
+    const auto ka = a.kind(), kb = b.kind();
+    using K = Value::Kind;
+    if (op == Op::Add && ka == kb && (ka == K::String || ka == K::List)) {
+      if (ka == K::String) {
+        charge_steps(pos, a.as_string().size() + b.as_string().size());
+        return Value(a.as_string() + b.as_string());
+      }
+      const Value::List &x = a.as_list(), &y = b.as_list();
+      charge_elements(pos, x.size() + y.size(), "this list concatenation");
+      Value::List r;
+      r.reserve(x.size() + y.size());
+      r.insert(r.end(), x.begin(), x.end());
+      r.insert(r.end(), y.begin(), y.end());
+      return Value(std::move(r));
+    }
+    if (op == Op::Mul) {
+      if ((ka == K::String || ka == K::List) && is_intlike(b)) return repeat(pos, a, b.as_int());
+      if ((kb == K::String || kb == K::List) && is_intlike(a)) return repeat(pos, b, a.as_int());
+    }
+    if (!numeric_like(a) || !numeric_like(b))
+      fail(pos, fmt::format("cannot apply '{}' to {} and {}", symbol_of(op), a.repr(), b.repr()));
+    const double x = a.as_double(), y = b.as_double();
+    switch (op) {
+      case Op::Add:
+        return Value(x + y);
+      case Op::Sub:
+        return Value(x - y);
+      case Op::Mul:
+        return Value(x * y);
+      case Op::Div:
+        if (y == 0) fail(pos, "division by zero");
+        return Value(x / y);
+      case Op::FloorDiv:
+        if (y == 0) fail(pos, "division by zero");
+        return Value(std::floor(x / y));
+      case Op::Mod: {
+        if (y == 0) fail(pos, "modulo by zero");
+        double m = std::fmod(x, y);
+        if (m != 0 && ((m < 0) != (y < 0))) m += y;
+        return Value(m);
+      }
+      case Op::Pow: {
+        if (x == 0 && y < 0) fail(pos, "0.0 cannot be raised to a negative power");
+        if (x < 0 && std::isfinite(y) && std::floor(y) != y)
+          fail(pos, "a negative number to a fractional power is not a real number");
+        const double r = std::pow(x, y);
+        if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
+          fail(pos, fmt::format("float overflow: {} ** {} is too large", a.repr(), b.repr()));
+        return Value(r);
+      }
+      default:
+        fail(pos,
+             fmt::format("'{}' needs integers, got {} and {}", symbol_of(op), a.repr(), b.repr()));
+    }
+  }
+
+  bool compare(const Node& n, Cmp c, const Value& a, const Value& b) {
+    switch (c) {
+      case Cmp::Eq:
+        return a == b;
+      case Cmp::Ne:
+        return !(a == b);
+      case Cmp::In:
+      case Cmp::NotIn: {
+        if (b.kind() == Value::Kind::List) {
+          const auto& l = b.as_list();
+          charge_steps(n.pos, l.size());
+          const bool found = std::find(l.begin(), l.end(), a) != l.end();
+          return c == Cmp::In ? found : !found;
+        }
+        if (b.kind() == Value::Kind::String && a.kind() == Value::Kind::String) {
+          const bool found = b.as_string().find(a.as_string()) != std::string::npos;
+          return c == Cmp::In ? found : !found;
+        }
+        fail(n.pos, fmt::format("'in' needs a list or string on its right, got {}", b.repr()));
+      }
+      default:
+        break;
+    }
+    if (rank_of(a) != rank_of(b) || rank_of(a) == 2)
+      fail(n.pos, fmt::format("cannot order {} and {}", a.repr(), b.repr()));
+    switch (c) {
+      case Cmp::Lt:
+        return a < b;
+      case Cmp::Le:
+        return !(b < a);
+      case Cmp::Gt:
+        return b < a;
+      case Cmp::Ge:
+        return !(a < b);
+      default:
+        return false;
+    }
+  }
+
+  // The items a `for` clause or a function like sum() walks: a list, or a string's characters.
+  Value::List items_of(std::size_t pos, const Value& v) {
+    if (v.kind() == Value::Kind::String) {
+      const std::string& s = v.as_string();
+      charge_elements(pos, s.size(), "iterating over this string");
+      Value::List l;
+      l.reserve(s.size());
+      for (char ch : s) l.emplace_back(std::string(1, ch));
+      return l;
+    }
+    if (v.kind() != Value::Kind::List)
+      fail(pos, fmt::format("expected a list to iterate over, got {} {}",
+                            Value::kind_name(v.kind()), v.repr()));
+    return {};  // the caller uses v.as_list() itself, without a copy
+  }
+
+  Value range(const Node& n, std::span<const Value> args) {
+    for (const Value& a : args)
+      if (!is_intlike(a))
+        fail(n.pos, fmt::format("range() needs integers, got {} {}", Value::kind_name(a.kind()),
+                                a.repr()));
+    const std::int64_t start = args.size() == 1 ? 0 : args[0].as_int();
+    const std::int64_t stop = args.size() == 1 ? args[0].as_int() : args[1].as_int();
+    const std::int64_t step = args.size() == 3 ? args[2].as_int() : 1;
+    if (step == 0) fail(n.pos, "range() step must not be zero");
+    // Unsigned arithmetic: the distance between two int64 values always fits.
+    std::uint64_t count = 0;
+    const std::uint64_t ustep = step > 0 ? static_cast<std::uint64_t>(step)
+                                         : std::uint64_t{0} - static_cast<std::uint64_t>(step);
+    if (step > 0 && stop > start)
+      count =
+          (static_cast<std::uint64_t>(stop) - static_cast<std::uint64_t>(start) - 1) / ustep + 1;
+    if (step < 0 && start > stop)
+      count =
+          (static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(stop) - 1) / ustep + 1;
+    if (count > budget_.elements_left)  // the message only when it is needed: range() is hot
+      charge_elements(n.pos, count, fmt::format("range() of {} elements", count));
+    charge_elements(n.pos, count, "range()");
+    Value::List l;
+    l.reserve(count);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const std::uint64_t offset = step > 0 ? i * ustep : std::uint64_t{0} - i * ustep;
+      l.emplace_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(start) + offset));
+    }
+    return Value(std::move(l));
+  }
+
+  std::int64_t to_int(std::size_t pos, double d, std::string_view f) const {
+    // 2^63 is the first double beyond int64.
+    if (!std::isfinite(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+      fail(pos, fmt::format("{}() of {} does not fit in a 64-bit integer", f, d));
+    return static_cast<std::int64_t>(d);
+  }
+
+  Value call(const Node& n) {
+    // Most calls take one to three arguments: keep them off the heap.
+    Value small[3];
+    std::vector<Value> many;
+    Value* argv = small;
+    if (n.kids.size() > std::size(small)) {
+      many.resize(n.kids.size());
+      argv = many.data();
+    }
+    for (std::size_t i = 0; i < n.kids.size(); ++i) argv[i] = eval(*n.kids[i]);
+    return apply(n, std::span<const Value>(argv, n.kids.size()));
+  }
+
+  Value apply(const Node& n, std::span<const Value> args) {
+    const std::string& f = n.name;
+    auto want = [&](std::size_t lo, std::size_t hi) {
+      if (args.size() < lo || args.size() > hi)
+        fail(n.pos, fmt::format("{}() takes {} argument(s), got {}", f,
+                                lo == hi ? std::to_string(lo) : fmt::format("{} to {}", lo, hi),
+                                args.size()));
+    };
+    // The items of a one-argument call on an iterable (sum, sorted, any, all, list).
+    Value::List chars;
+    auto items = [&]() -> const Value::List& {
+      chars = items_of(n.pos, args[0]);
+      const Value::List& l = args[0].kind() == Value::Kind::List ? args[0].as_list() : chars;
+      charge_steps(n.pos, l.size());
+      return l;
+    };
+    switch (n.fn) {
+      case Fn::Min:
+      case Fn::Max: {
+        if (args.empty()) fail(n.pos, fmt::format("{}() needs at least one argument", f));
+        std::span<const Value> pool = args.size() == 1 ? std::span<const Value>(items()) : args;
+        if (pool.empty()) fail(n.pos, fmt::format("{}() of an empty list", f));
+        const Value* best = &pool[0];
+        for (std::size_t i = 1; i < pool.size(); ++i) {
+          if (rank_of(pool[i]) != rank_of(*best))
+            fail(n.pos, fmt::format("{}() of mixed types", f));
+          if (n.fn == Fn::Min ? pool[i] < *best : *best < pool[i]) best = &pool[i];
+        }
+        return *best;
+      }
+      case Fn::Abs:
+        want(1, 1);
+        if (is_intlike(args[0])) {
+          const std::int64_t x = args[0].as_int();
+          if (x == std::numeric_limits<std::int64_t>::min())
+            fail(n.pos, fmt::format("integer overflow: abs({}) does not fit in 64 bits", x));
+          return Value(x < 0 ? -x : x);
+        }
+        return Value(std::abs(args[0].as_double()));
+      case Fn::Int: {
+        want(1, 1);
+        if (args[0].kind() == Value::Kind::String) {
+          const std::string& s = args[0].as_string();
+          char* end = nullptr;
+          errno = 0;
+          const long long v = std::strtoll(s.c_str(), &end, 10);
+          if (s.empty() || *end) fail(n.pos, fmt::format("int() cannot parse {}", args[0].repr()));
+          if (errno == ERANGE)
+            fail(n.pos, fmt::format("int() of {} does not fit in 64 bits", args[0].repr()));
+          return Value(static_cast<std::int64_t>(v));
+        }
+        if (is_intlike(args[0])) return Value(args[0].as_int());
+        return Value(to_int(n.pos, std::trunc(args[0].as_double()), f));
+      }
+      case Fn::Float: {
+        want(1, 1);
+        if (args[0].kind() == Value::Kind::String) {
+          const std::string& s = args[0].as_string();
+          char* end = nullptr;
+          const double d = std::strtod(s.c_str(), &end);
+          if (s.empty() || *end)
+            fail(n.pos, fmt::format("float() cannot parse {}", args[0].repr()));
+          return Value(d);
+        }
+        return Value(args[0].as_double());
+      }
+      case Fn::Bool:
+        want(1, 1);
+        return Value(args[0].truthy());
+      case Fn::Len:
+        want(1, 1);
+        if (args[0].kind() == Value::Kind::String)
+          return Value(static_cast<std::int64_t>(args[0].as_string().size()));
+        return Value(static_cast<std::int64_t>(args[0].as_list().size()));
+      case Fn::Round:
+        want(1, 1);
+        if (is_intlike(args[0])) return Value(args[0].as_int());
+        return Value(to_int(n.pos, std::nearbyint(args[0].as_double()), f));  // half-even
+      case Fn::Ceil:  // math.ceil / math.floor, written without the module
+      case Fn::Floor: {
+        want(1, 1);
+        if (is_intlike(args[0])) return Value(args[0].as_int());
+        const double d = args[0].as_double();
+        return Value(to_int(n.pos, n.fn == Fn::Ceil ? std::ceil(d) : std::floor(d), f));
+      }
+      case Fn::Range:
+        want(1, 3);
+        return range(n, args);
+      case Fn::List: {
+        want(1, 1);
+        if (args[0].kind() == Value::Kind::List) return args[0];  // lists are immutable here
+        return Value(items_of(n.pos, args[0]));
+      }
+      case Fn::Sum: {
+        want(1, 2);
+        Value total = args.size() == 2 ? args[1] : Value(std::int64_t{0});
+        for (const Value& v : items()) total = arithmetic(Op::Add, n.pos, total, v);
+        return total;
+      }
+      case Fn::Sorted: {
+        want(1, 1);
+        Value::List l = items();
+        for (const Value& v : l)
+          if (rank_of(v) != rank_of(l[0]) || rank_of(v) == 2)
+            fail(n.pos, "sorted() needs a list of numbers or of strings");
+        std::stable_sort(l.begin(), l.end());
+        return Value(std::move(l));
+      }
+      case Fn::Any:
+      case Fn::All: {
+        want(1, 1);
+        for (const Value& v : items())
+          if (v.truthy() == (n.fn == Fn::Any)) return Value(n.fn == Fn::Any);
+        return Value(n.fn == Fn::All);
+      }
+    }
+    fail(n.pos, fmt::format("internal error: unknown function '{}'", f));
+  }
+
+  // Runs the clauses of comprehension `n` from `clause` on, appending elements to `out`.
+  // Recursion is one level per clause, and the parser bounds the clause count.
+  void comprehend(const Node& n, std::size_t clause, Value::List& out) {
+    if (clause == n.vars.size()) {
+      charge_elements(n.pos, 1, "this comprehension");
+      out.push_back(eval(*n.kids[0]));
+      return;
+    }
+    const Node& e = *n.kids[clause + 1];
+    if (n.vars[clause].empty()) {  // an `if` clause
+      if (eval(e).truthy()) comprehend(n, clause + 1, out);
+      return;
+    }
+    const Value seq = eval(e);
+    const Value::List chars = items_of(e.pos, seq);
+    const Value::List& l = seq.kind() == Value::Kind::List ? seq.as_list() : chars;
+    LocalScope local(scope_, n.vars[clause]);
+    const Scope* const outer = scope_;
+    scope_ = &local;
+    for (const Value& item : l) {
+      charge_steps(n.pos, n.steps_per_iteration);
+      local.value = item;
+      comprehend(n, clause + 1, out);
+    }
+    scope_ = outer;
+  }
+
+  // A leaf's value without copying it (the hot path is "a * b <= c"), else `held` evaluated.
+  // `held` is an optional so that a leaf costs no Value construction and destruction.
+  using Held = std::optional<Value>;
+  const Value& operand(const Node& n, Held& held) {
+    if (n.op == Op::Const) return n.value;
+    if (n.op == Op::Name) {
+      if (const Value* v = scope_->find(n.name)) return *v;
+    }
+    // Built in place, without a move, through guaranteed copy elision.
+    struct Evaluated {
+      Evaluator& ev;
+      const Node& n;
+      operator Value() const { return ev.eval(n); }  // reports an unknown name, with its position
+    };
+    return held.emplace(Evaluated{*this, n});
+  }
+
+  // The nodes that build lists or call functions, kept out of eval_unchecked so that its stack
+  // frame, paid at every level of every evaluation, stays small.
+  [[gnu::noinline]] Value eval_cold(const Node& n) {
+    switch (n.op) {
+      case Op::List: {
+        charge_elements(n.pos, n.kids.size(), "this list");
+        Value::List l;
+        l.reserve(n.kids.size());
+        for (const auto& k : n.kids) l.push_back(eval(*k));
+        return Value(std::move(l));
+      }
+      case Op::Comprehension: {
+        Value::List l;
+        comprehend(n, 0, l);
+        return Value(std::move(l));
+      }
+      case Op::Index: {
+        Held held[2];
+        const Value& c = operand(*n.kids[0], held[0]);
+        const Value& i = operand(*n.kids[1], held[1]);
+        if (!is_intlike(i))
+          fail(n.pos, fmt::format("an index must be an integer, got {}", i.repr()));
+        std::int64_t k = i.as_int();
+        const auto size = static_cast<std::int64_t>(
+            c.kind() == Value::Kind::String ? c.as_string().size() : c.as_list().size());
+        if (k < 0) k += size;
+        if (k < 0 || k >= size)
+          fail(n.pos, fmt::format("index {} is out of range for {}", i.as_int(), c.repr()));
+        if (c.kind() == Value::Kind::String) return Value(std::string(1, c.as_string()[k]));
+        return c.as_list()[k];
+      }
+      case Op::Call:
+        return call(n);
+      default:
+        fail(n.pos, "internal error: not a list or call node");
+    }
+  }
+
+  Value eval_unchecked(const Node& n) {
+    switch (n.op) {
+      case Op::Const:
+        return n.value;
+      case Op::Name: {
+        if (const Value* v = scope_->find(n.name)) return *v;
+        fail(n.pos, fmt::format("unknown name '{}'", n.name));
+      }
+      case Op::List:
+      case Op::Comprehension:
+      case Op::Index:
+      case Op::Call:
+        return eval_cold(n);
+      case Op::Neg: {
+        const Value a = eval(*n.kids[0]);
+        if (is_intlike(a)) {
+          if (a.as_int() == std::numeric_limits<std::int64_t>::min())
+            fail(n.pos, fmt::format("integer overflow: -({}) does not fit in 64 bits", a.as_int()));
+          return Value(-a.as_int());
+        }
+        return Value(-a.as_double());
+      }
+      case Op::Pos: {
+        const Value a = eval(*n.kids[0]);
+        if (is_intlike(a)) return Value(a.as_int());
+        return Value(a.as_double());
+      }
+      case Op::Invert:
+        return Value(~eval(*n.kids[0]).as_int());
+      case Op::Not:
+        return Value(!eval(*n.kids[0]).truthy());
+      case Op::And:
+      case Op::Or: {
+        Value v = eval(*n.kids[0]);
+        for (std::size_t i = 1; i < n.kids.size(); ++i) {
+          if (v.truthy() != (n.op == Op::And)) return v;  // Python returns the deciding operand
+          v = eval(*n.kids[i]);
+        }
+        return v;
+      }
+      case Op::IfElse:
+        return eval(*n.kids[0]).truthy() ? eval(*n.kids[1]) : eval(*n.kids[2]);
+      case Op::Compare: {
+        Held held[2];
+        const Value* left = &operand(*n.kids[0], held[0]);
+        for (std::size_t i = 0; i < n.cmps.size(); ++i) {
+          const Value& right = operand(*n.kids[i + 1], held[(i + 1) % 2]);
+          if (!compare(*n.kids[i + 1], n.cmps[i], *left, right)) return Value(false);
+          left = &right;
+        }
+        return Value(true);
+      }
+      case Op::Chain: {
+        Held held[2];
+        if (n.ops.size() == 1) {  // operands in Python's order, left first
+          const Value& a = operand(*n.kids[0], held[0]);
+          return arithmetic(n.ops[0], n.op_pos[0], a, operand(*n.kids[1], held[1]));
+        }
+        Value v = eval(*n.kids[0]);
+        for (std::size_t i = 0; i < n.ops.size(); ++i)
+          v = arithmetic(n.ops[i], n.op_pos[i], v, operand(*n.kids[i + 1], held[0]));
+        return v;
+      }
+      case Op::Pow: {
+        Held held[2];
+        const Value& base = operand(*n.kids[0], held[0]);
+        return arithmetic(Op::Pow, n.pos, base, operand(*n.kids[1], held[1]));
+      }
+      default:
+        fail(n.pos, "internal error: unknown node");
+    }
+  }
+
+  std::string_view text_;
+  const Scope* scope_;
+  Budget& budget_;
+};
+
+// ---------------------------------------------------------------------------------- parsing
 
 enum class Tok { End, Int, Float, Str, Name, Sym };
 
@@ -268,6 +969,22 @@ struct Token {
 const char* const kSymbols[] = {"**", "//", "<=", ">=", "==", "!=", "<<", ">>", "+", "-", "*", "/",
                                 "%",  "<",  ">",  "(",  ")",  "[",  "]",  ",",  "&", "|", "^", "~"};
 
+const char* const kKeywords[] = {"and", "or", "not", "if", "else", "in", "for"};
+
+bool is_keyword(std::string_view word) {
+  return std::find(std::begin(kKeywords), std::end(kKeywords), word) != std::end(kKeywords);
+}
+
+std::size_t count_nodes(const Node& n) {
+  std::size_t count = 1;
+  for (const auto& k : n.kids) count += count_nodes(*k);
+  return count;
+}
+
+// Recursive descent, one function per precedence level. Every construct that nests (brackets,
+// unary operators, `**`, `not`, postfix chains, comprehension clauses) goes one level deeper, so
+// the recursion here, in folding and in evaluation is bounded by kMaxExpressionDepth; operators of
+// one level repeated side by side become one n-ary node instead of a deep tree.
 class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) { tokenize(); }
@@ -279,11 +996,27 @@ class Parser {
     return n;
   }
 
-  std::vector<std::string> names;
-
  private:
   [[noreturn]] void fail(std::size_t pos, std::string problem) const {
     throw ExpressionError(std::string(text_), pos, std::move(problem));
+  }
+
+  // Restores the nesting depth when a construct ends.
+  class Nesting {
+   public:
+    explicit Nesting(Parser& p) : p_(p), saved_(p.depth_) {}
+    ~Nesting() { p_.depth_ = saved_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    Parser& p_;
+    std::size_t saved_;
+  };
+  void deeper(std::size_t pos) {
+    if (++depth_ > kMaxExpressionDepth)
+      fail(pos, fmt::format("the expression is nested more than {} levels deep; simplify it",
+                            kMaxExpressionDepth));
   }
 
   void tokenize() {
@@ -388,7 +1121,7 @@ class Parser {
     next();
   }
 
-  static NodePtr make(Op op, std::size_t pos, std::vector<NodePtr> kids = {}) {
+  static std::shared_ptr<Node> node(Op op, std::size_t pos, std::vector<NodePtr> kids = {}) {
     auto n = std::make_shared<Node>();
     n->op = op;
     n->pos = pos;
@@ -396,7 +1129,26 @@ class Parser {
     return n;
   }
 
+  // A node whose operands are all constants is computed now, once, instead of at every
+  // evaluation ("-1", "[1, 2, 4]", "list(range(32, 1025, 32))"). One that fails ("1 // 0") is kept
+  // so that evaluation reports the error where it always did.
+  NodePtr fold(std::shared_ptr<Node> n) {
+    for (const auto& k : n->kids)
+      if (k->op != Op::Const) return n;
+    MapScope nothing;
+    try {
+      Value v = Evaluator(text_, nothing, fold_budget_).eval(*n);
+      auto c = node(Op::Const, n->pos);
+      c->value = std::move(v);
+      return c;
+    } catch (const ExpressionError&) {
+      return n;
+    }
+  }
+
   NodePtr expr() {
+    Nesting nesting(*this);
+    deeper(peek().pos);
     NodePtr a = or_expr();
     if (is_word("if")) {
       const std::size_t pos = next().pos;
@@ -405,33 +1157,31 @@ class Parser {
         fail(peek().pos, fmt::format("expected 'else' after 'if', found '{}'", peek().text));
       next();
       NodePtr b = expr();
-      return make(Op::IfElse, pos, {cond, a, b});
+      return fold(node(Op::IfElse, pos, {cond, a, b}));
     }
     return a;
   }
 
-  NodePtr or_expr() {
-    NodePtr a = and_expr();
-    while (is_word("or")) {
-      const std::size_t pos = next().pos;
-      a = make(Op::Or, pos, {a, and_expr()});
+  // `a or b or c` (and `and`) as one node: long chains must not nest.
+  NodePtr logic(Op op, const char* word, NodePtr (Parser::*operand)()) {
+    NodePtr first = (this->*operand)();
+    if (!is_word(word)) return first;
+    auto n = node(op, peek().pos, {first});
+    while (is_word(word)) {
+      next();
+      n->kids.push_back((this->*operand)());
     }
-    return a;
+    return fold(n);
   }
-
-  NodePtr and_expr() {
-    NodePtr a = not_expr();
-    while (is_word("and")) {
-      const std::size_t pos = next().pos;
-      a = make(Op::And, pos, {a, not_expr()});
-    }
-    return a;
-  }
+  NodePtr or_expr() { return logic(Op::Or, "or", &Parser::and_expr); }
+  NodePtr and_expr() { return logic(Op::And, "and", &Parser::not_expr); }
 
   NodePtr not_expr() {
     if (is_word("not")) {
       const std::size_t pos = next().pos;
-      return make(Op::Not, pos, {not_expr()});
+      Nesting nesting(*this);
+      deeper(pos);
+      return fold(node(Op::Not, pos, {not_expr()}));
     }
     return comparison();
   }
@@ -464,43 +1214,44 @@ class Parser {
     Cmp c;
     std::size_t width;
     if (!comparison_op(c, width)) return first;
-    auto n = std::make_shared<Node>();
-    n->op = Op::Compare;
-    n->pos = peek().pos;
-    n->kids.push_back(first);
+    auto n = node(Op::Compare, peek().pos, {first});
     while (comparison_op(c, width)) {
       at_ += width;
       n->cmps.push_back(c);
       n->kids.push_back(bit_or());
     }
-    return n;
+    return fold(n);
   }
 
-  template <typename Next>
-  NodePtr binary(Next next_level, std::initializer_list<std::pair<const char*, Op>> ops) {
-    NodePtr a = (this->*next_level)();
+  // One precedence level of left-associative binary operators, as one Chain node.
+  NodePtr chain(NodePtr (Parser::*operand)(),
+                std::initializer_list<std::pair<const char*, Op>> ops) {
+    NodePtr first = (this->*operand)();
+    std::shared_ptr<Node> n;
     for (;;) {
-      bool found = false;
-      for (const auto& [sym, op] : ops) {
-        if (is_sym(sym)) {
-          const std::size_t pos = next().pos;
-          a = make(op, pos, {a, (this->*next_level)()});
-          found = true;
+      const std::pair<const char*, Op>* hit = nullptr;
+      for (const auto& op : ops)
+        if (is_sym(op.first)) {
+          hit = &op;
           break;
         }
-      }
-      if (!found) return a;
+      if (!hit) break;
+      if (!n) n = node(Op::Chain, peek().pos, {first});
+      n->ops.push_back(hit->second);
+      n->op_pos.push_back(next().pos);
+      n->kids.push_back((this->*operand)());
     }
+    return n ? fold(n) : first;
   }
 
-  NodePtr bit_or() { return binary(&Parser::bit_xor, {{"|", Op::BitOr}}); }
-  NodePtr bit_xor() { return binary(&Parser::bit_and, {{"^", Op::BitXor}}); }
-  NodePtr bit_and() { return binary(&Parser::shift, {{"&", Op::BitAnd}}); }
-  NodePtr shift() { return binary(&Parser::arith, {{"<<", Op::Shl}, {">>", Op::Shr}}); }
-  NodePtr arith() { return binary(&Parser::term, {{"+", Op::Add}, {"-", Op::Sub}}); }
+  NodePtr bit_or() { return chain(&Parser::bit_xor, {{"|", Op::BitOr}}); }
+  NodePtr bit_xor() { return chain(&Parser::bit_and, {{"^", Op::BitXor}}); }
+  NodePtr bit_and() { return chain(&Parser::shift, {{"&", Op::BitAnd}}); }
+  NodePtr shift() { return chain(&Parser::arith, {{"<<", Op::Shl}, {">>", Op::Shr}}); }
+  NodePtr arith() { return chain(&Parser::term, {{"+", Op::Add}, {"-", Op::Sub}}); }
   NodePtr term() {
-    return binary(&Parser::factor,
-                  {{"*", Op::Mul}, {"//", Op::FloorDiv}, {"/", Op::Div}, {"%", Op::Mod}});
+    return chain(&Parser::factor,
+                 {{"*", Op::Mul}, {"//", Op::FloorDiv}, {"/", Op::Div}, {"%", Op::Mod}});
   }
 
   NodePtr factor() {
@@ -514,51 +1265,98 @@ class Parser {
     else
       return power();
     const std::size_t pos = next().pos;  // consume before parsing the operand
-    return make(op, pos, {factor()});
+    Nesting nesting(*this);
+    deeper(pos);
+    return fold(node(op, pos, {factor()}));
   }
 
   NodePtr power() {
     NodePtr base = postfix();
     if (is_sym("**")) {
       const std::size_t pos = next().pos;
-      return make(Op::Pow, pos, {base, factor()});  // right-associative, binds tighter than unary
+      Nesting nesting(*this);
+      deeper(pos);
+      // Right-associative, and binds tighter than a unary operator on its left only.
+      return fold(node(Op::Pow, pos, {base, factor()}));
     }
     return base;
   }
 
   NodePtr postfix() {
     NodePtr a = atom();
+    Nesting nesting(*this);  // x[0][1]... nests one level per index
     for (;;) {
       if (is_sym("[")) {
         const std::size_t pos = next().pos;
+        deeper(pos);
         NodePtr idx = expr();
         expect_sym("]", "to close the index");
-        a = make(Op::Index, pos, {a, idx});
+        a = fold(node(Op::Index, pos, {a, idx}));
       } else if (is_sym("(")) {
         if (a->op != Op::Name) fail(peek().pos, "only built-in functions can be called");
-        const std::size_t pos = next().pos;
-        auto call = std::make_shared<Node>();
-        call->op = Op::Call;
-        call->pos = a->pos;
+        deeper(next().pos);
+        auto call = node(Op::Call, a->pos);
         call->name = a->name;
-        // The callee is a function, not a free name.
-        if (auto it = std::find(names.begin(), names.end(), a->name);
-            it != names.end() && --name_uses_[a->name] == 0)
-          names.erase(it);
+        const auto* known = std::find_if(std::begin(kBuiltins), std::end(kBuiltins),
+                                         [&](const Builtin& b) { return a->name == b.name; });
+        if (known == std::end(kBuiltins)) {
+          std::string names;
+          for (const Builtin& b : kBuiltins)
+            names += (names.empty() ? "" : ", ") + std::string(b.name);
+          fail(a->pos, fmt::format("unknown function '{}'; known: {}", a->name, names));
+        }
+        call->fn = known->fn;
         if (!is_sym(")")) {
-          call->kids.push_back(expr());
+          const std::size_t first_pos = peek().pos;
+          NodePtr first = expr();
+          if (is_word("for")) {  // sum(x for x in ...): a generator, read as a list
+            first = comprehension(first, first_pos);
+            if (!is_sym(")"))
+              fail(peek().pos, "a comprehension argument must be the only argument");
+          }
+          call->kids.push_back(first);
           while (is_sym(",")) {
             next();
+            if (is_sym(")")) break;
             call->kids.push_back(expr());
           }
         }
         expect_sym(")", "to close the call");
-        (void)pos;
-        a = call;
+        a = fold(call);
       } else {
         return a;
       }
     }
+  }
+
+  // The clauses after `element` in "[element for x in xs if c for y in ys]", `for` next.
+  NodePtr comprehension(NodePtr element, std::size_t pos) {
+    auto n = node(Op::Comprehension, pos, {element});
+    Nesting nesting(*this);  // each clause nests the rest of the comprehension
+    while (is_word("for") || is_word("if")) {
+      const Token& keyword = next();
+      deeper(keyword.pos);
+      if (keyword.text == "if") {
+        n->vars.emplace_back();
+        n->kids.push_back(or_expr());
+        continue;
+      }
+      const Token& var = peek();
+      if (var.kind != Tok::Name || is_keyword(var.text) || var.text == "True" ||
+          var.text == "False")
+        fail(var.pos, fmt::format("expected a variable name after 'for', found '{}'", var.text));
+      next();
+      if (is_sym(","))
+        fail(peek().pos, "only one variable can follow 'for' (tuples are not unpacked)");
+      if (!is_word("in"))
+        fail(peek().pos,
+             fmt::format("expected 'in' after 'for {}', found '{}'", var.text, peek().text));
+      next();
+      n->vars.push_back(var.text);
+      n->kids.push_back(or_expr());
+    }
+    n->steps_per_iteration = count_nodes(*n);
+    return fold(n);
   }
 
   NodePtr atom() {
@@ -568,27 +1366,20 @@ class Parser {
       case Tok::Float:
       case Tok::Str: {
         next();
-        auto n = std::make_shared<Node>();
-        n->op = Op::Const;
-        n->pos = t.pos;
+        auto n = node(Op::Const, t.pos);
         n->value = t.value;
         return n;
       }
       case Tok::Name: {
         next();
-        auto n = std::make_shared<Node>();
-        n->pos = t.pos;
+        auto n = node(Op::Name, t.pos);
         if (t.text == "True" || t.text == "False") {
           n->op = Op::Const;
           n->value = Value(t.text == "True");
           return n;
         }
-        static const char* const kKeywords[] = {"and", "or", "not", "if", "else", "in"};
-        for (const char* k : kKeywords)
-          if (t.text == k) fail(t.pos, fmt::format("'{}' needs an operand before it", t.text));
-        n->op = Op::Name;
+        if (is_keyword(t.text)) fail(t.pos, fmt::format("'{}' needs an operand before it", t.text));
         n->name = t.text;
-        if (name_uses_[t.text]++ == 0) names.push_back(t.text);
         return n;
       }
       case Tok::Sym: {
@@ -596,10 +1387,17 @@ class Parser {
           const bool is_list = t.text == "[";
           const std::size_t pos = next().pos;
           const char* close = is_list ? "]" : ")";
+          const char* closing = is_list ? "to close the list" : "to close the parenthesis";
           std::vector<NodePtr> items;
           bool trailing_comma = false;
           if (!is_sym(close)) {
-            items.push_back(expr());
+            NodePtr first = expr();
+            if (is_word("for")) {  // a comprehension; `(x for ...)` is read as a list too
+              NodePtr c = comprehension(first, pos);
+              expect_sym(close, closing);
+              return c;
+            }
+            items.push_back(first);
             while (is_sym(",")) {
               next();
               trailing_comma = true;
@@ -608,10 +1406,10 @@ class Parser {
               trailing_comma = false;
             }
           }
-          expect_sym(close, is_list ? "to close the list" : "to close the parenthesis");
+          expect_sym(close, closing);
           if (!is_list && items.size() == 1 && !trailing_comma) return items[0];
           if (!is_list && items.empty()) fail(pos, "empty parentheses are not a value");
-          return make(Op::List, pos, std::move(items));  // tuples act as lists
+          return fold(node(Op::List, pos, std::move(items)));  // tuples act as lists
         }
         fail(t.pos, fmt::format("unexpected '{}'", t.text));
       }
@@ -624,300 +1422,32 @@ class Parser {
   std::string_view text_;
   std::vector<Token> toks_;
   std::size_t at_ = 0;
-  std::map<std::string, int> name_uses_;
+  std::size_t depth_ = 0;
+  Budget fold_budget_;
 };
 
-// ------------------------------------------------------------------------------- evaluation
-
-class Evaluator {
- public:
-  Evaluator(const std::string& text, const Scope& scope) : text_(text), scope_(scope) {}
-
-  Value eval(const Node& n) const {
-    try {
-      return eval_unchecked(n);
-    } catch (const ExpressionError&) {
-      throw;
-    } catch (const Error& e) {  // a Value accessor's type error: attach the position
-      throw ExpressionError(text_, n.pos, e.what());
+// The names `n` reads from its scope: every Name not bound by an enclosing comprehension clause.
+// A clause's iterable sees the variables of the clauses before it only, as in Python.
+void free_names(const Node& n, std::vector<std::string_view>& bound,
+                std::vector<std::string>& out) {
+  switch (n.op) {
+    case Op::Name:
+      if (std::find(bound.begin(), bound.end(), n.name) == bound.end()) out.push_back(n.name);
+      return;
+    case Op::Comprehension: {
+      const std::size_t outer = bound.size();
+      for (std::size_t i = 0; i < n.vars.size(); ++i) {
+        free_names(*n.kids[i + 1], bound, out);
+        if (!n.vars[i].empty()) bound.push_back(n.vars[i]);
+      }
+      free_names(*n.kids[0], bound, out);
+      bound.resize(outer);
+      return;
     }
+    default:
+      for (const auto& k : n.kids) free_names(*k, bound, out);
   }
-
- private:
-  [[noreturn]] void fail(const Node& n, std::string problem) const {
-    throw ExpressionError(text_, n.pos, std::move(problem));
-  }
-
-  static bool is_intlike(const Value& v) {
-    return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool;
-  }
-
-  Value arithmetic(const Node& n, const Value& a, const Value& b) const {
-    if (n.op == Op::Add && a.kind() == Value::Kind::String && b.kind() == Value::Kind::String)
-      return Value(a.as_string() + b.as_string());
-    if (!numeric_like(a) || !numeric_like(b))
-      fail(n, fmt::format("cannot apply the operator to {} and {}", a.repr(), b.repr()));
-    const bool ints = is_intlike(a) && is_intlike(b);
-    if (ints) {
-      const std::int64_t x = a.as_int(), y = b.as_int();
-      std::int64_t r = 0;
-      switch (n.op) {
-        case Op::Add:
-          if (__builtin_add_overflow(x, y, &r)) fail(n, "integer overflow");
-          return Value(r);
-        case Op::Sub:
-          if (__builtin_sub_overflow(x, y, &r)) fail(n, "integer overflow");
-          return Value(r);
-        case Op::Mul:
-          if (__builtin_mul_overflow(x, y, &r)) fail(n, "integer overflow");
-          return Value(r);
-        case Op::Div:
-          if (y == 0) fail(n, "division by zero");
-          return Value(static_cast<double>(x) / static_cast<double>(y));
-        case Op::FloorDiv: {
-          if (y == 0) fail(n, "integer division by zero");
-          std::int64_t q = x / y;
-          if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-          return Value(q);
-        }
-        case Op::Mod: {
-          if (y == 0) fail(n, "integer modulo by zero");
-          std::int64_t m = x % y;
-          if (m != 0 && ((m < 0) != (y < 0))) m += y;
-          return Value(m);
-        }
-        case Op::Pow: {
-          if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
-          std::int64_t p = 1;
-          for (std::int64_t i = 0; i < y; ++i)
-            if (__builtin_mul_overflow(p, x, &p)) fail(n, "integer overflow");
-          return Value(p);
-        }
-        case Op::BitAnd:
-          return Value(x & y);
-        case Op::BitOr:
-          return Value(x | y);
-        case Op::BitXor:
-          return Value(x ^ y);
-        case Op::Shl:
-          if (y < 0 || y > 62) fail(n, "shift count out of range");
-          if (((x << y) >> y) != x) fail(n, "integer overflow");
-          return Value(x << y);
-        case Op::Shr:
-          if (y < 0) fail(n, "negative shift count");
-          return Value(y > 63 ? (x < 0 ? -1 : 0) : x >> y);
-        default:
-          break;
-      }
-    }
-    const double x = a.as_double(), y = b.as_double();
-    switch (n.op) {
-      case Op::Add:
-        return Value(x + y);
-      case Op::Sub:
-        return Value(x - y);
-      case Op::Mul:
-        return Value(x * y);
-      case Op::Div:
-        if (y == 0) fail(n, "division by zero");
-        return Value(x / y);
-      case Op::FloorDiv:
-        if (y == 0) fail(n, "division by zero");
-        return Value(std::floor(x / y));
-      case Op::Mod: {
-        if (y == 0) fail(n, "modulo by zero");
-        double m = std::fmod(x, y);
-        if (m != 0 && ((m < 0) != (y < 0))) m += y;
-        return Value(m);
-      }
-      case Op::Pow:
-        return Value(std::pow(x, y));
-      default:
-        fail(n, "bitwise operators need integers");
-    }
-  }
-
-  bool compare(const Node& n, Cmp c, const Value& a, const Value& b) const {
-    switch (c) {
-      case Cmp::Eq:
-        return a == b;
-      case Cmp::Ne:
-        return !(a == b);
-      case Cmp::In:
-      case Cmp::NotIn: {
-        if (b.kind() == Value::Kind::List) {
-          const auto& l = b.as_list();
-          const bool found = std::find(l.begin(), l.end(), a) != l.end();
-          return c == Cmp::In ? found : !found;
-        }
-        if (b.kind() == Value::Kind::String && a.kind() == Value::Kind::String) {
-          const bool found = b.as_string().find(a.as_string()) != std::string::npos;
-          return c == Cmp::In ? found : !found;
-        }
-        fail(n, fmt::format("'in' needs a list or string on its right, got {}", b.repr()));
-      }
-      default:
-        break;
-    }
-    if (rank_of(a) != rank_of(b) || rank_of(a) == 2)
-      fail(n, fmt::format("cannot order {} and {}", a.repr(), b.repr()));
-    switch (c) {
-      case Cmp::Lt:
-        return a < b;
-      case Cmp::Le:
-        return !(b < a);
-      case Cmp::Gt:
-        return b < a;
-      case Cmp::Ge:
-        return !(a < b);
-      default:
-        return false;
-    }
-  }
-
-  Value call(const Node& n) const {
-    std::vector<Value> args;
-    args.reserve(n.kids.size());
-    for (const auto& k : n.kids) args.push_back(eval(*k));
-    const std::string& f = n.name;
-    auto want = [&](std::size_t lo, std::size_t hi) {
-      if (args.size() < lo || args.size() > hi)
-        fail(n, fmt::format("{}() takes {} argument(s), got {}", f,
-                            lo == hi ? std::to_string(lo) : fmt::format("{} to {}", lo, hi),
-                            args.size()));
-    };
-    if (f == "min" || f == "max") {
-      if (args.empty()) fail(n, fmt::format("{}() needs at least one argument", f));
-      std::vector<Value> items = args;
-      if (args.size() == 1) items = args[0].as_list();
-      if (items.empty()) fail(n, fmt::format("{}() of an empty list", f));
-      Value best = items[0];
-      for (std::size_t i = 1; i < items.size(); ++i) {
-        if (rank_of(items[i]) != rank_of(best)) fail(n, fmt::format("{}() of mixed types", f));
-        if (f == "min" ? items[i] < best : best < items[i]) best = items[i];
-      }
-      return best;
-    }
-    if (f == "abs") {
-      want(1, 1);
-      if (is_intlike(args[0])) return Value(std::abs(args[0].as_int()));
-      return Value(std::abs(args[0].as_double()));
-    }
-    if (f == "int") {
-      want(1, 1);
-      if (args[0].kind() == Value::Kind::String) {
-        const std::string& s = args[0].as_string();
-        char* end = nullptr;
-        const long long v = std::strtoll(s.c_str(), &end, 10);
-        if (s.empty() || *end) fail(n, fmt::format("int() cannot parse {}", args[0].repr()));
-        return Value(static_cast<std::int64_t>(v));
-      }
-      if (is_intlike(args[0])) return Value(args[0].as_int());
-      const double d = args[0].as_double();
-      if (!std::isfinite(d) || std::abs(d) > 9.0e18) fail(n, "int() of a non-finite float");
-      return Value(static_cast<std::int64_t>(std::trunc(d)));
-    }
-    if (f == "float") {
-      want(1, 1);
-      return Value(args[0].as_double());
-    }
-    if (f == "bool") {
-      want(1, 1);
-      return Value(args[0].truthy());
-    }
-    if (f == "len") {
-      want(1, 1);
-      if (args[0].kind() == Value::Kind::String)
-        return Value(static_cast<std::int64_t>(args[0].as_string().size()));
-      return Value(static_cast<std::int64_t>(args[0].as_list().size()));
-    }
-    if (f == "round") {
-      want(1, 1);
-      return Value(static_cast<std::int64_t>(std::nearbyint(args[0].as_double())));  // half-even
-    }
-    if (f == "ceil" || f == "floor") {  // math.ceil / math.floor, written without the module
-      want(1, 1);
-      const double d = args[0].as_double();
-      return Value(static_cast<std::int64_t>(f == "ceil" ? std::ceil(d) : std::floor(d)));
-    }
-    fail(n, fmt::format("unknown function '{}'; known: min, max, abs, int, float, bool, len, "
-                        "round, ceil, floor",
-                        f));
-  }
-
-  Value eval_unchecked(const Node& n) const {
-    switch (n.op) {
-      case Op::Const:
-        return n.value;
-      case Op::Name: {
-        if (const Value* v = scope_.find(n.name)) return *v;
-        fail(n, fmt::format("unknown name '{}'", n.name));
-      }
-      case Op::List: {
-        Value::List l;
-        l.reserve(n.kids.size());
-        for (const auto& k : n.kids) l.push_back(eval(*k));
-        return Value(std::move(l));
-      }
-      case Op::Index: {
-        const Value c = eval(*n.kids[0]);
-        const Value i = eval(*n.kids[1]);
-        if (!is_intlike(i)) fail(n, fmt::format("an index must be an integer, got {}", i.repr()));
-        std::int64_t k = i.as_int();
-        const auto size = static_cast<std::int64_t>(
-            c.kind() == Value::Kind::String ? c.as_string().size() : c.as_list().size());
-        if (k < 0) k += size;
-        if (k < 0 || k >= size)
-          fail(n, fmt::format("index {} is out of range for {}", i.as_int(), c.repr()));
-        if (c.kind() == Value::Kind::String) return Value(std::string(1, c.as_string()[k]));
-        return c.as_list()[k];
-      }
-      case Op::Call:
-        return call(n);
-      case Op::Neg: {
-        const Value a = eval(*n.kids[0]);
-        if (is_intlike(a)) {
-          if (a.as_int() == std::numeric_limits<std::int64_t>::min()) fail(n, "integer overflow");
-          return Value(-a.as_int());
-        }
-        return Value(-a.as_double());
-      }
-      case Op::Pos: {
-        const Value a = eval(*n.kids[0]);
-        if (is_intlike(a)) return Value(a.as_int());
-        return Value(a.as_double());
-      }
-      case Op::Invert:
-        return Value(~eval(*n.kids[0]).as_int());
-      case Op::Not:
-        return Value(!eval(*n.kids[0]).truthy());
-      case Op::And: {
-        Value a = eval(*n.kids[0]);
-        return a.truthy() ? eval(*n.kids[1]) : a;
-      }
-      case Op::Or: {
-        Value a = eval(*n.kids[0]);
-        return a.truthy() ? a : eval(*n.kids[1]);
-      }
-      case Op::IfElse:
-        return eval(*n.kids[0]).truthy() ? eval(*n.kids[1]) : eval(*n.kids[2]);
-      case Op::Compare: {
-        Value left = eval(*n.kids[0]);
-        for (std::size_t i = 0; i < n.cmps.size(); ++i) {
-          Value right = eval(*n.kids[i + 1]);
-          if (!compare(*n.kids[i + 1], n.cmps[i], left, right)) return Value(false);
-          left = std::move(right);
-        }
-        return Value(true);
-      }
-      default:
-        return arithmetic(n, eval(*n.kids[0]), eval(*n.kids[1]));
-    }
-  }
-
-  const std::string& text_;
-  const Scope& scope_;
-};
+}
 
 }  // namespace
 
@@ -934,13 +1464,16 @@ Expression Expression::parse(std::string_view text) {
   Expression e;
   e.root_ = p.parse_all();
   e.text_ = std::string(text);
-  e.names_ = std::move(p.names);
+  std::vector<std::string_view> bound;
+  free_names(*e.root_, bound, e.names_);
   std::sort(e.names_.begin(), e.names_.end());
+  e.names_.erase(std::unique(e.names_.begin(), e.names_.end()), e.names_.end());
   return e;
 }
 
 Value Expression::evaluate(const Scope& scope) const {
-  return Evaluator(text_, scope).eval(*root_);
+  Budget budget;
+  return Evaluator(text_, scope, budget).eval(*root_);
 }
 
 Value evaluate_constant(std::string_view text) {

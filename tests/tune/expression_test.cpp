@@ -155,5 +155,173 @@ TEST(Expression, ValueJsonRoundTrip) {
   EXPECT_THROW(nlohmann::json::object().get<Value>(), Error);
 }
 
+// Python's answers, checked with CPython 3, for the list building that T1 "Values" use.
+TEST(Expression, RangeFollowsPython) {
+  EXPECT_EQ(evaluate_constant("range(4)").repr(), "[0, 1, 2, 3]");
+  EXPECT_EQ(evaluate_constant("range(2, 5)").repr(), "[2, 3, 4]");
+  EXPECT_EQ(evaluate_constant("range(10, 0, -3)").repr(), "[10, 7, 4, 1]");
+  EXPECT_EQ(evaluate_constant("range(-5, 5, 4)").repr(), "[-5, -1, 3]");
+  EXPECT_EQ(evaluate_constant("range(5, 1)").repr(), "[]");
+  EXPECT_EQ(evaluate_constant("range(0)").repr(), "[]");
+  EXPECT_EQ(evaluate_constant("range(True, 3)").repr(), "[1, 2]");
+  // The ends of int64: counting must not overflow.
+  EXPECT_EQ(evaluate_constant("range(9223372036854775806, 9223372036854775807)").repr(),
+            "[9223372036854775806]");
+  EXPECT_EQ(evaluate_constant("range(9223372036854775807, -9223372036854775807 - 1, "
+                              "-4611686018427387904)")
+                .repr(),
+            "[9223372036854775807, 4611686018427387903, -1, -4611686018427387905]");
+  EXPECT_EQ(evaluate_constant("len(range(-9223372036854775807 - 1, 9223372036854775807, "
+                              "4611686018427387904))")
+                .as_int(),
+            4);
+  {
+    const ExpressionError e = error_of("range(0, 10, 0)");
+    EXPECT_EQ(e.position(), 0u);
+    EXPECT_NE(e.problem().find("step must not be zero"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(error_of("range(1.5)").problem().find("range() needs integers"), std::string::npos);
+  EXPECT_NE(error_of("range()").problem().find("1 to 3"), std::string::npos);
+}
+
+TEST(Expression, ValuesOfRealT1Files) {
+  const Value sizes = evaluate_constant("[1, 2, 4, 8, 16] + list(range(32, 1024+1, 32))");
+  ASSERT_EQ(sizes.as_list().size(), 37u);
+  EXPECT_EQ(sizes.as_list()[5].as_int(), 32);
+  EXPECT_EQ(sizes.as_list().back().as_int(), 1024);
+  EXPECT_EQ(evaluate_constant("[2**i for i in range(0, 6)]").repr(), "[1, 2, 4, 8, 16, 32]");
+  EXPECT_EQ(evaluate_constant("[i for i in range(1, 10+1)]").repr(),
+            "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]");
+  MapScope s;
+  s.set("ProblemSize", Value(Value::List{4096, 2048}));
+  s.set("filter_width", Value(Value::List{1, 3, 15}));
+  s.set("filter_height", Value(Value::List{1, 3, 5}));
+  const Expression size = Expression::parse(
+      "(ProblemSize[0]+max(filter_width)-1) * (ProblemSize[1]+max(filter_height)-1)");
+  EXPECT_EQ(size.evaluate(s).as_int(), (4096 + 15 - 1) * (2048 + 5 - 1));
+  EXPECT_EQ(size.names(),
+            (std::vector<std::string>{"ProblemSize", "filter_height", "filter_width"}));
+  s.set("MWG", 128);
+  s.set("NWG", 64);
+  s.set("KWG", 32);
+  s.set("MDIMC", 8);
+  s.set("NDIMC", 8);
+  s.set("MDIMA", 16);
+  EXPECT_TRUE(eval("not (MWG == 128 and NWG == 128)", s).truthy());
+  EXPECT_TRUE(eval("KWG % ((MDIMC * NDIMC)/MDIMA) == 0", s).truthy());  // 32 % 4.0 == 0.0
+}
+
+TEST(Expression, ListOperatorsFollowPython) {
+  EXPECT_EQ(evaluate_constant("[1, 2] + [3]").repr(), "[1, 2, 3]");
+  EXPECT_EQ(evaluate_constant("[1, 2] * 3").repr(), "[1, 2, 1, 2, 1, 2]");
+  EXPECT_EQ(evaluate_constant("3 * [0]").repr(), "[0, 0, 0]");
+  EXPECT_EQ(evaluate_constant("[1] * 0").repr(), "[]");
+  EXPECT_EQ(evaluate_constant("[1] * -2").repr(), "[]");
+  EXPECT_EQ(evaluate_constant("'ab' * 2").as_string(), "abab");
+  EXPECT_EQ(evaluate_constant("(1, 2) + (3,)").repr(), "[1, 2, 3]");  // tuples read as lists
+  EXPECT_EQ(evaluate_constant("[1, 2, 3][-3]").as_int(), 1);
+  EXPECT_TRUE(evaluate_constant("4 not in [1, 2] and 2 in (1, 2)").truthy());
+  EXPECT_EQ(evaluate_constant("1 if 0 else 2").as_int(), 2);
+  EXPECT_NE(error_of("[1] + 1").problem().find("cannot apply '+'"), std::string::npos);
+  EXPECT_NE(error_of("[1] * 1.5").problem().find("cannot apply '*'"), std::string::npos);
+  EXPECT_NE(error_of("[1, 2][-3]").problem().find("out of range"), std::string::npos);
+}
+
+TEST(Expression, BuiltinsOverLists) {
+  EXPECT_EQ(evaluate_constant("sum([1, 2, 3])").as_int(), 6);
+  EXPECT_DOUBLE_EQ(evaluate_constant("sum([0.5, 1])").as_double(), 1.5);
+  EXPECT_EQ(evaluate_constant("sum([[1], [2]], [])").repr(), "[1, 2]");
+  EXPECT_EQ(evaluate_constant("max(range(5))").as_int(), 4);
+  EXPECT_EQ(evaluate_constant("min([3, 1])").as_int(), 1);
+  EXPECT_EQ(evaluate_constant("len(range(0, 10, 3))").as_int(), 4);
+  EXPECT_EQ(evaluate_constant("list('ab')").repr(), "['a', 'b']");
+  EXPECT_EQ(evaluate_constant("list((1, 2))").repr(), "[1, 2]");
+  EXPECT_EQ(evaluate_constant("sorted([3, 1, 2])").repr(), "[1, 2, 3]");
+  EXPECT_TRUE(evaluate_constant("any([0, 0, 1])").truthy());
+  EXPECT_FALSE(evaluate_constant("all([1, 0])").truthy());
+  EXPECT_EQ(evaluate_constant("int(-2.5)").as_int(), -2);
+  EXPECT_EQ(evaluate_constant("float(3)").repr(), "3.0");
+  EXPECT_EQ(evaluate_constant("round(2.5)").as_int(), 2);  // half to even
+  EXPECT_EQ(evaluate_constant("sum(x for x in range(4))").as_int(), 6);
+  EXPECT_EQ(evaluate_constant("max(2**i for i in range(5))").as_int(), 16);
+  EXPECT_NE(error_of("sum(x for x in [1], 2)").problem().find("only argument"), std::string::npos);
+  EXPECT_NE(error_of("sum(1)").problem().find("expected a list"), std::string::npos);
+}
+
+TEST(Expression, PythonArithmeticCorners) {
+  EXPECT_EQ(eval("-7 % -3").as_int(), -1);
+  EXPECT_DOUBLE_EQ(eval("-7.5 // 2").as_double(), -4.0);
+  EXPECT_DOUBLE_EQ(eval("-7.5 % 2").as_double(), 0.5);
+  const Value half = eval("2 ** -1");  // a negative int exponent gives a float
+  EXPECT_EQ(half.kind(), Value::Kind::Float);
+  EXPECT_DOUBLE_EQ(half.as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(eval("(-2) ** -2").as_double(), 0.25);
+  EXPECT_EQ(eval("0 ** 0").as_int(), 1);
+  EXPECT_NE(error_of("0 ** -1").problem().find("negative power"), std::string::npos);
+  EXPECT_NE(error_of("(-8.0) ** 0.5").problem().find("not a real number"), std::string::npos);
+  EXPECT_NE(error_of("10.0 ** 400").problem().find("float overflow"), std::string::npos);
+}
+
+TEST(Expression, Comprehensions) {
+  EXPECT_EQ(evaluate_constant("[x for x in range(10) if x % 2 if x > 3]").repr(), "[5, 7, 9]");
+  EXPECT_EQ(evaluate_constant("[(i, j) for i in range(3) for j in range(i)]").repr(),
+            "[[1, 0], [2, 0], [2, 1]]");
+  EXPECT_EQ(evaluate_constant("[[j * i for j in range(3)] for i in range(1, 3)]").repr(),
+            "[[0, 1, 2], [0, 2, 4]]");
+  EXPECT_EQ(evaluate_constant("[x*y for x in [1,2] for y in [10,100] if x*y != 20]").repr(),
+            "[10, 100, 200]");
+  EXPECT_EQ(evaluate_constant("[c for c in 'ab']").repr(), "['a', 'b']");
+  EXPECT_EQ(evaluate_constant("[a if a < 2 else -a for a in range(4)]").repr(), "[0, 1, -2, -3]");
+  MapScope s;
+  s.set("x", 3);
+  s.set("n", 10);
+  // The first iterable reads the enclosing scope; the element reads the variable.
+  EXPECT_EQ(eval("[x for x in range(x)]", s).repr(), "[0, 1, 2]");
+  EXPECT_EQ(eval("[x * n for x in range(2)] + [x]", s).repr(), "[0, 10, 3]");
+  // The variable does not leak out of the comprehension.
+  EXPECT_EQ(error_of("[i for i in range(3)] + [i]").problem(), "unknown name 'i'");
+  EXPECT_EQ(error_of("[x for x in 5]").position(), 12u);
+  EXPECT_NE(error_of("[x for x, y in [1]]").problem().find("only one variable"), std::string::npos);
+  EXPECT_EQ(error_of("[x for in [1]]").position(), 7u);
+  EXPECT_EQ(error_of("[x for x [1]]").position(), 9u);
+}
+
+TEST(Expression, NamesExcludeComprehensionVariables) {
+  EXPECT_EQ(Expression::parse("[i * n for i in range(m) if i != k]").names(),
+            (std::vector<std::string>{"k", "m", "n"}));
+  EXPECT_EQ(Expression::parse("[x for x in x]").names(), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(Expression::parse("[y for x in range(3) for y in range(x)]").names(),
+            (std::vector<std::string>{}));
+  // An inner clause's iterable sees the outer variable; a later use outside does not.
+  EXPECT_EQ(Expression::parse("[[j for j in range(i)] for i in range(n)] + [i, j]").names(),
+            (std::vector<std::string>{"i", "j", "n"}));
+  EXPECT_EQ(Expression::parse("sum(b for b in range(a))").names(), (std::vector<std::string>{"a"}));
+}
+
+TEST(Expression, ConstantsAreFoldedButErrorsStillSurfaceAtEvaluation) {
+  const Expression e = Expression::parse("x // (2 - 2)");  // parses: the error is evaluation's
+  MapScope s;
+  s.set("x", 4);
+  try {
+    e.evaluate(s);
+    ADD_FAILURE() << "expected a division by zero";
+  } catch (const ExpressionError& err) {
+    EXPECT_EQ(err.position(), 2u);
+  }
+  EXPECT_EQ(Expression::parse("x in [1, 2, -4]").evaluate(s).truthy(), false);
+  EXPECT_EQ(Expression::parse("x in [1, 2, -(-4)]").evaluate(s).truthy(), true);
+  // An unknown function is known to be wrong before any evaluation.
+  EXPECT_THROW(Expression::parse("frob(x)"), ExpressionError);
+}
+
+TEST(Expression, OperandsAreEvaluatedLeftFirst) {
+  // The first unknown name is the one reported, as Python would.
+  EXPECT_EQ(error_of("first + second").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("first ** second").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("first < second").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("first[second]").problem(), "unknown name 'first'");
+  EXPECT_EQ(error_of("max(first, second)").problem(), "unknown name 'first'");
+}
+
 }  // namespace
 }  // namespace ktune::tune

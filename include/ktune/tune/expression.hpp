@@ -1,9 +1,11 @@
 #pragma once
 // Python-style expressions as the T1 format writes them: constraints ("32 <= a*b <= 1024",
 // "x > 1 or y == 0"), grid and block sizes ("(262144 // bx) // tx"), argument sizes
-// ("ProblemSize[0]*ProblemSize[1]") and list literals ("[1, 2, 4]"). Integer arithmetic follows
-// Python: `//` floors, `%` takes the sign of the divisor, `/` gives a float, `**` of ints is an
-// int.
+// ("ProblemSize[0]*ProblemSize[1]") and value lists ("[1, 2, 4] + list(range(32, 1025, 32))",
+// "[2**i for i in range(6)]"). Integer arithmetic follows Python: `//` floors, `%` takes the sign
+// of the divisor, `/` gives a float, `**` of ints is an int (a float for a negative exponent).
+// Python's ints are unbounded, ours are 64-bit: a result that does not fit is an ExpressionError,
+// never a wrapped value.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -18,6 +20,17 @@
 #include "ktune/core/error.hpp"
 
 namespace ktune::tune {
+
+// Limits that keep a mistaken or hostile expression from crashing or hanging the process; real
+// T1 files stay far below them.
+// Parentheses, brackets, calls, unary operators, `**` and comprehension clauses nested deeper than
+// this are an ExpressionError (the parser and evaluator recurse once per level). Long flat chains
+// of one operator (a + b + c ..., x and y and z ...) are not nesting and have no limit.
+inline constexpr std::size_t kMaxExpressionDepth = 256;
+// List elements one evaluation may build (range, comprehensions, `+`, `*` of lists).
+inline constexpr std::size_t kMaxListElements = 10'000'000;
+// Work one evaluation may do (comprehension iterations weighted by their size, list scans).
+inline constexpr std::size_t kMaxEvaluationSteps = 100'000'000;
 
 // One value: int, float, bool, string, or a list of values. Copies are cheap (lists are shared).
 class Value {
@@ -56,7 +69,8 @@ class Value {
 };
 
 void to_json(nlohmann::json& j, const Value& v);
-// Numbers, bools, strings and arrays of them; anything else throws ktune::Error.
+// Numbers, bools, strings and arrays of them, arrays nested at most kMaxExpressionDepth deep;
+// anything else throws ktune::Error.
 void from_json(const nlohmann::json& j, Value& v);
 
 // A parse or evaluation error. what() is one sentence with the expression text and the 0-based
@@ -105,12 +119,16 @@ struct Node;
 class Expression {
  public:
   Expression();  // the constant 0
-  // Throws ExpressionError on a syntax error, naming the position.
+  // Throws ExpressionError on a syntax error or an unknown function, naming the position.
+  // Sub-expressions without names ("-1", "[1, 2, 4]", "range(32, 1025, 32)") are computed here
+  // once instead of at every evaluation.
   static Expression parse(std::string_view text);
-  // Throws ExpressionError for an unknown name, a type error or a division by zero.
+  // Throws ExpressionError for an unknown name, a type error, a division by zero, an integer
+  // overflow or work beyond the limits above.
   Value evaluate(const Scope& scope) const;
   bool test(const Scope& scope) const { return evaluate(scope).truthy(); }
-  // The source text, and the free names it reads (sorted, unique; built-in functions excluded).
+  // The source text, and the free names it reads (sorted, unique; built-in functions and
+  // comprehension variables excluded).
   const std::string& text() const { return text_; }
   const std::vector<std::string>& names() const { return names_; }
 
