@@ -1,6 +1,10 @@
 // ktune replay: scores a search strategy on a recorded tuning space (T4), no GPU needed.
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,10 +20,24 @@ namespace {
 
 struct ReplayOptions {
   std::string t4, t1, strategy = tune::default_strategy_name(), budgets = "100,200,400";
-  std::size_t seeds = 50;
-  unsigned threads = 0;
+  std::string seeds = "50", threads = "0";
   bool json = false;
 };
+
+// Limits that keep a typo from allocating until the machine runs out of memory.
+constexpr std::uint64_t kMaxSeeds = 100000;
+constexpr std::uint64_t kMaxBudget = 100000000;
+constexpr std::uint64_t kMaxThreads = 1024;
+
+// Digits only (no sign, no spaces, no suffix), within [lo, hi].
+std::optional<std::uint64_t> parse_count(std::string_view text, std::uint64_t lo,
+                                         std::uint64_t hi) {
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi)
+    return std::nullopt;
+  return v;
+}
 
 std::vector<std::size_t> parse_budgets(const std::string& text) {
   std::vector<std::size_t> out;
@@ -27,14 +45,13 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, end - start);
-    char* stop = nullptr;
-    const long long v = std::strtoll(item.c_str(), &stop, 10);
-    if (item.empty() || *stop || v <= 0)
+    const auto v = parse_count(item, 1, kMaxBudget);
+    if (!v)
       throw Error(
-          fmt::format("--budget {}: '{}' is not a positive integer; give a comma-separated "
-                      "list such as 100,200,400.",
-                      text, item));
-    out.push_back(static_cast<std::size_t>(v));
+          fmt::format("--budget {}: '{}' is not a positive integer up to {}; give a "
+                      "comma-separated list such as 100,200,400.",
+                      text, item, kMaxBudget));
+    out.push_back(static_cast<std::size_t>(*v));
     start = end + 1;
   }
   return out;
@@ -42,7 +59,15 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
 
 int run(const ReplayOptions& o) {
   const std::vector<std::size_t> budgets = parse_budgets(o.budgets);
-  if (o.seeds == 0) throw Error("--seeds 0: give at least one seed.");
+  const auto seeds = parse_count(o.seeds, 1, kMaxSeeds);
+  if (!seeds)
+    throw Error(
+        fmt::format("--seeds {}: give a whole number of seeds from 1 to {}.", o.seeds, kMaxSeeds));
+  const auto threads_asked = parse_count(o.threads, 0, kMaxThreads);
+  if (!threads_asked)
+    throw Error(fmt::format(
+        "--threads {}: give a whole number of worker threads from 1 to {} (0: all cores).",
+        o.threads, kMaxThreads));
   std::vector<std::string> strategies;
   if (o.strategy == "all") {
     for (const auto& s : tune::registered_strategies())
@@ -58,17 +83,17 @@ int run(const ReplayOptions& o) {
                "note: {} configurations of the T1 space are not in {}; they count as "
                "failed evaluations.\n",
                space->unrecorded(), o.t4);
-  const unsigned threads =
-      o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = *threads_asked ? static_cast<unsigned>(*threads_asked)
+                                          : std::max(1u, std::thread::hardware_concurrency());
 
   nlohmann::json all = nlohmann::json::array();
   for (const auto& name : strategies) {
-    Progress progress("replay " + name, budgets.size() * o.seeds * 2);
+    Progress progress("replay " + name, budgets.size() * *seeds * 2);
     const auto results =
-        tune::replay(*space, name, budgets, o.seeds, threads,
+        tune::replay(*space, name, budgets, *seeds, threads,
                      [&](std::size_t done, std::size_t) { progress.update(done); });
     progress.finish();
-    all.push_back(tune::replay_json(name, o.t4, o.seeds, results));
+    all.push_back(tune::replay_json(name, o.t4, *seeds, results));
   }
   if (o.json) {
     if (all.size() == 1) {
@@ -78,14 +103,14 @@ int run(const ReplayOptions& o) {
       j["schema_version"] = tune::kReplaySchemaVersion;
       j["strategy"] = "all";
       j["space"] = o.t4;
-      j["seeds"] = o.seeds;
+      j["seeds"] = *seeds;
       j["comparisons"] = all;
       fmt::print("{}\n", j.dump(2));
     }
     return 0;
   }
   fmt::print("{}: {} configurations, best {:.4f} ms; {} seeds; fraction of the optimum\n", o.t4,
-             space->index().size(), space->best_time_ns() / 1e6, o.seeds);
+             space->index().size(), space->best_time_ns() / 1e6, *seeds);
   fmt::print("{:<12}", "budget");
   for (const auto& r : all) fmt::print("{:>12}", r["strategy"].get<std::string>());
   fmt::print("{:>12}\n", "random");
@@ -111,8 +136,8 @@ const bool registered = register_command(
                       "Strategy: " + names + "or all (default " + o->strategy + ")");
        app.add_option("--budget", o->budgets, "Comma-separated evaluation budgets")
            ->default_str(o->budgets);
-       app.add_option("--seeds", o->seeds, "Searches per budget")->default_val(o->seeds);
-       app.add_option("--threads", o->threads, "Worker threads (default: all cores)");
+       app.add_option("--seeds", o->seeds, "Searches per budget")->default_str(o->seeds);
+       app.add_option("--threads", o->threads, "Worker threads (default 0: all cores)");
        app.add_flag("--json", o->json,
                     fmt::format("Print JSON (schema_version {})", tune::kReplaySchemaVersion));
        return [o] { return run(*o); };

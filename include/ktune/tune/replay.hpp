@@ -17,16 +17,21 @@
 
 namespace ktune::tune {
 
-// A T4 file's results laid over a space. Without a T1 file the space is exactly the recorded
-// configurations; with one it is the T1 space, and configurations the file lacks evaluate as
-// failures (LaunchFailed, "not recorded").
+struct KtCache;
+
+// Recorded results (a T4 file or a Kernel Tuner cache) laid over a space. Without a T1 file the
+// space is exactly the recorded configurations; with one it is the T1 space, and configurations
+// the file lacks evaluate as failures (LaunchFailed, "not recorded").
 class RecordedSpace {
  public:
-  static std::unique_ptr<RecordedSpace> load(const std::filesystem::path& t4,
+  // T4 (streamed, one record in memory at a time) or a Kernel Tuner cache, told apart by content.
+  static std::unique_ptr<RecordedSpace> load(const std::filesystem::path& file,
                                              const std::optional<std::filesystem::path>& t1 = {});
   // For tests and synthetic studies: records given directly.
   static std::unique_ptr<RecordedSpace> from_records(T4File records,
                                                      std::optional<ProblemSpec> spec = {});
+  static std::unique_ptr<RecordedSpace> from_kt_cache(const KtCache& cache,
+                                                      std::optional<ProblemSpec> spec = {});
 
   const IndexedSpace& index() const { return *index_; }
   const SearchSpace& space() const { return *space_; }
@@ -37,6 +42,7 @@ class RecordedSpace {
   const std::string& source() const { return source_; }
 
  private:
+  class Builder;
   RecordedSpace() = default;
   std::string source_;
   std::unique_ptr<MapScope> constants_;
