@@ -14,6 +14,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/progress.hpp"
 #include "ktune/tune/replay.hpp"
+#include "ktune/tune/warm_start.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 struct ReplayOptions {
   std::string t4, t1, strategy = tune::default_strategy_name(), budgets = "100,200,400";
   std::string seeds = "50", threads = "0";
+  std::vector<std::string> warm_from;
   bool json = false;
 };
 
@@ -83,17 +85,37 @@ int run(const ReplayOptions& o) {
                "note: {} configurations of the T1 space are not in {}; they count as "
                "failed evaluations.\n",
                space->unrecorded(), o.t4);
+  // Other GPUs' or shapes' recordings of the same op order the first proposals.
+  std::vector<std::unique_ptr<tune::RecordedSpace>> warm_spaces;
+  tune::WarmStartSources sources;
+  for (const auto& f : o.warm_from) {
+    warm_spaces.push_back(tune::RecordedSpace::load(
+        f, o.t1.empty() ? std::nullopt : std::optional<std::filesystem::path>(o.t1)));
+    sources.spaces.push_back(warm_spaces.back().get());
+  }
+  const std::vector<std::size_t> warm_order =
+      sources.spaces.empty()
+          ? std::vector<std::size_t>{}
+          : tune::warm_start_order(
+                space->index(), sources,
+                tune::warm_start_count(*std::max_element(budgets.begin(), budgets.end())));
+  if (!sources.spaces.empty() && warm_order.empty())
+    fmt::print(stderr,
+               "note: no configuration of the --warm-from files is in {}'s space (parameter "
+               "names or values differ); the search starts cold.\n",
+               o.t4);
   const unsigned threads = *threads_asked ? static_cast<unsigned>(*threads_asked)
                                           : std::max(1u, std::thread::hardware_concurrency());
 
   nlohmann::json all = nlohmann::json::array();
   for (const auto& name : strategies) {
     Progress progress("replay " + name, budgets.size() * *seeds * 2);
-    const auto results =
-        tune::replay(*space, name, budgets, *seeds, threads,
-                     [&](std::size_t done, std::size_t) { progress.update(done); });
+    const auto results = tune::replay(
+        *space, name, budgets, *seeds, threads,
+        [&](std::size_t done, std::size_t) { progress.update(done); }, warm_order);
     progress.finish();
     all.push_back(tune::replay_json(name, o.t4, *seeds, results));
+    if (!o.warm_from.empty()) all.back()["warm_from"] = o.warm_from;
   }
   if (o.json) {
     if (all.size() == 1) {
@@ -111,6 +133,8 @@ int run(const ReplayOptions& o) {
   }
   fmt::print("{}: {} configurations, best {:.4f} ms; {} seeds; fraction of the optimum\n", o.t4,
              space->index().size(), space->best_time_ns() / 1e6, *seeds);
+  if (!o.warm_from.empty())
+    fmt::print("warm start from {} (random search stays cold)\n", fmt::join(o.warm_from, ", "));
   fmt::print("{:<12}", "budget");
   for (const auto& r : all) fmt::print("{:>12}", r["strategy"].get<std::string>());
   fmt::print("{:>12}\n", "random");
@@ -125,10 +149,13 @@ int run(const ReplayOptions& o) {
 }
 
 const bool registered = register_command(
-    {"replay", "Score a search strategy on a recorded tuning space (T4), no GPU needed", 35,
-     [](CLI::App& app, const GlobalOptions&) -> Runner {
+    {"replay",
+     "Score a search strategy on a recorded tuning space (T4 or Kernel Tuner cache), no GPU needed",
+     35, [](CLI::App& app, const GlobalOptions&) -> Runner {
        auto o = std::make_shared<ReplayOptions>();
-       app.add_option("T4FILE", o->t4, "Recorded results (.json or .json.gz)")->required();
+       app.add_option("T4FILE", o->t4,
+                      "Recorded results: T4 or Kernel Tuner cache (.json, .json.gz)")
+           ->required();
        app.add_option("--space", o->t1, "T1 spec whose space the strategy searches");
        std::string names;
        for (const auto& s : tune::registered_strategies()) names += s.name + ", ";
@@ -138,6 +165,10 @@ const bool registered = register_command(
            ->default_str(o->budgets);
        app.add_option("--seeds", o->seeds, "Searches per budget")->default_str(o->seeds);
        app.add_option("--threads", o->threads, "Worker threads (default 0: all cores)");
+       app.add_option("--warm-from", o->warm_from,
+                      "Recorded results of the same op on other GPUs or shapes (T4 or Kernel "
+                      "Tuner cache); the first half of each budget follows their best")
+           ->expected(1, -1);
        app.add_flag("--json", o->json,
                     fmt::format("Print JSON (schema_version {})", tune::kReplaySchemaVersion));
        return [o] { return run(*o); };

@@ -15,6 +15,7 @@
 
 #include "ktune/core/error.hpp"
 #include "ktune/tune/kt_cache.hpp"
+#include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {
 
@@ -213,8 +214,9 @@ Evaluation RecordedSpace::evaluate(std::size_t index) const {
 }
 
 double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget) {
+                   std::size_t budget, const std::vector<std::size_t>& first) {
   strategy.begin(space.index(), seed, budget);
+  if (!first.empty()) strategy.propose_first(first);
   const StopCondition stop{budget};
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t n = 0; !stop.done(n); ++n) {
@@ -230,7 +232,8 @@ double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t
 std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& strategy,
                                  const std::vector<std::size_t>& budgets, std::size_t seeds,
                                  unsigned threads,
-                                 const std::function<void(std::size_t, std::size_t)>& progress) {
+                                 const std::function<void(std::size_t, std::size_t)>& progress,
+                                 const std::vector<std::size_t>& warm_order) {
   make_strategy(strategy);  // fail on an unknown name before starting threads
   struct Job {
     std::size_t budget_index, seed;
@@ -250,7 +253,13 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
     try {
       for (std::size_t j; (j = next++) < jobs.size();) {
         auto s = make_strategy(jobs[j].random ? "random" : strategy);
-        score[j] = replay_once(space, *s, jobs[j].seed, budgets[jobs[j].budget_index]);
+        const std::size_t budget = budgets[jobs[j].budget_index];
+        std::vector<std::size_t> first;
+        if (!jobs[j].random && !warm_order.empty())
+          first.assign(warm_order.begin(),
+                       warm_order.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                warm_order.size(), warm_start_count(budget))));
+        score[j] = replay_once(space, *s, jobs[j].seed, budget, first);
         const std::size_t d = ++done;
         if (progress) {
           std::lock_guard lock(progress_mutex);

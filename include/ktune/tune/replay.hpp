@@ -54,8 +54,9 @@ class RecordedSpace {
 };
 
 // One search of `budget` evaluations; returns best_time_ns() / best found (0 if nothing ran).
+// `first`: warm-start proposals (Strategy::propose_first), none by default.
 double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget);
+                   std::size_t budget, const std::vector<std::size_t>& first = {});
 
 struct ReplayResult {
   std::size_t budget = 0;
@@ -64,11 +65,13 @@ struct ReplayResult {
 };
 
 // Seeds 0..seeds-1 for each budget, run on `threads` threads (results do not depend on it).
-// `progress(done, total)` is called after each run.
-std::vector<ReplayResult> replay(
-    const RecordedSpace& space, const std::string& strategy,
-    const std::vector<std::size_t>& budgets, std::size_t seeds, unsigned threads = 1,
-    const std::function<void(std::size_t, std::size_t)>& progress = {});
+// `progress(done, total)` is called after each run. `warm_order` (warm_start_order()): the
+// strategy's first warm_start_count(budget) proposals follow it; random search stays cold.
+std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& strategy,
+                                 const std::vector<std::size_t>& budgets, std::size_t seeds,
+                                 unsigned threads = 1,
+                                 const std::function<void(std::size_t, std::size_t)>& progress = {},
+                                 const std::vector<std::size_t>& warm_order = {});
 
 constexpr int kReplaySchemaVersion = 1;
 // {"schema_version", "strategy", "space", "seeds", "results": [{"budget",
