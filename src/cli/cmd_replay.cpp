@@ -1,6 +1,10 @@
 // ktune replay: scores a search strategy on a recorded tuning space (T4), no GPU needed.
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,16 +14,32 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/progress.hpp"
 #include "ktune/tune/replay.hpp"
+#include "ktune/tune/warm_start.hpp"
 
 namespace ktune::cli {
 namespace {
 
 struct ReplayOptions {
   std::string t4, t1, strategy = tune::default_strategy_name(), budgets = "100,200,400";
-  std::size_t seeds = 50;
-  unsigned threads = 0;
+  std::string seeds = "50", threads = "0";
+  std::vector<std::string> warm_from;
   bool json = false;
 };
+
+// Limits that keep a typo from allocating until the machine runs out of memory.
+constexpr std::uint64_t kMaxSeeds = 100000;
+constexpr std::uint64_t kMaxBudget = 100000000;
+constexpr std::uint64_t kMaxThreads = 1024;
+
+// Digits only (no sign, no spaces, no suffix), within [lo, hi].
+std::optional<std::uint64_t> parse_count(std::string_view text, std::uint64_t lo,
+                                         std::uint64_t hi) {
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi)
+    return std::nullopt;
+  return v;
+}
 
 std::vector<std::size_t> parse_budgets(const std::string& text) {
   std::vector<std::size_t> out;
@@ -27,14 +47,13 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, end - start);
-    char* stop = nullptr;
-    const long long v = std::strtoll(item.c_str(), &stop, 10);
-    if (item.empty() || *stop || v <= 0)
+    const auto v = parse_count(item, 1, kMaxBudget);
+    if (!v)
       throw Error(
-          fmt::format("--budget {}: '{}' is not a positive integer; give a comma-separated "
-                      "list such as 100,200,400.",
-                      text, item));
-    out.push_back(static_cast<std::size_t>(v));
+          fmt::format("--budget {}: '{}' is not a positive integer up to {}; give a "
+                      "comma-separated list such as 100,200,400.",
+                      text, item, kMaxBudget));
+    out.push_back(static_cast<std::size_t>(*v));
     start = end + 1;
   }
   return out;
@@ -42,7 +61,15 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
 
 int run(const ReplayOptions& o) {
   const std::vector<std::size_t> budgets = parse_budgets(o.budgets);
-  if (o.seeds == 0) throw Error("--seeds 0: give at least one seed.");
+  const auto seeds = parse_count(o.seeds, 1, kMaxSeeds);
+  if (!seeds)
+    throw Error(
+        fmt::format("--seeds {}: give a whole number of seeds from 1 to {}.", o.seeds, kMaxSeeds));
+  const auto threads_asked = parse_count(o.threads, 0, kMaxThreads);
+  if (!threads_asked)
+    throw Error(fmt::format(
+        "--threads {}: give a whole number of worker threads from 1 to {} (0: all cores).",
+        o.threads, kMaxThreads));
   std::vector<std::string> strategies;
   if (o.strategy == "all") {
     for (const auto& s : tune::registered_strategies())
@@ -58,17 +85,37 @@ int run(const ReplayOptions& o) {
                "note: {} configurations of the T1 space are not in {}; they count as "
                "failed evaluations.\n",
                space->unrecorded(), o.t4);
-  const unsigned threads =
-      o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  // Other GPUs' or shapes' recordings of the same op order the first proposals.
+  std::vector<std::unique_ptr<tune::RecordedSpace>> warm_spaces;
+  tune::WarmStartSources sources;
+  for (const auto& f : o.warm_from) {
+    warm_spaces.push_back(tune::RecordedSpace::load(
+        f, o.t1.empty() ? std::nullopt : std::optional<std::filesystem::path>(o.t1)));
+    sources.spaces.push_back(warm_spaces.back().get());
+  }
+  const std::vector<std::size_t> warm_order =
+      sources.spaces.empty()
+          ? std::vector<std::size_t>{}
+          : tune::warm_start_order(
+                space->index(), sources,
+                tune::warm_start_count(*std::max_element(budgets.begin(), budgets.end())));
+  if (!sources.spaces.empty() && warm_order.empty())
+    fmt::print(stderr,
+               "note: no configuration of the --warm-from files is in {}'s space (parameter "
+               "names or values differ); the search starts cold.\n",
+               o.t4);
+  const unsigned threads = *threads_asked ? static_cast<unsigned>(*threads_asked)
+                                          : std::max(1u, std::thread::hardware_concurrency());
 
   nlohmann::json all = nlohmann::json::array();
   for (const auto& name : strategies) {
-    Progress progress("replay " + name, budgets.size() * o.seeds * 2);
-    const auto results =
-        tune::replay(*space, name, budgets, o.seeds, threads,
-                     [&](std::size_t done, std::size_t) { progress.update(done); });
+    Progress progress("replay " + name, budgets.size() * *seeds * 2);
+    const auto results = tune::replay(
+        *space, name, budgets, *seeds, threads,
+        [&](std::size_t done, std::size_t) { progress.update(done); }, warm_order);
     progress.finish();
-    all.push_back(tune::replay_json(name, o.t4, o.seeds, results));
+    all.push_back(tune::replay_json(name, o.t4, *seeds, results));
+    if (!o.warm_from.empty()) all.back()["warm_from"] = o.warm_from;
   }
   if (o.json) {
     if (all.size() == 1) {
@@ -78,14 +125,16 @@ int run(const ReplayOptions& o) {
       j["schema_version"] = tune::kReplaySchemaVersion;
       j["strategy"] = "all";
       j["space"] = o.t4;
-      j["seeds"] = o.seeds;
+      j["seeds"] = *seeds;
       j["comparisons"] = all;
       fmt::print("{}\n", j.dump(2));
     }
     return 0;
   }
   fmt::print("{}: {} configurations, best {:.4f} ms; {} seeds; fraction of the optimum\n", o.t4,
-             space->index().size(), space->best_time_ns() / 1e6, o.seeds);
+             space->index().size(), space->best_time_ns() / 1e6, *seeds);
+  if (!o.warm_from.empty())
+    fmt::print("warm start from {} (random search stays cold)\n", fmt::join(o.warm_from, ", "));
   fmt::print("{:<12}", "budget");
   for (const auto& r : all) fmt::print("{:>12}", r["strategy"].get<std::string>());
   fmt::print("{:>12}\n", "random");
@@ -100,10 +149,13 @@ int run(const ReplayOptions& o) {
 }
 
 const bool registered = register_command(
-    {"replay", "Score a search strategy on a recorded tuning space (T4), no GPU needed", 35,
-     [](CLI::App& app, const GlobalOptions&) -> Runner {
+    {"replay",
+     "Score a search strategy on a recorded tuning space (T4 or Kernel Tuner cache), no GPU needed",
+     35, [](CLI::App& app, const GlobalOptions&) -> Runner {
        auto o = std::make_shared<ReplayOptions>();
-       app.add_option("T4FILE", o->t4, "Recorded results (.json or .json.gz)")->required();
+       app.add_option("T4FILE", o->t4,
+                      "Recorded results: T4 or Kernel Tuner cache (.json, .json.gz)")
+           ->required();
        app.add_option("--space", o->t1, "T1 spec whose space the strategy searches");
        std::string names;
        for (const auto& s : tune::registered_strategies()) names += s.name + ", ";
@@ -111,8 +163,12 @@ const bool registered = register_command(
                       "Strategy: " + names + "or all (default " + o->strategy + ")");
        app.add_option("--budget", o->budgets, "Comma-separated evaluation budgets")
            ->default_str(o->budgets);
-       app.add_option("--seeds", o->seeds, "Searches per budget")->default_val(o->seeds);
-       app.add_option("--threads", o->threads, "Worker threads (default: all cores)");
+       app.add_option("--seeds", o->seeds, "Searches per budget")->default_str(o->seeds);
+       app.add_option("--threads", o->threads, "Worker threads (default 0: all cores)");
+       app.add_option("--warm-from", o->warm_from,
+                      "Recorded results of the same op on other GPUs or shapes (T4 or Kernel "
+                      "Tuner cache); the first half of each budget follows their best")
+           ->expected(1, -1);
        app.add_flag("--json", o->json,
                     fmt::format("Print JSON (schema_version {})", tune::kReplaySchemaVersion));
        return [o] { return run(*o); };

@@ -6,7 +6,7 @@ void register_builtin_strategies();
 void register_basic_strategies();    // exhaustive, random
 void register_genetic_strategy();    // genetic
 void register_annealing_strategy();  // annealing
-void register_model_strategy();      // model
+void register_model_strategy();      // model, hybrid
 
 inline void register_builtin_strategies() {
   register_basic_strategies();

@@ -2,90 +2,211 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/tune/kt_cache.hpp"
+#include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {
 
-std::unique_ptr<RecordedSpace> RecordedSpace::load(const std::filesystem::path& t4,
+// Gathers records one at a time in a compact form (value indices, status, time) and lays them
+// over a space at the end: what keeps a file of millions of records cheap to load.
+class RecordedSpace::Builder {
+ public:
+  Builder(std::string source, std::optional<ProblemSpec> spec) : r_(new RecordedSpace()) {
+    r_->source_ = std::move(source);
+    if (spec) {
+      r_->constants_ = std::make_unique<MapScope>(spec->constants());
+      r_->space_ =
+          std::make_unique<SearchSpace>(SearchSpace::from_spec(*spec, r_->constants_.get()));
+      r_->index_ = std::make_unique<IndexedSpace>(*r_->space_);
+      start_outcomes();
+    }
+  }
+
+  // A space given up front by its parameters (a Kernel Tuner cache's tune_params); the records
+  // then name value indices, and only the recorded configurations form the space.
+  void set_parameters(std::vector<Parameter> params) {
+    for (const auto& p : params) {
+      names_.push_back(p.name);
+      values_.emplace_back();
+      for (std::uint32_t k = 0; k < p.values.size(); ++k) values_.back().emplace(p.values[k], k);
+    }
+    fixed_params_ = std::move(params);
+  }
+
+  void add_codes(const Configuration& c, Status status, double time_ns) {
+    codes_.insert(codes_.end(), c.begin(), c.end());
+    status_.push_back(status);
+    time_ns_.push_back(time_ns);
+  }
+
+  void add(const std::map<std::string, Value>& config, Status status, double time_ns,
+           std::size_t i) {
+    if (r_->index_) {  // a T1 space: place the record at once
+      const auto c = r_->space_->from_values(config);
+      if (const auto pos = c ? r_->index_->find(*c) : std::nullopt)
+        place(*pos, status, time_ns);  // else outside the T1 space: never proposed
+      ++records_;
+      return;
+    }
+    if (records_ == 0)
+      for (const auto& [name, _] : config) {
+        names_.push_back(name);
+        values_.emplace_back();
+      }
+    if (config.size() != names_.size())
+      throw Error(
+          fmt::format("{}: field results[{}].configuration: it sets {} parameters where the first "
+                      "record sets {}; every record must set the same parameters.",
+                      r_->source_, i, config.size(), names_.size()));
+    std::size_t p = 0;
+    for (const auto& [name, v] : config) {
+      if (name != names_[p])
+        throw Error(
+            fmt::format("{}: field results[{}].configuration: parameter '{}' is not among the "
+                        "first record's; every record must set the same parameters.",
+                        r_->source_, i, name));
+      // First-seen codes for now; finish() sorts each parameter's values.
+      auto [it, _] = values_[p].emplace(v, static_cast<std::uint32_t>(values_[p].size()));
+      codes_.push_back(it->second);
+      ++p;
+    }
+    status_.push_back(status);
+    time_ns_.push_back(time_ns);
+    ++records_;
+  }
+
+  std::unique_ptr<RecordedSpace> finish(double rescale) {
+    if (records_ == 0 && status_.empty())
+      throw Error(fmt::format("{}: the file holds no results; nothing to replay.", r_->source_));
+    if (!r_->index_) {
+      std::vector<Parameter> params;
+      if (fixed_params_) {
+        params = std::move(*fixed_params_);
+      } else {
+        // Values sorted; remap the first-seen codes to sorted positions.
+        std::vector<std::vector<std::uint32_t>> remap(names_.size());
+        for (std::size_t p = 0; p < names_.size(); ++p) {
+          Parameter param;
+          param.name = names_[p];
+          remap[p].resize(values_[p].size());
+          for (const auto& [v, code] : values_[p]) {  // std::map iterates in sorted order
+            remap[p][code] = static_cast<std::uint32_t>(param.values.size());
+            param.values.push_back(v);
+          }
+          params.push_back(std::move(param));
+        }
+        for (std::size_t k = 0; k < codes_.size(); ++k)
+          codes_[k] = remap[k % names_.size()][codes_[k]];
+      }
+      values_.clear();
+      r_->space_ = std::make_unique<SearchSpace>(std::move(params), std::vector<Constraint>{});
+      r_->index_ = std::make_unique<IndexedSpace>(IndexedSpace::from_flat(*r_->space_, codes_));
+      start_outcomes();
+      const std::size_t d = r_->space_->parameters().size();
+      Configuration c(d);
+      for (std::size_t i = 0; i < status_.size(); ++i) {
+        std::copy_n(codes_.begin() + static_cast<std::ptrdiff_t>(i * d), d, c.begin());
+        place(*r_->index_->find(c), status_[i], time_ns_[i]);
+      }
+    }
+    for (std::size_t i = 0; i < seen_.size(); ++i) {
+      r_->outcome_[i].index = i;
+      r_->outcome_[i].time_ns *= rescale;
+      if (!seen_[i]) ++r_->unrecorded_;
+    }
+    r_->best_time_ns_ *= rescale;
+    if (!std::isfinite(r_->best_time_ns_))
+      throw Error(
+          fmt::format("{}: no record has a valid time, so there is no optimum to compare "
+                      "against; replay needs at least one successful result.",
+                      r_->source_));
+    return std::move(r_);
+  }
+
+ private:
+  void start_outcomes() {
+    Evaluation missing;
+    missing.status = Status::launch_failed;
+    r_->outcome_.assign(r_->index_->size(), missing);
+    seen_.assign(r_->index_->size(), false);
+    r_->best_time_ns_ = std::numeric_limits<double>::infinity();
+  }
+
+  void place(std::size_t pos, Status status, double time_ns) {
+    auto& o = r_->outcome_[pos];
+    // A configuration recorded twice keeps its best successful outcome.
+    if (!seen_[pos] || (status == Status::ok && (o.status != Status::ok || time_ns < o.time_ns))) {
+      o.status = status;
+      o.time_ns = status == Status::ok ? time_ns : 0;
+    }
+    seen_[pos] = true;
+    if (status == Status::ok) r_->best_time_ns_ = std::min(r_->best_time_ns_, time_ns);
+  }
+
+  std::unique_ptr<RecordedSpace> r_;
+  std::optional<std::vector<Parameter>> fixed_params_;
+  std::vector<std::string> names_;
+  std::vector<std::map<Value, std::uint32_t>> values_;
+  std::vector<std::uint32_t> codes_;  // names_.size() per record
+  std::vector<Status> status_;
+  std::vector<double> time_ns_;
+  std::vector<bool> seen_;
+  std::size_t records_ = 0;
+};
+
+std::unique_ptr<RecordedSpace> RecordedSpace::load(const std::filesystem::path& file,
                                                    const std::optional<std::filesystem::path>& t1) {
   std::optional<ProblemSpec> spec;
   if (t1) spec = ProblemSpec::load(*t1);
-  return from_records(read_t4(t4), std::move(spec));
+  try {
+    Builder b(file.string(), std::move(spec));
+    const double rescale = for_each_t4_record(
+        file, [&](T4Record&& r, std::size_t i) { b.add(r.configuration, r.status, r.time_ns, i); });
+    return b.finish(rescale);
+  } catch (const NotT4&) {
+    return from_kt_cache(read_kt_cache(file),
+                         t1 ? std::optional(ProblemSpec::load(*t1)) : std::nullopt);
+  }
 }
 
 std::unique_ptr<RecordedSpace> RecordedSpace::from_records(T4File file,
                                                            std::optional<ProblemSpec> spec) {
-  std::unique_ptr<RecordedSpace> r(new RecordedSpace());
-  r->source_ = file.source;
-  if (file.results.empty())
-    throw Error(fmt::format("{}: the file holds no results; nothing to replay.", file.source));
+  Builder b(file.source, std::move(spec));
+  for (std::size_t i = 0; i < file.results.size(); ++i)
+    b.add(file.results[i].configuration, file.results[i].status, file.results[i].time_ns, i);
+  return b.finish(1.0);
+}
+
+std::unique_ptr<RecordedSpace> RecordedSpace::from_kt_cache(const KtCache& cache,
+                                                            std::optional<ProblemSpec> spec) {
   if (spec) {
-    r->constants_ = std::make_unique<MapScope>(spec->constants());
-    r->space_ = std::make_unique<SearchSpace>(SearchSpace::from_spec(*spec, r->constants_.get()));
-    r->index_ = std::make_unique<IndexedSpace>(*r->space_);
-  } else {
-    // The parameters and their values are those the records use, sorted.
-    std::map<std::string, std::set<Value>> values;
-    for (const auto& rec : file.results)
-      for (const auto& [name, v] : rec.configuration) values[name].insert(v);
-    std::vector<Parameter> params;
-    for (auto& [name, vs] : values) {
-      Parameter p;
-      p.name = name;
-      p.values.assign(vs.begin(), vs.end());
-      params.push_back(std::move(p));
+    // Lay the cache over the T1 space by parameter values, as a T4 file's records are.
+    Builder b(cache.source, std::move(spec));
+    std::map<std::string, Value> values;
+    for (std::size_t i = 0; i < cache.records.size(); ++i) {
+      for (std::size_t p = 0; p < cache.parameters.size(); ++p)
+        values[cache.parameters[p].name] =
+            cache.parameters[p].values[cache.records[i].configuration[p]];
+      b.add(values, cache.records[i].status, cache.records[i].time_ns, i);
     }
-    r->space_ = std::make_unique<SearchSpace>(std::move(params), std::vector<Constraint>{});
-    std::vector<std::uint64_t> ranks;
-    for (std::size_t i = 0; i < file.results.size(); ++i) {
-      const auto c = r->space_->from_values(file.results[i].configuration);
-      if (!c)
-        throw Error(
-            fmt::format("{}: field results[{}].configuration: it lacks a parameter other "
-                        "records have; every record must set the same parameters.",
-                        file.source, i));
-      ranks.push_back(r->space_->rank(*c));
-    }
-    r->index_ = std::make_unique<IndexedSpace>(*r->space_, std::move(ranks));
+    return b.finish(1.0);
   }
-  Evaluation missing;
-  missing.status = Status::launch_failed;
-  r->outcome_.assign(r->index_->size(), missing);
-  std::vector<bool> seen(r->index_->size(), false);
-  r->best_time_ns_ = std::numeric_limits<double>::infinity();
-  for (const auto& rec : file.results) {
-    const auto c = r->space_->from_values(rec.configuration);
-    const auto pos = c ? r->index_->find(*c) : std::nullopt;
-    if (!pos) continue;  // outside the T1 space: never proposed
-    Evaluation e;
-    e.index = *pos;
-    e.status = rec.status;
-    e.time_ns = rec.time_ns;
-    // A configuration recorded twice keeps its best successful outcome.
-    if (!seen[*pos] || (e.status == Status::ok && (r->outcome_[*pos].status != Status::ok ||
-                                                   e.time_ns < r->outcome_[*pos].time_ns)))
-      r->outcome_[*pos] = e;
-    seen[*pos] = true;
-    if (e.status == Status::ok) r->best_time_ns_ = std::min(r->best_time_ns_, e.time_ns);
-  }
-  for (std::size_t i = 0; i < seen.size(); ++i) {
-    r->outcome_[i].index = i;
-    if (!seen[i]) ++r->unrecorded_;
-  }
-  if (!std::isfinite(r->best_time_ns_))
-    throw Error(
-        fmt::format("{}: no record has a valid time, so there is no optimum to compare "
-                    "against; replay needs at least one successful result.",
-                    file.source));
-  return r;
+  Builder b(cache.source, std::nullopt);
+  b.set_parameters(cache.parameters);
+  for (const auto& r : cache.records) b.add_codes(r.configuration, r.status, r.time_ns);
+  return b.finish(1.0);
 }
 
 Evaluation RecordedSpace::evaluate(std::size_t index) const {
@@ -93,8 +214,9 @@ Evaluation RecordedSpace::evaluate(std::size_t index) const {
 }
 
 double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget) {
+                   std::size_t budget, const std::vector<std::size_t>& first) {
   strategy.begin(space.index(), seed, budget);
+  if (!first.empty()) strategy.propose_first(first);
   const StopCondition stop{budget};
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t n = 0; !stop.done(n); ++n) {
@@ -110,7 +232,8 @@ double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t
 std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& strategy,
                                  const std::vector<std::size_t>& budgets, std::size_t seeds,
                                  unsigned threads,
-                                 const std::function<void(std::size_t, std::size_t)>& progress) {
+                                 const std::function<void(std::size_t, std::size_t)>& progress,
+                                 const std::vector<std::size_t>& warm_order) {
   make_strategy(strategy);  // fail on an unknown name before starting threads
   struct Job {
     std::size_t budget_index, seed;
@@ -130,7 +253,13 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
     try {
       for (std::size_t j; (j = next++) < jobs.size();) {
         auto s = make_strategy(jobs[j].random ? "random" : strategy);
-        score[j] = replay_once(space, *s, jobs[j].seed, budgets[jobs[j].budget_index]);
+        const std::size_t budget = budgets[jobs[j].budget_index];
+        std::vector<std::size_t> first;
+        if (!jobs[j].random && !warm_order.empty())
+          first.assign(warm_order.begin(),
+                       warm_order.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                warm_order.size(), warm_start_count(budget))));
+        score[j] = replay_once(space, *s, jobs[j].seed, budget, first);
         const std::size_t d = ++done;
         if (progress) {
           std::lock_guard lock(progress_mutex);
@@ -143,8 +272,17 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
       next = jobs.size();
     }
   };
+  // More threads than jobs would idle; and when the system refuses a thread, the ones already
+  // started (and this one) share the work rather than the process aborting.
+  const std::size_t want = std::min<std::size_t>(std::max(1u, threads), jobs.size());
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(worker);
+  for (std::size_t t = 1; t < want; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
   worker();
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);

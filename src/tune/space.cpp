@@ -46,9 +46,12 @@ SearchSpace::SearchSpace(std::vector<Parameter> parameters, std::vector<Constrai
         throw Error(fmt::format("parameter '{}' is declared twice; names must be unique.",
                                 params_[i].name));
     const auto n = static_cast<std::uint64_t>(params_[i].values.size());
-    cartesian_ = (cartesian_ > std::numeric_limits<std::uint64_t>::max() / n)
-                     ? std::numeric_limits<std::uint64_t>::max()
-                     : cartesian_ * n;
+    if (cartesian_ > std::numeric_limits<std::uint64_t>::max() / n) {
+      cartesian_ = std::numeric_limits<std::uint64_t>::max();
+      ranks_fit_ = false;
+    } else {
+      cartesian_ *= n;
+    }
   }
   checks_at_.resize(params_.size());
   for (std::size_t c = 0; c < constraints_.size(); ++c) {
@@ -139,6 +142,10 @@ std::uint64_t SearchSpace::count() const {
 }
 
 std::uint64_t SearchSpace::rank(const Configuration& c) const {
+  if (!ranks_fit_)
+    throw Error(
+        "the space's Cartesian product exceeds 64 bits, so configurations have no unique rank; "
+        "index it by value indices (IndexedSpace::from_flat).");
   std::uint64_t r = 0;
   for (std::size_t i = 0; i < params_.size(); ++i) r = r * params_[i].values.size() + c[i];
   return r;
@@ -188,28 +195,107 @@ std::string SearchSpace::describe(const Configuration& c) const {
 }
 
 IndexedSpace::IndexedSpace(const SearchSpace& space) : space_(&space) {
-  // for_each visits in lexicographic order, which is rank order: ranks_ comes out sorted.
+  // for_each visits in lexicographic order, which is rank order: the storage comes out sorted.
   space.for_each([&](const Configuration& c) {
-    ranks_.push_back(space.rank(c));
+    if (space.ranks_fit())
+      ranks_.push_back(space.rank(c));
+    else
+      flat_.insert(flat_.end(), c.begin(), c.end());
+    ++size_;
     return true;
   });
   ranks_.shrink_to_fit();
+  flat_.shrink_to_fit();
 }
 
 IndexedSpace::IndexedSpace(const SearchSpace& space, std::vector<std::uint64_t> ranks)
     : space_(&space), ranks_(std::move(ranks)) {
+  if (!space.ranks_fit())
+    throw Error(
+        "IndexedSpace from ranks over a space whose ranks overflow 64 bits; use "
+        "IndexedSpace::from_flat.");
   std::sort(ranks_.begin(), ranks_.end());
   ranks_.erase(std::unique(ranks_.begin(), ranks_.end()), ranks_.end());
+  size_ = ranks_.size();
+}
+
+IndexedSpace IndexedSpace::from_flat(const SearchSpace& space, std::vector<std::uint32_t> flat) {
+  const std::size_t d = space.parameters().size();
+  if (flat.size() % d != 0)
+    throw Error(
+        "IndexedSpace::from_flat: the value indices are not a whole number of "
+        "configurations.");
+  if (space.ranks_fit()) {
+    std::vector<std::uint64_t> ranks(flat.size() / d);
+    Configuration c(d);
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      std::copy_n(flat.begin() + static_cast<std::ptrdiff_t>(i * d), d, c.begin());
+      ranks[i] = space.rank(c);
+    }
+    return IndexedSpace(space, std::move(ranks));
+  }
+  IndexedSpace s(&space);
+  s.flat_ = std::move(flat);
+  s.size_ = s.flat_.size() / d;
+  s.sort_flat();
+  return s;
+}
+
+void IndexedSpace::sort_flat() {
+  const std::size_t d = space_->parameters().size();
+  auto row = [&](std::size_t i) { return flat_.begin() + static_cast<std::ptrdiff_t>(i * d); };
+  std::vector<std::size_t> order(size_);
+  for (std::size_t i = 0; i < size_; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::lexicographical_compare(row(a), row(a) + static_cast<std::ptrdiff_t>(d), row(b),
+                                        row(b) + static_cast<std::ptrdiff_t>(d));
+  });
+  std::vector<std::uint32_t> sorted;
+  sorted.reserve(flat_.size());
+  for (std::size_t k = 0; k < size_; ++k) {
+    const auto r = row(order[k]);
+    if (k > 0 && std::equal(r, r + static_cast<std::ptrdiff_t>(d),
+                            sorted.end() - static_cast<std::ptrdiff_t>(d)))
+      continue;  // a duplicate of the previous configuration
+    sorted.insert(sorted.end(), r, r + static_cast<std::ptrdiff_t>(d));
+  }
+  flat_ = std::move(sorted);
+  flat_.shrink_to_fit();
+  size_ = flat_.size() / d;
+}
+
+Configuration IndexedSpace::at(std::size_t i) const {
+  if (space_->ranks_fit()) return space_->unrank(ranks_[i]);
+  const std::size_t d = space_->parameters().size();
+  const auto r = flat_.begin() + static_cast<std::ptrdiff_t>(i * d);
+  return Configuration(r, r + static_cast<std::ptrdiff_t>(d));
 }
 
 std::optional<std::size_t> IndexedSpace::find(const Configuration& c) const {
-  if (c.size() != space_->parameters().size()) return std::nullopt;
-  for (std::size_t i = 0; i < c.size(); ++i)
+  const std::size_t d = space_->parameters().size();
+  if (c.size() != d) return std::nullopt;
+  for (std::size_t i = 0; i < d; ++i)
     if (c[i] >= space_->parameters()[i].values.size()) return std::nullopt;
-  const std::uint64_t r = space_->rank(c);
-  auto it = std::lower_bound(ranks_.begin(), ranks_.end(), r);
-  if (it == ranks_.end() || *it != r) return std::nullopt;
-  return static_cast<std::size_t>(it - ranks_.begin());
+  if (space_->ranks_fit()) {
+    const std::uint64_t r = space_->rank(c);
+    auto it = std::lower_bound(ranks_.begin(), ranks_.end(), r);
+    if (it == ranks_.end() || *it != r) return std::nullopt;
+    return static_cast<std::size_t>(it - ranks_.begin());
+  }
+  // Binary search over the sorted rows.
+  std::size_t lo = 0, hi = size_;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    const auto r = flat_.begin() + static_cast<std::ptrdiff_t>(mid * d);
+    if (std::lexicographical_compare(r, r + static_cast<std::ptrdiff_t>(d), c.begin(), c.end()))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == size_ ||
+      !std::equal(c.begin(), c.end(), flat_.begin() + static_cast<std::ptrdiff_t>(lo * d)))
+    return std::nullopt;
+  return lo;
 }
 
 }  // namespace ktune::tune

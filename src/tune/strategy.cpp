@@ -17,7 +17,14 @@ void Strategy::begin(const IndexedSpace& space, std::uint64_t seed, std::size_t 
   history_.clear();
   best_.reset();
   untried_order_.clear();
+  first_.clear();
+  first_next_ = 0;
   on_begin();
+}
+
+void Strategy::propose_first(std::vector<std::size_t> positions) {
+  first_ = std::move(positions);
+  first_next_ = 0;
 }
 
 std::optional<std::size_t> Strategy::random_untried() {
@@ -40,6 +47,13 @@ std::optional<std::size_t> Strategy::random_untried() {
 std::optional<std::size_t> Strategy::propose() {
   if (!space_) throw Error("Strategy::propose called before begin(); call begin() first.");
   if (tried_.size() >= space_->size()) return std::nullopt;
+  while (first_next_ < first_.size()) {
+    const std::size_t i = first_[first_next_++];
+    if (i < space_->size() && !tried_.count(i)) {
+      tried_.insert(i);
+      return i;
+    }
+  }
   std::optional<std::size_t> i = next();
   if (!i || *i >= space_->size() || tried_.count(*i)) i = random_untried();
   if (i) tried_.insert(*i);
@@ -103,7 +117,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 }
 
 const char* default_strategy_name() {
-  return "model";
+  return "hybrid";
 }
 
 }  // namespace ktune::tune

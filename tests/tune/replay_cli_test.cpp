@@ -44,5 +44,35 @@ TEST(ReplayCli, BadInputGetsOneSentence) {
   EXPECT_NE(r.err.find("/nonexistent/x_T4.json"), std::string::npos) << r.err;
 }
 
+TEST(ReplayCli, WarmFromKeepsTheShapeAndNamesItsSources) {
+  const auto r = test::run_ktune("replay " + kFixture + " --warm-from " + kFixture +
+                                 " --budget 2 --seeds 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["strategy"], "hybrid");
+  EXPECT_EQ(j["warm_from"], nlohmann::json::array({kFixture}));
+  // Its own recording as the source: the first proposal is the optimum.
+  EXPECT_DOUBLE_EQ(j["results"][0]["mean_fraction_of_optimum"].get<double>(), 1.0);
+}
+
+// Regression: --seeds -1 became 2^64-1 and allocated until the machine ran out of memory;
+// --threads 100000 aborted. Numbers are now parsed strictly and range-checked.
+TEST(ReplayCli, CountsAreParsedStrictlyAndRangeChecked) {
+  for (const char* bad : {"-1", "0", "1e3", "12x", "100001", "18446744073709551615"}) {
+    const auto r = test::run_ktune("replay " + kFixture + " --seeds " + bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.err.find("--seeds"), std::string::npos) << bad << ": " << r.err;
+  }
+  auto r = test::run_ktune("replay " + kFixture + " --threads 100000 --seeds 2 --budget 4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--threads 100000: give a whole number"), std::string::npos) << r.err;
+  r = test::run_ktune("replay " + kFixture + " --budget -5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--budget"), std::string::npos) << r.err;
+  r = test::run_ktune("replay " + kFixture + " --threads 1024 --seeds 2 --budget 4 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 }  // namespace
 }  // namespace ktune

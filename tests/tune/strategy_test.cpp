@@ -10,6 +10,7 @@
 #include "datasets.hpp"
 #include "ktune/tune/replay.hpp"
 #include "ktune/tune/t4.hpp"
+#include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {
 namespace {
@@ -56,8 +57,9 @@ std::vector<std::size_t> proposals(const std::string& name, const RecordedSpace&
 TEST(Strategy, RegistryListsEveryStrategyAndRejectsUnknownNames) {
   std::set<std::string> names;
   for (const auto& s : registered_strategies()) names.insert(s.name);
-  EXPECT_EQ(names,
-            (std::set<std::string>{"annealing", "exhaustive", "genetic", "model", "random"}));
+  EXPECT_EQ(names, (std::set<std::string>{"annealing", "exhaustive", "genetic", "hybrid", "model",
+                                          "random"}));
+  EXPECT_STREQ(default_strategy_name(), "hybrid");
   EXPECT_TRUE(names.count(default_strategy_name()));
   try {
     make_strategy("bayes");
@@ -131,17 +133,79 @@ TEST(Strategy, RecordsEveryOutcomeStatusAndCountsFailuresAsSpent) {
   EXPECT_EQ(ex->history().size(), 8u);
 }
 
-TEST(Strategy, ModelBeatsRandomOnSyntheticSpaces) {
+TEST(Strategy, ModelAndHybridBeatRandomOnSyntheticSpaces) {
   // Held out from any tuning: spaces generated here, not the recorded datasets.
-  double model = 0, random = 0;
-  for (std::uint64_t s = 0; s < 3; ++s) {
-    const auto space = RecordedSpace::from_records(synthetic_space(100 + s));
-    const auto r = replay(*space, "model", {60}, 8, 2);
-    model += r[0].mean_fraction_of_optimum / 3;
-    random += r[0].random_mean_fraction_of_optimum / 3;
+  for (const char* name : {"model", "hybrid"}) {
+    double model = 0, random = 0;
+    for (std::uint64_t s = 0; s < 3; ++s) {
+      const auto space = RecordedSpace::from_records(synthetic_space(100 + s));
+      const auto r = replay(*space, name, {60}, 8, 2);
+      model += r[0].mean_fraction_of_optimum / 3;
+      random += r[0].random_mean_fraction_of_optimum / 3;
+    }
+    EXPECT_GT(model, random + 0.02) << name << " " << model << " random " << random;
+    EXPECT_GT(model, 0.95) << name;
   }
-  EXPECT_GT(model, random + 0.02) << "model " << model << " random " << random;
-  EXPECT_GT(model, 0.95);
+}
+
+TEST(Strategy, ProposeFirstLeadsThenTheStrategyTakesOver) {
+  const auto space = RecordedSpace::from_records(synthetic_space(5));
+  auto s = make_strategy("hybrid");
+  s->begin(space->index(), 1, 20);
+  // A repeat and an out-of-range position are skipped, not spent.
+  s->propose_first({7, 3, 7, space->index().size() + 5, 11});
+  std::vector<std::size_t> got;
+  for (int k = 0; k < 6; ++k) {
+    const auto i = s->propose();
+    ASSERT_TRUE(i);
+    got.push_back(*i);
+    s->observe(space->evaluate(*i));
+  }
+  EXPECT_EQ(std::vector<std::size_t>(got.begin(), got.begin() + 3),
+            (std::vector<std::size_t>{7, 3, 11}));
+  EXPECT_EQ(std::set<std::size_t>(got.begin(), got.end()).size(), 6u);
+  s->begin(space->index(), 1, 20);  // begin() forgets the list
+  EXPECT_NE(s->propose(), std::optional<std::size_t>(7));
+}
+
+TEST(WarmStart, OrdersOtherSpacesBestFirstInTurnsWinnersFirst) {
+  // Source A: the target's own times; source B: the same space, times reversed in rank.
+  T4File target = synthetic_space(9);
+  T4File a = target, b = target;
+  std::vector<double> times;
+  for (auto& r : b.results) times.push_back(r.time_ns);
+  for (std::size_t i = 0; i < b.results.size(); ++i)
+    b.results[i].time_ns = 1e9 - times[i], b.results[i].status = Status::ok;
+  const auto ts = RecordedSpace::from_records(target);
+  const auto as = RecordedSpace::from_records(a);
+  const auto bs = RecordedSpace::from_records(b);
+  WarmStartSources src;
+  src.spaces = {as.get(), bs.get()};
+  src.winners = {
+      {{"a", Value(4)}, {"b", Value(16)}, {"c", Value(1)}, {"d", Value(2)}},
+      {{"a", Value(3)}, {"b", Value(16)}, {"c", Value(1)}, {"d", Value(2)}}};  // a=3: not in it
+  const auto order = warm_start_order(ts->index(), src, 5);
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(ts->space().describe(ts->index().at(order[0])), "a=4, b=16, c=1, d=2");
+  // Then A's fastest (the target's optimum), then B's fastest (the target's slowest success).
+  EXPECT_EQ(ts->evaluate(order[1]).time_ns, ts->best_time_ns());
+  double slowest = 0;
+  for (std::size_t i = 0; i < ts->index().size(); ++i)
+    if (ts->evaluate(i).status == Status::ok) slowest = std::max(slowest, ts->evaluate(i).time_ns);
+  EXPECT_EQ(ts->evaluate(order[2]).time_ns, slowest);
+  // A warm-started search finds the optimum at once; random search stays cold.
+  const auto r = replay(*ts, "hybrid", {4}, 3, 1, {}, warm_start_order(ts->index(), src, 2));
+  EXPECT_DOUBLE_EQ(r[0].mean_fraction_of_optimum, 1.0);
+  EXPECT_LT(r[0].random_mean_fraction_of_optimum, 1.0);
+  // A source whose parameters do not match contributes nothing.
+  T4File other;
+  T4Record rec;
+  rec.configuration = {{"zz", Value(1)}};
+  rec.time_ns = 1;
+  other.results = {rec, rec};
+  other.results[1].configuration["zz"] = 2;
+  const auto os = RecordedSpace::from_records(other);
+  EXPECT_TRUE(warm_start_order(ts->index(), WarmStartSources{{os.get()}, {}}, 10).empty());
 }
 
 TEST(Replay, JsonShape) {

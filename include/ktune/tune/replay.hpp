@@ -17,16 +17,21 @@
 
 namespace ktune::tune {
 
-// A T4 file's results laid over a space. Without a T1 file the space is exactly the recorded
-// configurations; with one it is the T1 space, and configurations the file lacks evaluate as
-// failures (LaunchFailed, "not recorded").
+struct KtCache;
+
+// Recorded results (a T4 file or a Kernel Tuner cache) laid over a space. Without a T1 file the
+// space is exactly the recorded configurations; with one it is the T1 space, and configurations
+// the file lacks evaluate as failures (LaunchFailed, "not recorded").
 class RecordedSpace {
  public:
-  static std::unique_ptr<RecordedSpace> load(const std::filesystem::path& t4,
+  // T4 (streamed, one record in memory at a time) or a Kernel Tuner cache, told apart by content.
+  static std::unique_ptr<RecordedSpace> load(const std::filesystem::path& file,
                                              const std::optional<std::filesystem::path>& t1 = {});
   // For tests and synthetic studies: records given directly.
   static std::unique_ptr<RecordedSpace> from_records(T4File records,
                                                      std::optional<ProblemSpec> spec = {});
+  static std::unique_ptr<RecordedSpace> from_kt_cache(const KtCache& cache,
+                                                      std::optional<ProblemSpec> spec = {});
 
   const IndexedSpace& index() const { return *index_; }
   const SearchSpace& space() const { return *space_; }
@@ -37,6 +42,7 @@ class RecordedSpace {
   const std::string& source() const { return source_; }
 
  private:
+  class Builder;
   RecordedSpace() = default;
   std::string source_;
   std::unique_ptr<MapScope> constants_;
@@ -48,8 +54,9 @@ class RecordedSpace {
 };
 
 // One search of `budget` evaluations; returns best_time_ns() / best found (0 if nothing ran).
+// `first`: warm-start proposals (Strategy::propose_first), none by default.
 double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget);
+                   std::size_t budget, const std::vector<std::size_t>& first = {});
 
 struct ReplayResult {
   std::size_t budget = 0;
@@ -58,11 +65,13 @@ struct ReplayResult {
 };
 
 // Seeds 0..seeds-1 for each budget, run on `threads` threads (results do not depend on it).
-// `progress(done, total)` is called after each run.
-std::vector<ReplayResult> replay(
-    const RecordedSpace& space, const std::string& strategy,
-    const std::vector<std::size_t>& budgets, std::size_t seeds, unsigned threads = 1,
-    const std::function<void(std::size_t, std::size_t)>& progress = {});
+// `progress(done, total)` is called after each run. `warm_order` (warm_start_order()): the
+// strategy's first warm_start_count(budget) proposals follow it; random search stays cold.
+std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& strategy,
+                                 const std::vector<std::size_t>& budgets, std::size_t seeds,
+                                 unsigned threads = 1,
+                                 const std::function<void(std::size_t, std::size_t)>& progress = {},
+                                 const std::vector<std::size_t>& warm_order = {});
 
 constexpr int kReplaySchemaVersion = 1;
 // {"schema_version", "strategy", "space", "seeds", "results": [{"budget",

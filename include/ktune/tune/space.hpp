@@ -33,6 +33,8 @@ class SearchSpace {
   std::optional<std::size_t> parameter_index(std::string_view name) const;
   // Product of the value counts, saturating at UINT64_MAX.
   std::uint64_t cartesian_size() const { return cartesian_; }
+  // Whether every configuration has a distinct 64-bit rank (the product did not overflow).
+  bool ranks_fit() const { return ranks_fit_; }
 
   bool valid(const Configuration& c) const;
   // Every valid configuration in lexicographic order (first parameter slowest). `visit` returns
@@ -41,6 +43,7 @@ class SearchSpace {
   std::uint64_t count() const;
 
   // Mixed-radix rank in the Cartesian product (first parameter most significant), and back.
+  // rank() throws ktune::Error when !ranks_fit(): two configurations would share a rank.
   std::uint64_t rank(const Configuration& c) const;
   Configuration unrank(std::uint64_t r) const;
 
@@ -60,24 +63,34 @@ class SearchSpace {
   std::vector<std::vector<std::size_t>> checks_at_;  // constraint ids decidable at each depth
   std::vector<std::size_t> always_;                  // constraints reading no parameter
   std::uint64_t cartesian_ = 1;
+  bool ranks_fit_ = true;
 };
 
-// The valid configurations of a space, stored as ranks (8 bytes each), sorted.
+// The valid configurations of a space in rank (lexicographic) order, stored as ranks (8 bytes
+// each); a space whose Cartesian product overflows 64 bits (many parameters with many values, as
+// a recorded file without a T1 can give) stores the value indices themselves instead.
 class IndexedSpace {
  public:
   explicit IndexedSpace(const SearchSpace& space);
   // An explicit set of configurations (ranks in `space`), e.g. those a T4 file recorded.
+  // Needs space.ranks_fit().
   IndexedSpace(const SearchSpace& space, std::vector<std::uint64_t> ranks);
+  // An explicit set of configurations given as value indices, parameters() count per
+  // configuration, back to back; duplicates collapse. Works whatever the space's size.
+  static IndexedSpace from_flat(const SearchSpace& space, std::vector<std::uint32_t> flat);
   const SearchSpace& space() const { return *space_; }
-  std::size_t size() const { return ranks_.size(); }
-  Configuration at(std::size_t i) const { return space_->unrank(ranks_[i]); }
-  std::uint64_t rank_at(std::size_t i) const { return ranks_[i]; }
+  std::size_t size() const { return size_; }
+  Configuration at(std::size_t i) const;
   // Position of a configuration among the valid ones; nullopt if it is not valid.
   std::optional<std::size_t> find(const Configuration& c) const;
 
  private:
+  explicit IndexedSpace(const SearchSpace* space) : space_(space) {}
+  void sort_flat();
   const SearchSpace* space_;
-  std::vector<std::uint64_t> ranks_;
+  std::size_t size_ = 0;
+  std::vector<std::uint64_t> ranks_;  // when space_->ranks_fit()
+  std::vector<std::uint32_t> flat_;   // otherwise: size_ configurations, sorted
 };
 
 }  // namespace ktune::tune

@@ -42,6 +42,11 @@ class Strategy {
   std::optional<std::size_t> propose();
   // Feeds back the outcome of a proposed configuration.
   void observe(const Evaluation& e);
+  // Warm start (call after begin()): the next proposals are these positions, in order, skipping
+  // any already tried; then the strategy proper takes over, their results in its history like any
+  // others. warm_start_order() (warm_start.hpp) makes such a list from other GPUs' or shapes'
+  // results.
+  void propose_first(std::vector<std::size_t> positions);
 
   const std::vector<Evaluation>& history() const { return history_; }
   std::size_t tried() const { return tried_.size(); }
@@ -71,6 +76,8 @@ class Strategy {
   std::vector<Evaluation> history_;
   std::optional<std::size_t> best_;
   std::vector<std::size_t> untried_order_;  // lazily shuffled fallback for small spaces
+  std::vector<std::size_t> first_;          // propose_first's list, consumed from first_next_
+  std::size_t first_next_ = 0;
 };
 
 struct StrategyInfo {

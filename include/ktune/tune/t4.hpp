@@ -3,12 +3,14 @@
 // included. Read for replay (plain or zlib/gzip-compressed), written by tuning sessions.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/core/error.hpp"
 #include "ktune/tune/expression.hpp"
 #include "ktune/tune/outcome.hpp"
 
@@ -32,6 +34,20 @@ struct T4File {
 // otherwise). Throws ktune::Error naming the file and the record for a malformed file.
 T4File read_t4(const std::filesystem::path& path);
 T4File parse_t4(const nlohmann::json& j, const std::string& source);
+
+// Streams a T4 file record by record: neither the whole text nor a JSON tree of the file is held,
+// so a file of millions of records costs memory for one record at a time. `visit(record, i)` gets
+// each record with its time converted by the time unit known when the record is read (the file's
+// metadata normally precedes its results). Returns the factor by which times already visited must
+// still be multiplied: 1 unless metadata.timeunit came after the results. Errors as read_t4.
+double for_each_t4_record(const std::filesystem::path& path,
+                          const std::function<void(T4Record&&, std::size_t)>& visit);
+
+// The file's top-level object names Kernel Tuner cache fields (tune_params, cache) rather than T4's
+// results; for_each_t4_record throws this so that a caller may read it as a cache instead.
+struct NotT4 : Error {
+  using Error::Error;
+};
 
 // Reads a whole file, inflating it when it is gzip/zlib-compressed (plain files pass through).
 std::string read_maybe_compressed(const std::filesystem::path& path);

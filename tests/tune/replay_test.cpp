@@ -1,0 +1,196 @@
+// Reading recorded spaces: T4 streamed, Kernel Tuner caches, spaces too large for 64-bit ranks.
+#include "ktune/tune/replay.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "datasets.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/tune/kt_cache.hpp"
+#include "ktune/tune/t4.hpp"
+
+namespace ktune::tune {
+namespace {
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  const auto p = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+// Regression: 65 two-valued parameters overflow a 64-bit rank (2^65 configurations), the first
+// parameter's digit fell off the top, and of these 257 configurations two shared a rank: the space
+// read as 256.
+TEST(RecordedSpaceRead, ManyParametersKeepEveryConfiguration) {
+  T4File f;
+  f.source = "wide";
+  auto add = [&](std::vector<int> ones) {
+    T4Record r;
+    for (int p = 0; p < 65; ++p) r.configuration[fmt::format("p{:02}", p)] = 0;
+    for (int p : ones) r.configuration[fmt::format("p{:02}", p)] = 1;
+    r.time_ns = 1000.0 + static_cast<double>(f.results.size());
+    f.results.push_back(r);
+  };
+  add({});                                // all zero, and p00=1 alone used to share its rank
+  for (int p = 0; p < 65; ++p) add({p});  // one-hot: every parameter takes both values
+  for (int p = 1; p < 65 && f.results.size() < 257; ++p)
+    for (int q = p + 1; q < 65 && f.results.size() < 257; ++q) add({p, q});
+  ASSERT_EQ(f.results.size(), 257u);
+  const auto space = RecordedSpace::from_records(f);
+  EXPECT_FALSE(space->space().ranks_fit());
+  ASSERT_EQ(space->index().size(), 257u);
+  for (std::size_t i = 0; i < 257; ++i) {
+    EXPECT_EQ(space->index().find(space->index().at(i)), i);
+    const auto c = space->space().from_values(f.results[i].configuration);
+    ASSERT_TRUE(c);
+    const auto pos = space->index().find(*c);
+    ASSERT_TRUE(pos) << i;
+    EXPECT_EQ(space->evaluate(*pos).time_ns, f.results[i].time_ns);
+  }
+  EXPECT_THROW((void)space->space().rank(space->index().at(0)), Error);
+  EXPECT_DOUBLE_EQ(replay_once(*space, *make_strategy("exhaustive"), 1, 300), 1.0);  // all 257
+}
+
+TEST(RecordedSpaceRead, StreamedT4MatchesTheWholeFileReading) {
+  const auto path = test::fixtures_dir() / "statuses_T4.json";
+  std::ifstream in(path);
+  const T4File whole = parse_t4(nlohmann::json::parse(in), path.string());
+  std::vector<T4Record> streamed;
+  EXPECT_EQ(for_each_t4_record(path,
+                               [&](T4Record&& r, std::size_t i) {
+                                 EXPECT_EQ(i, streamed.size());
+                                 streamed.push_back(std::move(r));
+                               }),
+            1.0);
+  ASSERT_EQ(streamed.size(), whole.results.size());
+  for (std::size_t i = 0; i < streamed.size(); ++i) {
+    EXPECT_EQ(streamed[i].status, whole.results[i].status) << i;
+    EXPECT_EQ(streamed[i].time_ns, whole.results[i].time_ns) << i;
+    EXPECT_EQ(streamed[i].configuration, whole.results[i].configuration) << i;
+  }
+}
+
+TEST(RecordedSpaceRead, TimeUnitAfterTheResultsStillApplies) {
+  const auto p = write_temp("late_unit_T4.json", R"({"results": [
+    {"configuration": {"x": 1}, "measurements": [{"name": "time", "value": 3}]},
+    {"configuration": {"x": 2}, "measurements": [{"name": "time", "value": 2}]}],
+    "metadata": {"timeunit": "seconds"}})");
+  const T4File f = read_t4(p);
+  ASSERT_EQ(f.results.size(), 2u);
+  EXPECT_DOUBLE_EQ(f.results[1].time_ns, 2e9);
+  EXPECT_DOUBLE_EQ(RecordedSpace::load(p)->best_time_ns(), 2e9);
+  std::filesystem::remove(p);
+}
+
+TEST(RecordedSpaceRead, MalformedT4NamesTheFileAndField) {
+  const auto p = write_temp("bad_T4.json", R"({"results": [{"configuration": {"x": 1}}, 7]})");
+  try {
+    (void)read_t4(p);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("results[1]: must be an object"), std::string::npos)
+        << e.what();
+  }
+  const auto q = write_temp("none_T4.json", R"({"metadata": {}})");
+  EXPECT_THROW((void)read_t4(q), Error);
+  std::filesystem::remove(p);
+  std::filesystem::remove(q);
+}
+
+constexpr const char* kCache = R"({
+  "device_name": "Test GPU", "kernel_name": "k",
+  "tune_params_keys": ["bx", "mode", "f"],
+  "tune_params": {"bx": [32, 64, 128], "mode": ["a", "b"], "f": [0.5, 1.0]},
+  "cache": {
+    "32,a,0.5": {"bx": 32, "mode": "a", "f": 0.5, "time": 2.0},
+    "64,a,0.5": {"bx": 64, "mode": "a", "f": 0.5, "time": 1.5},
+    "128,a,0.5": {"bx": 128, "mode": "a", "f": 0.5, "time": "InvalidConfig"},
+    "32,b,0.5": {"bx": 32, "mode": "b", "f": 0.5, "time": "CompilationFailedConfig"},
+    "64,b,0.5": {"bx": 64, "mode": "b", "f": 0.5, "time": "RuntimeFailedConfig"},
+    "128,b,0.5": {"bx": 128, "mode": "b", "f": 0.5, "time": "SomethingNew"},
+    "64,b,1.0": {"time": 0.75}
+  }})";
+
+TEST(KtCache, ReadsParametersRecordsAndFailureStrings) {
+  const KtCache c = parse_kt_cache(nlohmann::json::parse(kCache), "mem");
+  EXPECT_EQ(c.device_name, "Test GPU");
+  ASSERT_EQ(c.parameters.size(), 3u);
+  EXPECT_EQ(c.parameters[0].name, "bx");
+  EXPECT_EQ(c.parameters[1].values[1], Value("b"));
+  ASSERT_EQ(c.records.size(), 7u);
+  std::map<std::string, const KtRecord*> by_desc;
+  for (const auto& r : c.records)
+    by_desc[fmt::format("{},{},{}", r.configuration[0], r.configuration[1], r.configuration[2])] =
+        &r;
+  EXPECT_DOUBLE_EQ(by_desc.at("1,0,0")->time_ns, 1.5e6);  // milliseconds
+  EXPECT_EQ(by_desc.at("2,0,0")->status, Status::resources_exceeded);
+  EXPECT_EQ(by_desc.at("0,1,0")->status, Status::compile_failed);
+  EXPECT_EQ(by_desc.at("1,1,0")->status, Status::launch_failed);
+  EXPECT_EQ(by_desc.at("2,1,0")->status, Status::launch_failed);  // unknown string: a failure
+  EXPECT_EQ(by_desc.at("2,1,0")->detail, "SomethingNew");
+  EXPECT_DOUBLE_EQ(by_desc.at("1,1,1")->time_ns, 0.75e6);  // values read from the key
+}
+
+TEST(KtCache, LoadTellsItFromT4AndTheSpaceIsTheRecordedConfigurations) {
+  const auto p = write_temp("cache.json", kCache);
+  const auto space = RecordedSpace::load(p);
+  EXPECT_EQ(space->index().size(), 7u);  // not the 12 of the Cartesian product
+  EXPECT_DOUBLE_EQ(space->best_time_ns(), 0.75e6);
+  EXPECT_EQ(space->space().parameters()[0].name, "bx");  // tune_params_keys order
+  std::filesystem::remove(p);
+}
+
+TEST(KtCache, MalformedCacheNamesTheField) {
+  auto j = nlohmann::json::parse(kCache);
+  j["cache"]["32,a,0.5"]["bx"] = 48;
+  try {
+    (void)parse_kt_cache(j, "mem.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mem.json: field cache[\"32,a,0.5\"].bx"),
+              std::string::npos)
+        << e.what();
+  }
+  j = nlohmann::json::parse(kCache);
+  j.erase("tune_params");
+  EXPECT_THROW((void)parse_kt_cache(j, "mem.json"), Error);
+}
+
+TEST(KtCache, RecordedGemmAndPnpolyCaches) {
+  KTUNE_REQUIRE_DATASETS();
+  const auto gemm = RecordedSpace::load(test::datasets_dir() / "tuning/kt_gemm/RTX_3090.json.gz");
+  EXPECT_EQ(gemm->index().size(), 17956u);
+  const auto pnpoly =
+      RecordedSpace::load(test::datasets_dir() / "tuning/kt_pnpoly/RTX_Titan.json.gz");
+  EXPECT_EQ(pnpoly->index().size(), 4092u);
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < pnpoly->index().size(); ++i)
+    failed += pnpoly->evaluate(i).status != Status::ok;
+  EXPECT_EQ(failed, 342u);  // "RuntimeFailedConfig" records
+}
+
+// Regression: a thread count far above what the system grants used to abort the process
+// ("terminate called without an active exception"); now the work runs on the threads it gets.
+TEST(ReplayThreads, HugeThreadCountStillRuns) {
+  T4File f;
+  for (int i = 0; i < 20; ++i) {
+    T4Record r;
+    r.configuration["x"] = i;
+    r.time_ns = 10.0 + i;
+    f.results.push_back(r);
+  }
+  const auto space = RecordedSpace::from_records(f);
+  const auto one = replay(*space, "random", {5}, 4, 1);
+  const auto many = replay(*space, "random", {5}, 4, 100000);
+  EXPECT_EQ(one[0].mean_fraction_of_optimum, many[0].mean_fraction_of_optimum);
+}
+
+}  // namespace
+}  // namespace ktune::tune
