@@ -45,6 +45,7 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
   space.for_each([&](const tune::Configuration& c) {
     ++valid;
     if (!first_valid) first_valid = c;
+    if (!spec.runnable()) return true;  // enumerated only: ktune lays out and runs CUDA specs
     try {
       const tune::MapScope scope = space.scope(c);
       const tune::LaunchGeometry g = spec.launch_geometry(scope);

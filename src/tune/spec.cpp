@@ -142,8 +142,9 @@ Parameter parse_parameter(const json& j, const Fields& f, std::vector<std::strin
       p.default_value = v;
     else
       notes.push_back(fmt::format(
-          "{}: field {}: {} is not among the Values, so it is ignored and {} is the default.",
-          f.source(), f.join("Default"), d->dump(), p.values.front().repr()));
+          "{}: field {}: {}'s Default {} is not among its Values, so it is ignored and {} is the "
+          "default.",
+          f.source(), f.join("Default"), p.name, d->dump(), p.values.front().repr()));
   }
   return p;
 }
@@ -497,17 +498,25 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
   std::vector<std::string> known = {"ProblemSize"};
   for (const auto& p : s.parameters) known.push_back(p.name);
   for (const auto& v : s.ktune.shape) known.push_back(v.name);
+  // The conditions decide the space, so they are always checked; the launch and argument
+  // expressions only matter to a run, so for a spec ktune does not run (OpenCL) an unknown name
+  // there is a note.
+  bool strict = true;
   auto check_names = [&](const Expression& e, const std::string& field) {
-    for (const auto& n : e.names())
-      if (std::find(known.begin(), known.end(), n) == known.end())
-        throw Error(fmt::format(
-            "{}: field {}: expression \"{}\" reads '{}', which is not a parameter, ProblemSize "
-            "or a ktune.shape variable; fix the name or declare it.",
-            s.source, field, e.text(), n));
+    for (const auto& n : e.names()) {
+      if (std::find(known.begin(), known.end(), n) != known.end()) continue;
+      const std::string what = fmt::format(
+          "{}: field {}: expression \"{}\" reads '{}', which is not a parameter, ProblemSize or a "
+          "ktune.shape variable; fix the name or declare it.",
+          s.source, field, e.text(), n);
+      if (strict) throw Error(what);
+      s.notes.push_back(what);
+    }
   };
   for (std::size_t i = 0; i < s.constraints.size(); ++i)
     check_names(s.constraints[i].expression,
                 fmt::format("ConfigurationSpace.Conditions[{}].Expression", i));
+  strict = s.runnable();
   check_names(s.kernel.local_size.x, "KernelSpecification.LocalSize.X");
   check_names(s.kernel.local_size.y, "KernelSpecification.LocalSize.Y");
   check_names(s.kernel.local_size.z, "KernelSpecification.LocalSize.Z");
