@@ -24,6 +24,7 @@
 #include "ktune/store/store.hpp"
 #include "ktune/tune/gpu_evaluator.hpp"
 #include "ktune/tune/isolated_evaluator.hpp"
+#include "ktune/tune/replay.hpp"
 #include "ktune/tune/spec_problem.hpp"
 #include "ktune/tune/strategy.hpp"
 #include "spec_options.hpp"
@@ -37,6 +38,8 @@ constexpr int kSessionFileSchemaVersion = 1;
 
 struct TuneArgs {
   std::string spec, shape, strategy, out, resume, stop, grid, arch = "sm_90";
+  std::vector<std::string> warm_from;  // T4 files or Kernel Tuner caches of other GPUs or shapes
+  bool cold = false;                   // ignore what the store knows
   std::size_t budget = 100;
   double time_s = 0;
   std::uint64_t seed = 1;
@@ -207,7 +210,25 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
     fs::create_directories(out);
     write_file_atomic(out / "session.json", session_file(a, shape).dump(2) + "\n");
   }
+  // Warm start: the op's winners the store holds for other GPUs or shapes, and --warm-from files.
+  std::vector<std::unique_ptr<tune::RecordedSpace>> recorded;
   tune::SessionOptions o;
+  if (!a.cold) {
+    for (const auto& file : a.warm_from) {
+      recorded.push_back(tune::RecordedSpace::load(file));
+      o.warm.spaces.push_back(recorded.back().get());
+    }
+    try {
+      auto st = store::Store::open(g.db, store::Access::read_only);
+      for (const auto& e : st->list_entries({.op = op})) {
+        std::map<std::string, tune::Value> config;
+        for (const auto& [k, v] : e.config.items()) config[k] = v.get<tune::Value>();
+        o.warm.winners.push_back(std::move(config));
+      }
+    } catch (const Error&) {
+      // No store yet (or none readable): a cold start, as on a first run.
+    }
+  }
   o.strategy = a.strategy;
   o.seed = a.seed;
   o.budget = a.budget == 0 ? SIZE_MAX : a.budget;
@@ -334,6 +355,11 @@ const bool registered = register_command(
                                   "it is stopped as a timeout (default {:g})",
                                   a->candidate_timeout_s));
        add_grid_option(app, a->grid);
+       app.add_option("--warm-from", a->warm_from,
+                      "T4 files or Kernel Tuner caches of this op on other GPUs or shapes: the "
+                      "first proposals follow what ran well there (the store's winners of the op "
+                      "are used too)");
+       app.add_flag("--cold", a->cold, "Ignore what is known from other GPUs or shapes");
        app.add_flag("--dry-run", a->dry_run,
                     "Check the spec without a GPU: every expression over the whole space, the "
                     "argument sizes, and an NVRTC compile of the default configuration");

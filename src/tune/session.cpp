@@ -198,6 +198,10 @@ SessionSummary Session::run() {
   const IndexedSpace index(space);
   std::unique_ptr<Strategy> strategy = make_strategy(opt_.strategy);
   strategy->begin(index, opt_.seed, opt_.budget);
+  if (!opt_.warm.spaces.empty() || !opt_.warm.winners.empty())
+    strategy->propose_first(
+        warm_start_order(index, opt_.warm, warm_start_count(std::min<std::size_t>(
+                                               opt_.budget, index.size()))));
 
   std::unordered_map<std::string, SessionRecord> recorded;
   if (opt_.resume)

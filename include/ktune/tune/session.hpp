@@ -17,6 +17,7 @@
 
 #include "ktune/tune/outcome.hpp"
 #include "ktune/tune/spec.hpp"
+#include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {
 
@@ -59,6 +60,9 @@ struct SessionOptions {
   bool resume = false;  // continue from out_dir/results.jsonl (else it must not exist)
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop after this one
   std::function<double()> clock_s;               // seconds; default: a steady clock
+  // What is known from other GPUs or shapes of the same op (warm_start.hpp): the first proposals
+  // follow it. Empty: a cold start.
+  WarmStartSources warm;
 };
 
 // One line of results.jsonl.
