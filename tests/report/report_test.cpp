@@ -61,9 +61,10 @@ TEST(ReportJson, ShapeIsPinned) {
                                       "median_ns", "min_ns", "name", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["copies"][0]), (Keys{"bytes", "count", "kind", "total_ns"}));
   EXPECT_EQ(keys(j["backlog"]), (Keys{"kernels", "share", "target_share"}));
-  EXPECT_EQ(keys(j["trace"]), (Keys{"capped_records", "command_line", "complete", "dropped_records",
-                                    "finished_at", "mode", "origin_ns", "pid", "records",
-                                    "schema_version", "started_at", "tracer_version"}));
+  EXPECT_EQ(keys(j["trace"]),
+            (Keys{"capped_records", "command_line", "complete", "dropped_records", "finished_at",
+                  "first_skipped_record", "mode", "origin_ns", "pid", "records", "schema_version",
+                  "skipped_records", "started_at", "tracer_version"}));
 }
 
 TEST(ReportJson, ValuesAddUp) {
