@@ -176,7 +176,8 @@ json to_json(const Analysis& a) {
 }
 
 std::string render_json(const Analysis& a, const RenderOptions&) {
-  return to_json(a).dump(2) + "\n";
+  // Names come from the traced program (NVTX messages, argv) and need not be UTF-8; JSON must be.
+  return to_json(a).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {

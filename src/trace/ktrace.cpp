@@ -274,7 +274,10 @@ KtraceWriter::~KtraceWriter() {
 
 void KtraceWriter::write_metadata(const TraceMetadata& metadata) {
   impl_->begin();
-  for (const auto& [key, value] : metadata_rows(metadata)) impl_->metadata.run(key, value.dump());
+  // The command line is the program's argv, which need not be UTF-8; JSON must be (a strict dump
+  // threw, and the tracer stopped writing the trace).
+  for (const auto& [key, value] : metadata_rows(metadata))
+    impl_->metadata.run(key, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void KtraceWriter::commit() {

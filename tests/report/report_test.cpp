@@ -91,6 +91,22 @@ TEST(ReportJson, ValuesAddUp) {
   EXPECT_EQ(j["nvtx"][0]["kernels"], 4);
 }
 
+TEST(ReportJson, NamesThatAreNotUtf8AreReplacedNotFatal) {
+  // Found by fuzz_ktrace: an NVTX message or argv in Latin-1 made render_json throw
+  // json type_error 316 (an "internal error" for the user).
+  TraceBuilder b;
+  b.nvtx("caf\xe9", 0, 100);
+  b.launched("k\xff", 0, 5, 10, 110, 1);
+  b.t.metadata.command_line = {"prog", "\xc3("};
+  analyze::MemorySource source(b.t);
+  const analyze::Analysis a = analyze::analyze(source);
+  std::string text;
+  ASSERT_NO_THROW(text = render_json(a, {}));
+  const json j = json::parse(text);
+  EXPECT_EQ(j["nvtx"][0]["name"], "caf\xef\xbf\xbd");  // U+FFFD
+  EXPECT_EQ(j["kernels"][0]["name"], "k\xef\xbf\xbd");
+}
+
 TEST(ReportText, ShowsTheTablesPeopleRead) {
   const std::string t = render_text(sample(), {});
   for (const char* s :

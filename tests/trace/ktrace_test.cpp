@@ -414,6 +414,19 @@ TEST(KtraceReader, MetadataOfTheWrongTypeGetsOneSentence) {
   }
 }
 
+TEST(Ktrace, CommandLineThatIsNotUtf8IsWritten) {
+  // A program started with a Latin-1 argument: the strict JSON dump of the metadata threw, so the
+  // tracer stopped writing that trace.
+  TempDir dir;
+  Trace t = sample_trace();
+  t.metadata.command_line = {"prog", "caf\xe9"};
+  ASSERT_NO_THROW(write_ktrace(dir.path / "t.ktrace", t));
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+  EXPECT_EQ(out.metadata.command_line,
+            (std::vector<std::string>{"prog", "caf\xef\xbf\xbd"}));  // U+FFFD
+  EXPECT_EQ(out.kernels.size(), t.kernels.size());
+}
+
 TEST(Ktrace, Demangles) {
   EXPECT_EQ(demangle("_Z3addPfi"), "add(float*, int)");
   EXPECT_EQ(demangle("plain_c_kernel"), "plain_c_kernel");
