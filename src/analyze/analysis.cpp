@@ -15,7 +15,10 @@ namespace ktune::analyze {
 LaunchShape launch_shape(const trace::KernelRecord& k) {
   return {{k.grid_x, k.grid_y, k.grid_z},
           {k.block_x, k.block_y, k.block_z},
-          k.static_shared_bytes + k.dynamic_shared_bytes,
+          // Summed in 64 bits and clamped: a damaged trace may hold any two int32 values.
+          static_cast<std::int32_t>(std::clamp<std::int64_t>(
+              std::int64_t{k.static_shared_bytes} + k.dynamic_shared_bytes,
+              std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max())),
           k.registers_per_thread};
 }
 

@@ -398,5 +398,15 @@ TEST(Analysis, TotalsSaturateInsteadOfOverflowing) {
   EXPECT_GT(a.kernels[0].total_ns, 0);
 }
 
+TEST(Analysis, SharedMemoryTotalDoesNotOverflow) {
+  // Found by fuzz_analysis: static + dynamic shared bytes overflowed int32 (undefined behaviour).
+  TraceBuilder b;
+  auto& k = b.kernel("k", 0, 1);
+  k.static_shared_bytes = k.dynamic_shared_bytes = std::numeric_limits<std::int32_t>::max();
+  EXPECT_EQ(launch_shape(k).shared_mem_bytes, std::numeric_limits<std::int32_t>::max());
+  k.static_shared_bytes = k.dynamic_shared_bytes = std::numeric_limits<std::int32_t>::min();
+  EXPECT_EQ(launch_shape(k).shared_mem_bytes, std::numeric_limits<std::int32_t>::min());
+}
+
 }  // namespace
 }  // namespace ktune::analyze::test
