@@ -3,15 +3,12 @@
 # (-DKTUNE_SANITIZE=ON, a second build directory, build-asan/): a memory error, a leak or undefined
 # behaviour fails the test that hit it. scripts/test.sh runs it after the plain suite, with the same
 # PostgreSQL server; alone: scripts/sanitize.sh [ctest args...].
-# KTUNE_SANITIZE_TARGETS: the test binaries to build and run (space-separated). The default is
-# every CPU test binary but cuda_tests: built with ASan it needs libcuda.so.1 at load time, which a
-# machine without a driver lacks (the plain build loads the driver at run time only).
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${KTUNE_SANITIZE_BUILD_DIR:-$root/build-asan}
-targets=${KTUNE_SANITIZE_TARGETS:-"core_tests store_tests cache_cli_tests calibrate_tests
-  trace_tests trace_profile_tests bench_tests tune_tests tune_cli_tests analyze_tests report_tests
-  runtime_tests cli_tests"}
+# KTUNE_SANITIZE_TARGETS: the test binaries to build and run (space-separated). The default is the
+# binaries that link neither the cuda layer nor run the ktune binary: built with ASan, code linking
+# the cuda layer keeps a NEEDED entry for libcuda.so.1 (the plain build drops it as unused), so it
+# cannot start on a machine without a driver. Until that is fixed, those binaries (cuda, calibrate,
+# bench, runtime, cli, *_cli, trace_profile, report) run in the plain suite only.
+targets=${KTUNE_SANITIZE_TARGETS:-"core_tests store_tests trace_tests tune_tests analyze_tests"}
 
 launcher=()
 command -v ccache >/dev/null &&
