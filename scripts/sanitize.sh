@@ -8,6 +8,9 @@
 # the cuda layer keeps a NEEDED entry for libcuda.so.1 (the plain build drops it as unused), so it
 # cannot start on a machine without a driver. Until that is fixed, those binaries (cuda, calibrate,
 # bench, runtime, cli, *_cli, trace_profile, report) run in the plain suite only.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${KTUNE_SANITIZE_BUILD_DIR:-$root/build-asan}
 targets=${KTUNE_SANITIZE_TARGETS:-"core_tests store_tests trace_tests tune_tests analyze_tests"}
 
 launcher=()
@@ -23,4 +26,5 @@ export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # Test binaries not in $targets appear as *_NOT_BUILT placeholders: left out.
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -E '_NOT_BUILT$' "$@"
+cd "$build"
+ctest --output-on-failure -j"$(nproc)" -E '_NOT_BUILT$' "$@"
