@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU test tier: installs dependencies, builds, starts a throwaway PostgreSQL server for the
-# store tests, and runs every test with ctest. Usage: scripts/test.sh [ctest args...]
+# store tests, runs every test with ctest, then again under ASan + UBSan (scripts/sanitize.sh), then
+# each fuzz target for 15 s (scripts/fuzz.sh). Usage: scripts/test.sh [ctest args...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KTUNE_BUILD_DIR:-$root/build}
@@ -26,5 +27,14 @@ if [ -z "${KTUNE_TEST_PG_URL:-}" ] && [ -x "$pg_bin/initdb" ]; then
   echo "PostgreSQL test server: $KTUNE_TEST_PG_URL"
 fi
 
-cd "$build"
-ctest --output-on-failure -j"$(nproc)" "$@"
+(cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@")
+
+# The same suite under ASan + UBSan, then every fuzz target briefly (both on every CI commit).
+# Locally: KTUNE_TEST_SANITIZE=0 and KTUNE_TEST_FUZZ_SECONDS=0 leave them out.
+if [ "${KTUNE_TEST_SANITIZE:-1}" != 0 ]; then
+  "$root/scripts/sanitize.sh"
+fi
+fuzz_seconds=${KTUNE_TEST_FUZZ_SECONDS:-15}
+if [ "$fuzz_seconds" != 0 ]; then
+  KTUNE_FUZZ_JOBS=$(nproc) "$root/scripts/fuzz.sh" "$fuzz_seconds"
+fi

@@ -1,6 +1,7 @@
 #include "ktune/analyze/analysis.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <queue>
 #include <unordered_map>
@@ -14,7 +15,10 @@ namespace ktune::analyze {
 LaunchShape launch_shape(const trace::KernelRecord& k) {
   return {{k.grid_x, k.grid_y, k.grid_z},
           {k.block_x, k.block_y, k.block_z},
-          k.static_shared_bytes + k.dynamic_shared_bytes,
+          // Summed in 64 bits and clamped: a damaged trace may hold any two int32 values.
+          static_cast<std::int32_t>(std::clamp<std::int64_t>(
+              std::int64_t{k.static_shared_bytes} + k.dynamic_shared_bytes,
+              std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max())),
           k.registers_per_thread};
 }
 
@@ -55,15 +59,27 @@ double DeviceUtilization::busy_fraction() const {
   return window_ns() > 0 ? static_cast<double>(busy_ns) / static_cast<double>(window_ns()) : 0.0;
 }
 
+namespace {
+
+// Totals of many durations saturate instead of overflowing: a damaged trace may hold kernels that
+// each run for centuries, and signed overflow would be undefined behaviour, not a wrong number.
+void add_to(std::int64_t& total, std::int64_t d) {
+  if (__builtin_add_overflow(total, d, &total))
+    total =
+        d > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+
+}  // namespace
+
 std::int64_t Analysis::busy_ns() const {
   std::int64_t sum = 0;
-  for (const auto& d : devices) sum += d.busy_ns;
+  for (const auto& d : devices) add_to(sum, d.busy_ns);
   return sum;
 }
 
 std::int64_t Analysis::window_ns() const {
   std::int64_t sum = 0;
-  for (const auto& d : devices) sum += d.window_ns();
+  for (const auto& d : devices) add_to(sum, d.window_ns());
   return sum;
 }
 
@@ -72,9 +88,12 @@ namespace {
 constexpr std::size_t kMaxShapesCounted = 100;
 constexpr std::int64_t kFirstBinNs = 1000;
 
-// Times are stored unsigned by the tracer; differences need a sign.
+// Times are stored unsigned by the tracer; differences need a sign. No clock reaches 2^63 ns (292
+// years), so larger values, which only a damaged trace holds, are clamped: every time is then in
+// [0, INT64_MAX] and every difference of two times fits in an int64.
 std::int64_t ns(std::uint64_t t) {
-  return static_cast<std::int64_t>(t);
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(t, std::numeric_limits<std::int64_t>::max()));
 }
 
 struct Interval {
@@ -167,12 +186,22 @@ class Timeline {
   }
 
  private:
+  // Times are ns() values, so b - origin_ fits; the bins' span is computed in 128 bits because
+  // bin_ns_ * bins passes INT64_MAX for a trace that ends near it (that overflow once made this
+  // loop widen forever).
   void add(std::vector<std::int64_t>& bins, std::int64_t a, std::int64_t b) {
-    while (b - origin_ > bin_ns_ * static_cast<std::int64_t>(busy_.size())) widen();
+    if (bins.empty()) return;
+    a = std::max(a, origin_);
+    if (a >= b) return;
+    const auto span = [&](std::size_t n) {
+      return static_cast<__int128>(bin_ns_) * static_cast<__int128>(n);
+    };
+    while (span(bins.size()) < b - origin_) widen();
     for (std::int64_t t = a; t < b;) {
-      const auto index = static_cast<std::size_t>((t - origin_) / bin_ns_);
-      const std::int64_t bin_end = origin_ + (static_cast<std::int64_t>(index) + 1) * bin_ns_;
-      const std::int64_t upto = std::min(b, bin_end);
+      const auto index =
+          std::min(static_cast<std::size_t>((t - origin_) / bin_ns_), bins.size() - 1);
+      const __int128 bin_end = origin_ + span(index + 1);
+      const std::int64_t upto = bin_end < b ? static_cast<std::int64_t>(bin_end) : b;
       bins[index] += upto - t;
       t = upto;
     }
@@ -185,7 +214,9 @@ class Timeline {
     };
     halve(busy_);
     for (auto& v : idle_) halve(v);
-    bin_ns_ *= 2;
+    bin_ns_ = bin_ns_ > std::numeric_limits<std::int64_t>::max() / 2
+                  ? std::numeric_limits<std::int64_t>::max()
+                  : 2 * bin_ns_;
   }
   std::int64_t origin_;
   std::int64_t bin_ns_ = kFirstBinNs;
@@ -228,6 +259,7 @@ class Analyzer {
     read_copies();
     src_.kernels([this](const trace::KernelRecord& k) { on_kernel(k); });
     finish();
+    out_.skipped = src_.skipped();
     return std::move(out_);
   }
 
@@ -243,7 +275,7 @@ class Analyzer {
         durations.emplace_back();
       }
       const std::int64_t d = ns(r.end_ns) - ns(r.start_ns);
-      out_.nvtx[it->second].total_ns += std::max<std::int64_t>(0, d);
+      add_to(out_.nvtx[it->second].total_ns, std::max<std::int64_t>(0, d));
       durations[it->second].push_back(static_cast<double>(std::max<std::int64_t>(0, d)));
       nvtx_threads_[{r.process_id, r.thread_id}].ranges.push_back(
           {ns(r.start_ns), ns(r.end_ns), it->second});
@@ -293,7 +325,7 @@ class Analyzer {
       CopyGroup& g = groups.try_emplace(kind, CopyGroup{kind}).first->second;
       ++g.count;
       g.bytes += bytes;
-      g.total_ns += std::max<std::int64_t>(0, ns(end) - ns(start));
+      add_to(g.total_ns, std::max<std::int64_t>(0, ns(end) - ns(start)));
     };
     src_.memcpys([&](const trace::MemcpyRecord& c) {
       add(c.kind, c.device_id, c.bytes, c.start_ns, c.end_ns);
@@ -376,15 +408,15 @@ class Analyzer {
   void record_gap(DeviceState& d, Gap gap, const std::vector<GapPiece>& pieces) {
     std::int64_t by_cause[std::size(kGapCauses)] = {};
     for (const GapPiece& p : pieces) {
-      by_cause[static_cast<std::size_t>(p.cause)] += p.end_ns - p.start_ns;
+      add_to(by_cause[static_cast<std::size_t>(p.cause)], p.end_ns - p.start_ns);
       d.timeline.add_idle(p.cause, p.start_ns, p.end_ns);
     }
     for (std::size_t c = 0; c < std::size(kGapCauses); ++c) {
       if (by_cause[c] == 0) continue;
       ++d.util.idle_by_cause[c].count;
-      d.util.idle_by_cause[c].total_ns += by_cause[c];
+      add_to(d.util.idle_by_cause[c].total_ns, by_cause[c]);
       ++out_.idle_by_cause[c].count;
-      out_.idle_by_cause[c].total_ns += by_cause[c];
+      add_to(out_.idle_by_cause[c].total_ns, by_cause[c]);
     }
     gap.cause = kGapCauses[std::max_element(std::begin(by_cause), std::end(by_cause)) -
                            std::begin(by_cause)];
@@ -426,24 +458,24 @@ class Analyzer {
     last_start_ = start;
     const std::int64_t duration = end - start;
     ++out_.kernel_count;
-    out_.kernel_total_ns += duration;
+    add_to(out_.kernel_total_ns, duration);
 
     const int gi = group_index(k, launch_shape(k));
     GroupState& g = groups_[gi];
-    g.group.total_ns += duration;
+    add_to(g.group.total_ns, duration);
     g.durations_ns.push_back(static_cast<double>(duration));
 
     const Launch* launch = find_launch(k.correlation_id);
     if (launch && launch->nvtx_group >= 0) {
       ++out_.nvtx[launch->nvtx_group].kernels;
-      out_.nvtx[launch->nvtx_group].kernel_gpu_ns += duration;
+      add_to(out_.nvtx[launch->nvtx_group].kernel_gpu_ns, duration);
     }
 
     const int dev = static_cast<int>(k.device_id);
     DeviceState& d = device(dev, start);
     ++d.util.kernels;
     if (start > d.busy_end) {
-      d.util.busy_ns += d.busy_end - d.busy_start;
+      add_to(d.util.busy_ns, d.busy_end - d.busy_start);
       d.timeline.add_busy(d.busy_start, d.busy_end);
       record_gap(d, {dev, d.busy_end, start, GapCause::unattributed, g.group.name},
                  split_gap(dev, d.busy_end, start, launch));
@@ -459,8 +491,8 @@ class Analyzer {
       if (d.run.kernels == 0) d.run.start_ns = start;
       ++d.run.kernels;
       d.run.end_ns = std::max(d.run.end_ns, end);
-      d.run.kernel_ns += duration;
-      d.run.launch_overhead_ns += overhead;
+      add_to(d.run.kernel_ns, duration);
+      add_to(d.run.launch_overhead_ns, overhead);
       ++d.run_names[gi];
     } else {
       close_storm(d);
@@ -469,7 +501,7 @@ class Analyzer {
 
   void finish() {
     for (auto& [id, d] : devices_) {
-      d.util.busy_ns += d.busy_end - d.busy_start;
+      add_to(d.util.busy_ns, d.busy_end - d.busy_start);
       d.timeline.add_busy(d.busy_start, d.busy_end);
       d.util.window_end_ns = d.busy_end;
       d.util.idle_ns = d.util.window_ns() - d.util.busy_ns;

@@ -66,7 +66,8 @@ std::string timelines(const Analysis& a) {
     const std::size_t bins = u.bin_busy_ns.size();
     if (bins == 0 || u.bin_ns <= 0) continue;
     std::size_t used = 0;  // bins that lie inside the window
-    while (used < bins && static_cast<std::int64_t>(used) * u.bin_ns < u.window_ns()) ++used;
+    // In 128 bits: bins of a window near INT64_MAX overflow int64 (found by fuzz_analysis).
+    while (used < bins && static_cast<__int128>(used) * u.bin_ns < u.window_ns()) ++used;
     used = std::max<std::size_t>(used, 1);
     const double bw = static_cast<double>(width) / static_cast<double>(used);
     svg += fmt::format(

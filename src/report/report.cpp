@@ -68,6 +68,8 @@ json to_json(const Analysis& a) {
                 {"complete", m.complete},
                 {"dropped_records", m.dropped_records},
                 {"capped_records", m.capped_records},
+                {"skipped_records", a.skipped.count},
+                {"first_skipped_record", a.skipped.first},
                 {"tracer_version", m.tracer_version},
                 {"mode", m.mode},
                 {"records", m.records},
@@ -174,7 +176,8 @@ json to_json(const Analysis& a) {
 }
 
 std::string render_json(const Analysis& a, const RenderOptions&) {
-  return to_json(a).dump(2) + "\n";
+  // Names come from the traced program (NVTX messages, argv) and need not be UTF-8; JSON must be.
+  return to_json(a).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {
@@ -257,6 +260,9 @@ std::string capture_line(const Analysis& a) {
     line += " (memsets on the GPU not recorded: ktune profile --memsets)";
   if (!m.complete) line += "; trace not closed cleanly, so it may end early";
   if (m.dropped_records > 0) line += fmt::format("; {} records dropped", m.dropped_records);
+  if (a.skipped.count > 0)
+    line += fmt::format("; warning: {} records left out, their times unusable (first: {})",
+                        a.skipped.count, a.skipped.first);
   return line;
 }
 

@@ -67,11 +67,18 @@ void say(const std::string& line) {
   std::fprintf(stderr, "ktune tracer [pid %d]: %s\n", static_cast<int>(::getpid()), line.c_str());
 }
 
-bool cupti_ok(CUptiResult r, const char* what) {
+// Checks a CUPTI result without throwing: a failure prints one line and returns false. Calls made
+// per buffer or per callback id pass `logged`, so a failure that repeats is printed once.
+bool cupti_ok(CUptiResult r, const char* what, std::atomic<bool>* logged = nullptr) noexcept {
   if (r == CUPTI_SUCCESS) return true;
-  const char* name = nullptr;
-  cuptiGetResultString(r, &name);
-  say(std::string(what) + " failed: " + (name ? name : "unknown CUPTI error"));
+  if (logged && logged->exchange(true)) return false;
+  try {
+    const char* name = nullptr;
+    if (cuptiGetResultString(r, &name) != CUPTI_SUCCESS) name = nullptr;
+    say(std::string(what) + " failed: " + (name ? name : "unknown CUPTI error") +
+        (logged ? " (reported once)" : ""));
+  } catch (...) {
+  }
   return false;
 }
 
@@ -175,6 +182,8 @@ class Tracer {
 
  private:
   void set_capturing(bool on);
+  void writer_main() noexcept;
+  void disable(const char* why) noexcept;
   void writer_loop();
   void drain(KtraceWriter* writer);
   void finish(KtraceWriter* writer);
@@ -208,6 +217,12 @@ class Tracer {
   std::condition_variable done_cv_;
   std::atomic<bool> finished_{false};
   std::atomic<int> signal_flush_{0};  // 1: commit now, 2: close the trace
+  // Set when the writer thread failed: buffers are then freed unread (and counted), none handed
+  // out.
+  std::atomic<bool> disabled_{false};
+  std::atomic<std::uint64_t> lost_buffers_{0};
+  std::atomic<bool> logged_dropped_{false}, logged_context_{false}, logged_api_{false},
+      logged_records_{false};
   bool forked_ = false;
   std::once_flag stop_once_;
 
@@ -257,6 +272,7 @@ std::uint8_t* Tracer::fresh_buffer() const {
 }
 
 void Tracer::request_buffer(std::uint8_t** buffer, std::size_t* size) {
+  if (disabled_.load(std::memory_order_relaxed)) return;  // CUPTI counts what it cannot store
   const std::size_t bytes = std::size_t{opts_.buffer_mib} << 20;
   std::uint8_t* b = nullptr;
   {
@@ -277,11 +293,19 @@ void Tracer::request_buffer(std::uint8_t** buffer, std::size_t* size) {
 
 void Tracer::complete_buffer(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
                              std::size_t valid) {
+  if (disabled_.load()) {
+    lost_buffers_.fetch_add(1, std::memory_order_relaxed);
+    std::free(buffer);
+    return;
+  }
   std::size_t dropped = 0;
   std::uint32_t ctx_id = 0;
   if (ctx) {
-    cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
-    cuptiGetContextId(ctx, &ctx_id);
+    if (!cupti_ok(cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped),
+                  "cuptiActivityGetNumDroppedRecords", &logged_dropped_))
+      dropped = 0;
+    if (!cupti_ok(cuptiGetContextId(ctx, &ctx_id), "cuptiGetContextId", &logged_context_))
+      ctx_id = 0;
   }
   {
     std::lock_guard lock(queue_mu_);
@@ -327,8 +351,11 @@ void Tracer::set_capturing(bool on) {
   if (opts_.sync_records) kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "enabling sync records");
   kind(CUPTI_ACTIVITY_KIND_MARKER, "enabling NVTX records");
   if (opts_.overhead_records) kind(CUPTI_ACTIVITY_KIND_OVERHEAD, "enabling overhead records");
-  for (auto cbid : runtime_cbids_) cuptiActivityEnableRuntimeApi(cbid, on);
-  for (auto cbid : driver_cbids_) cuptiActivityEnableDriverApi(cbid, on);
+  for (auto cbid : runtime_cbids_)
+    cupti_ok(cuptiActivityEnableRuntimeApi(cbid, on), "switching runtime API records",
+             &logged_api_);
+  for (auto cbid : driver_cbids_)
+    cupti_ok(cuptiActivityEnableDriverApi(cbid, on), "switching driver API records", &logged_api_);
 }
 
 void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
@@ -426,15 +453,20 @@ bool Tracer::start() {
   if (experiment("shared_buffers")) {
     std::uint8_t per_thread = 0;
     std::size_t size = sizeof per_thread;
-    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
+    cupti_ok(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size,
+                                       &per_thread),
+             "sharing activity buffers between threads");
   }
   if (experiment("pinned")) {
     std::uint8_t pinned = 1;
     std::size_t size = sizeof pinned;
-    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &pinned);
+    cupti_ok(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size,
+                                       &pinned),
+             "pinning activity buffers");
   }
   // Stream/event queries that find work still pending are polling, not waiting: no record.
-  if (opts_.sync_records && !experiment("all_sync")) cuptiActivityEnableAllSyncRecords(0);
+  if (opts_.sync_records && !experiment("all_sync"))
+    cupti_ok(cuptiActivityEnableAllSyncRecords(0), "leaving out polling sync records");
   if (opts_.latency_timestamps)
     cupti_ok(cuptiActivityEnableLatencyTimestamps(1), "enabling queued/submitted timestamps");
   if (!cupti_ok(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
@@ -477,9 +509,10 @@ bool Tracer::start() {
   } else if (range.rfind("nvtx:", 0) == 0) {
     cupti_ok(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "enabling NVTX callbacks");
   }
-  if (!experiment("cupti_flush")) cuptiActivityFlushPeriod(opts_.flush_period_ms);
+  if (!experiment("cupti_flush"))
+    cupti_ok(cuptiActivityFlushPeriod(opts_.flush_period_ms), "setting the flush period");
 
-  writer_ = std::thread([this] { writer_loop(); });
+  writer_ = std::thread([this] { writer_main(); });
   writer_id_ = writer_.get_id();
   if (opts_.window.delay_s <= 0 && range.empty()) set_capturing(true);
   return true;
@@ -495,21 +528,27 @@ void Tracer::drain(KtraceWriter* writer) {
   const auto t0 = Clock::now();
   static ActivityDecoder decoder([](std::string_view api, std::uint32_t cbid) {
     const char* name = nullptr;
-    cuptiGetCallbackName(
-        api == "runtime" ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
+    if (cuptiGetCallbackName(
+            api == "runtime" ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid,
+            &name) != CUPTI_SUCCESS)
+      name = nullptr;  // the record keeps an empty name
     return std::string(name ? name : "");
   });
   Trace records;
   for (const Completed& c : batch) {
     CUpti_Activity* rec = nullptr;
+    CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;  // an empty buffer ends as a full one does
     while (c.valid_bytes > 0 &&
-           cuptiActivityGetNextRecord(c.data, c.valid_bytes, &rec) == CUPTI_SUCCESS) {
+           (next = cuptiActivityGetNextRecord(c.data, c.valid_bytes, &rec)) == CUPTI_SUCCESS) {
       if (opts_.window.max_records && records_ >= opts_.window.max_records) {
         ++capped_records_;
         continue;
       }
       if (decoder.decode(*rec, records)) ++records_;
     }
+    // MAX_LIMIT_REACHED is the end of the buffer; anything else lost the rest of it.
+    if (next != CUPTI_ERROR_MAX_LIMIT_REACHED)
+      cupti_ok(next, "reading an activity buffer (the rest of it is lost)", &logged_records_);
     if (c.dropped) {
       records.drops.push_back({c.context_id, c.stream_id, c.dropped});
       dropped_ += c.dropped;
@@ -550,6 +589,39 @@ void Tracer::finish(KtraceWriter* writer) {
     writer->commit();
   } catch (const std::exception& e) {
     say(std::string("could not close the trace: ") + e.what());
+  }
+}
+
+// The writer thread's boundary: an exception leaving a std::thread calls std::terminate, which
+// would end the host program (a bad_alloc while decoding did). Whatever escapes writer_loop is
+// logged once and the tracer disables itself; the trace keeps everything committed before, and
+// the KtraceWriter's destructor, run during unwinding, commits the open batch.
+void Tracer::writer_main() noexcept {
+  try {
+    writer_loop();
+    return;
+  } catch (const std::exception& e) {
+    disable(e.what());
+  } catch (...) {
+    disable("an unknown exception");
+  }
+  mark_finished();  // stop() need not wait for a writer that is gone
+}
+
+void Tracer::disable(const char* why) noexcept {
+  if (disabled_.exchange(true)) return;
+  try {
+    say(std::string("the trace writer failed (") + why +
+        "); tracing stops here and the trace keeps what was written before.");
+    set_capturing(false);
+    std::deque<Completed> unread;
+    {
+      std::lock_guard lock(queue_mu_);
+      unread.swap(queue_);
+    }
+    for (const Completed& c : unread) std::free(c.data);
+    lost_buffers_.fetch_add(unread.size());
+  } catch (...) {
   }
 }
 
@@ -598,10 +670,10 @@ void Tracer::writer_loop() {
                            std::chrono::duration<double>(opts_.window.duration_s))) {
       ended = true;
       set_capturing(false);
-      cuptiActivityFlushAll(0);
+      cupti_ok(cuptiActivityFlushAll(0), "flushing at the end of the capture window");
     }
     if (const int sig = signal_flush_.exchange(0)) {
-      cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      cupti_ok(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing on a signal");
       drain(writer.get());
       if (sig == 2) {
         finish(writer.get());
@@ -622,7 +694,7 @@ void Tracer::stop() {
     if (forked_ || !writer_.joinable()) return;
     const auto t0 = Clock::now();
     set_capturing(false);
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    cupti_ok(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing at exit");
     const double flush_ms = ms_since(t0);
     {
       std::lock_guard lock(queue_mu_);
@@ -649,6 +721,9 @@ void Tracer::stop() {
     if (dropped_ > 0)
       say(std::to_string(dropped_) +
           " activity records were dropped (CUPTI buffers full); raise KTUNE_TRACE_BUFFER_MB.");
+    if (lost_buffers_ > 0)
+      say(std::to_string(lost_buffers_.load()) +
+          " activity buffers were discarded unread after the trace writer failed.");
     if (capped_records_ > 0)
       say(std::to_string(capped_records_) + " records were not written: the cap of " +
           std::to_string(opts_.window.max_records) + " records was reached.");

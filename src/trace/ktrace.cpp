@@ -3,6 +3,8 @@
 #include <cxxabi.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <limits>
 #include <unordered_map>
@@ -55,17 +57,6 @@ nlohmann::json window_json(const TraceWindow& w) {
   return {{"delay_s", w.delay_s}, {"duration_s", w.duration_s},
           {"range", w.range},     {"sample_one_in", w.sample_one_in},
           {"job_id", w.job_id},   {"max_records", w.max_records}};
-}
-
-TraceWindow window_from_json(const nlohmann::json& j) {
-  TraceWindow w;
-  w.delay_s = j.value("delay_s", 0.0);
-  w.duration_s = j.value("duration_s", 0.0);
-  w.range = j.value("range", "");
-  w.sample_one_in = j.value("sample_one_in", 1u);
-  w.job_id = j.value("job_id", "");
-  w.max_records = j.value("max_records", std::uint64_t{0});
-  return w;
 }
 
 // Metadata as (key, JSON value) rows.
@@ -285,7 +276,10 @@ KtraceWriter::~KtraceWriter() {
 
 void KtraceWriter::write_metadata(const TraceMetadata& metadata) {
   impl_->begin();
-  for (const auto& [key, value] : metadata_rows(metadata)) impl_->metadata.run(key, value.dump());
+  // The command line is the program's argv, which need not be UTF-8; JSON must be (a strict dump
+  // threw, and the tracer stopped writing the trace).
+  for (const auto& [key, value] : metadata_rows(metadata))
+    impl_->metadata.run(key, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void KtraceWriter::commit() {
@@ -404,42 +398,172 @@ Db open_for_reading(const std::filesystem::path& path) {
   return db;
 }
 
+// Typed reads of the metadata object: a field that is absent or null keeps its default; one of the
+// wrong JSON type is one sentence naming the file and field (never nlohmann's type_error, and
+// never a float converted out of an integer's range).
+class MetadataFields {
+ public:
+  MetadataFields(const nlohmann::json& j, const std::filesystem::path& file,
+                 std::string prefix = "")
+      : j_(j), file_(file), prefix_(std::move(prefix)) {}
+
+  std::int64_t integer(const char* key, std::int64_t fallback) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_number_integer()) wrong(key, *v, "an integer");
+    return v->is_number_unsigned() ? static_cast<std::int64_t>(v->get<std::uint64_t>())
+                                   : v->get<std::int64_t>();
+  }
+  std::uint64_t count(const char* key) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return 0;
+    if (!v->is_number_unsigned()) wrong(key, *v, "a count (an integer of at least 0)");
+    return v->get<std::uint64_t>();
+  }
+  double number(const char* key, double fallback) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_number()) wrong(key, *v, "a number");
+    return v->get<double>();
+  }
+  std::string text(const char* key) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return "";
+    if (!v->is_string()) wrong(key, *v, "a string");
+    return v->get<std::string>();
+  }
+  bool boolean(const char* key) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return false;
+    if (!v->is_boolean()) wrong(key, *v, "true or false");
+    return v->get<bool>();
+  }
+  std::vector<std::string> texts(const char* key) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return {};
+    const bool ok = v->is_array() &&
+                    std::all_of(v->begin(), v->end(), [](const auto& e) { return e.is_string(); });
+    if (!ok) wrong(key, *v, "a list of strings");
+    return v->get<std::vector<std::string>>();
+  }
+  // An object field, read with `read` (which may use MetadataFields on it); nullptr: absent.
+  const nlohmann::json* object(const char* key) const {
+    const nlohmann::json* v = find(key);
+    if (v && !v->is_object()) wrong(key, *v, "an object");
+    return v;
+  }
+  [[noreturn]] void wrong(const char* key, const nlohmann::json& v, const char* expected) const {
+    const std::string found =
+        v.is_discarded() ? "text that is not JSON" : std::string("a JSON ") + v.type_name();
+    throw Error(fmt::format(
+        "trace file {}: metadata field '{}{}' holds {} where ktune profile writes {}; the file "
+        "was edited or damaged, so re-record it with ktune profile.",
+        file_.string(), prefix_, key, found, expected));
+  }
+
+ private:
+  const nlohmann::json* find(const char* key) const {
+    const auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  const nlohmann::json& j_;
+  const std::filesystem::path& file_;
+  std::string prefix_;
+};
+
+TraceWindow window_from_json(const MetadataFields& w) {
+  TraceWindow out;
+  out.delay_s = w.number("delay_s", 0.0);
+  out.duration_s = w.number("duration_s", 0.0);
+  out.range = w.text("range");
+  out.sample_one_in = static_cast<std::uint32_t>(w.integer("sample_one_in", 1));
+  out.job_id = w.text("job_id");
+  out.max_records = w.count("max_records");
+  return out;
+}
+
 TraceMetadata read_metadata(const Db& db) {
   TraceMetadata m;
   Stmt q(db, "SELECT key, value FROM metadata");
   nlohmann::json j = nlohmann::json::object();
   while (q.step()) j[q.text(0)] = nlohmann::json::parse(q.text(1), nullptr, false);
-  if (j.contains("schema_version"))
-    m.schema_version = static_cast<int>(json_integer(
-        j["schema_version"],
-        fmt::format("trace file {}: the metadata field \"schema_version\"", db.path().string()), 0,
-        std::numeric_limits<int>::max()));
-  else
-    m.schema_version = 0;
-  if (m.schema_version > kKtraceSchemaVersion)
+  const MetadataFields f(j, db.path());
+  const std::int64_t version = f.integer("schema_version", 0);
+  if (version > kKtraceSchemaVersion)
     throw Error(
         fmt::format("trace file {} has schema_version {}, newer than the {} this ktune "
                     "reads; upgrade ktune.",
-                    db.path().string(), m.schema_version, kKtraceSchemaVersion));
-  m.mode = j.value("mode", "");
-  if (j.contains("records") && j["records"].is_array())
-    m.records = j["records"].get<std::vector<std::string>>();
-  if (j.contains("command_line") && j["command_line"].is_array())
-    m.command_line = j["command_line"].get<std::vector<std::string>>();
-  m.pid = j.value("pid", std::int64_t{0});
-  m.ppid = j.value("ppid", std::int64_t{0});
-  m.started_at = j.value("started_at", "");
-  m.finished_at = j.value("finished_at", "");
-  m.complete = j.value("complete", false);
-  if (j.contains("identity") && j["identity"].is_object())
-    m.identity = j["identity"].get<Identity>();
-  if (j.contains("window") && j["window"].is_object()) m.window = window_from_json(j["window"]);
-  m.capped_records = j.value("capped_records", std::uint64_t{0});
-  m.tracer_version = j.value("tracer_version", "");
+                    db.path().string(), version, kKtraceSchemaVersion));
+  m.schema_version = static_cast<int>(std::max<std::int64_t>(version, 0));
+  m.mode = f.text("mode");
+  m.records = f.texts("records");
+  m.command_line = f.texts("command_line");
+  m.pid = f.integer("pid", 0);
+  m.ppid = f.integer("ppid", 0);
+  m.started_at = f.text("started_at");
+  m.finished_at = f.text("finished_at");
+  m.complete = f.boolean("complete");
+  if (const nlohmann::json* id = f.object("identity")) {
+    try {
+      m.identity = id->get<Identity>();
+    } catch (const nlohmann::json::exception&) {
+      f.wrong("identity", *id, "ktune info's identity block");
+    }
+  }
+  if (const nlohmann::json* w = f.object("window"))
+    m.window = window_from_json(MetadataFields(*w, db.path(), "window."));
+  m.capped_records = f.count("capped_records");
+  m.tracer_version = f.text("tracer_version");
   // The drops table is the truth (written as drops happen); the metadata total only at close.
   Stmt d(db, "SELECT COALESCE(SUM(count), 0) FROM drops");
   m.dropped_records = d.step() ? d.u64(0) : 0;
   return m;
+}
+
+// The rows usable_row keeps, as SQL: the origin is the earliest of those.
+constexpr const char* kUsableTimes =
+    "typeof(start_ns) = 'integer' AND typeof(end_ns) = 'integer' AND start_ns > 0 AND "
+    "end_ns >= start_ns";
+
+// The tables a visit reads, as indices into KtraceReader::Impl::skipped.
+enum Table { kKernels, kMemcpys, kMemsets, kApiCalls, kSyncs, kNvtxRanges, kOverheads, kTables };
+constexpr const char* kTableNames[kTables] = {"kernels", "memcpys",     "memsets",  "api_calls",
+                                              "syncs",   "nvtx_ranges", "overheads"};
+
+// Every visited row passes this before it is decoded. Columns [first_int, id_col) hold the
+// integers the writer binds and id_col the row id; a non-integer there, or a negative time, is no
+// tracer's doing, so it is one sentence naming file, table, record and column. A row whose times
+// cannot be placed on the timeline (see SkippedRecords) returns false and is counted.
+bool usable_row(const Stmt& q, const std::filesystem::path& file, Table table, int first_int,
+                int id_col, int start_col, SkippedRecords& skipped) {
+  sqlite3_stmt* st = q.get();
+  const std::int64_t id = q.i64(id_col);
+  for (int c = first_int; c < id_col; ++c) {
+    const int type = sqlite3_column_type(st, c);
+    if (type == SQLITE_INTEGER) continue;
+    const char* found = type == SQLITE_NULL    ? "no value"
+                        : type == SQLITE_FLOAT ? "a real number"
+                        : type == SQLITE_TEXT  ? "text"
+                                               : "a blob";
+    throw Error(fmt::format(
+        "trace file {}: {} record {} has {} in column {} where ktune profile writes an integer; "
+        "the file was edited or damaged, so re-record it with ktune profile.",
+        file.string(), kTableNames[table], id, found, sqlite3_column_name(st, c)));
+  }
+  const std::int64_t start = q.i64(start_col), end = q.i64(start_col + 1);
+  for (int c : {start_col, start_col + 1})
+    if (q.i64(c) < 0)
+      throw Error(fmt::format(
+          "trace file {}: {} record {} has a negative {} ({}); the file was edited or damaged, "
+          "so re-record it with ktune profile.",
+          file.string(), kTableNames[table], id, sqlite3_column_name(st, c), q.i64(c)));
+  if (start > 0 && end >= start) return true;
+  if (skipped.count++ == 0)
+    skipped.first =
+        fmt::format("{} record {} ({})", kTableNames[table], id,
+                    start == 0 ? std::string("start_ns 0: CUPTI collected no timestamp")
+                               : fmt::format("end_ns {} is before start_ns {}", end, start));
+  return false;
 }
 
 // A SELECT column that resolves the interned string `id_column` points at ("" when missing).
@@ -452,6 +576,7 @@ std::string str(const char* id_column) {
 struct KtraceReader::Impl {
   Db db;
   TraceMetadata metadata;
+  std::array<SkippedRecords, kTables> skipped;  // by the latest visit of each table
   explicit Impl(const std::filesystem::path& path) : db(open_for_reading(path)) {
     metadata = read_metadata(db);
   }
@@ -486,12 +611,14 @@ TraceCounts KtraceReader::counts() const {
 
 std::optional<std::uint64_t> KtraceReader::origin_ns() const {
   Stmt q(impl_->db,
-         "SELECT MIN(t) FROM (SELECT MIN(start_ns) AS t FROM kernels WHERE start_ns > 0 "
-         "UNION ALL SELECT MIN(start_ns) FROM memcpys WHERE start_ns > 0 "
-         "UNION ALL SELECT MIN(start_ns) FROM memsets WHERE start_ns > 0 "
-         "UNION ALL SELECT MIN(start_ns) FROM api_calls WHERE start_ns > 0 "
-         "UNION ALL SELECT MIN(start_ns) FROM syncs WHERE start_ns > 0 "
-         "UNION ALL SELECT MIN(start_ns) FROM nvtx_ranges WHERE start_ns > 0)");
+         fmt::format("SELECT MIN(t) FROM (SELECT MIN(start_ns) AS t FROM kernels WHERE {0} "
+                     "UNION ALL SELECT MIN(start_ns) FROM memcpys WHERE {0} "
+                     "UNION ALL SELECT MIN(start_ns) FROM memsets WHERE {0} "
+                     "UNION ALL SELECT MIN(start_ns) FROM api_calls WHERE {0} "
+                     "UNION ALL SELECT MIN(start_ns) FROM syncs WHERE {0} "
+                     "UNION ALL SELECT MIN(start_ns) FROM nvtx_ranges WHERE {0})",
+                     kUsableTimes)
+             .c_str());
   std::optional<std::uint64_t> origin;
   if (q.step() && sqlite3_column_type(q.get(), 0) != SQLITE_NULL) origin = q.u64(0);
   return origin;
@@ -503,11 +630,13 @@ void KtraceReader::kernels(const Visitor<KernelRecord>& visit) const {
           ", queued_ns, submitted_ns, start_ns, end_ns, device_id, context_id, stream_id, "
           "correlation_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, "
           "cluster_y, cluster_z, registers_per_thread, static_shared_bytes, dynamic_shared_bytes, "
-          "local_memory_per_thread_bytes, local_memory_total_bytes, graph_id, graph_node_id FROM "
-          "kernels ORDER BY start_ns, id")
+          "local_memory_per_thread_bytes, local_memory_total_bytes, graph_id, graph_node_id, id "
+          "FROM kernels ORDER BY start_ns, id")
              .c_str());
   KernelRecord r;
+  SkippedRecords skipped;
   while (q.step()) {
+    if (!usable_row(q, impl_->db.path(), kKernels, 2, 26, 4, skipped)) continue;
     r.name = q.text(0);
     r.demangled_name = q.text(1);
     r.queued_ns = q.u64(2);
@@ -536,16 +665,19 @@ void KtraceReader::kernels(const Visitor<KernelRecord>& visit) const {
     r.graph_node_id = q.u64(25);
     visit(r);
   }
+  impl_->skipped[kKernels] = std::move(skipped);
 }
 
 void KtraceReader::memcpys(const Visitor<MemcpyRecord>& visit) const {
   Stmt q(impl_->db, (std::string("SELECT ") + str("kind_id") + ", " + str("src_memory_id") + ", " +
                      str("dst_memory_id") +
                      ", bytes, start_ns, end_ns, device_id, context_id, stream_id, correlation_id, "
-                     "graph_id, graph_node_id FROM memcpys ORDER BY start_ns, id")
+                     "graph_id, graph_node_id, id FROM memcpys ORDER BY start_ns, id")
                         .c_str());
   MemcpyRecord r;
+  SkippedRecords skipped;
   while (q.step()) {
+    if (!usable_row(q, impl_->db.path(), kMemcpys, 3, 12, 4, skipped)) continue;
     r.kind = q.text(0);
     r.src_memory = q.text(1);
     r.dst_memory = q.text(2);
@@ -560,14 +692,17 @@ void KtraceReader::memcpys(const Visitor<MemcpyRecord>& visit) const {
     r.graph_node_id = q.u64(11);
     visit(r);
   }
+  impl_->skipped[kMemcpys] = std::move(skipped);
 }
 
 void KtraceReader::memsets(const Visitor<MemsetRecord>& visit) const {
   Stmt q(impl_->db,
          "SELECT bytes, value, start_ns, end_ns, device_id, context_id, stream_id, "
-         "correlation_id, graph_id, graph_node_id FROM memsets ORDER BY start_ns, id");
+         "correlation_id, graph_id, graph_node_id, id FROM memsets ORDER BY start_ns, id");
   MemsetRecord r;
+  SkippedRecords skipped;
   while (q.step()) {
+    if (!usable_row(q, impl_->db.path(), kMemsets, 0, 10, 2, skipped)) continue;
     r.bytes = q.u64(0);
     r.value = q.u32(1);
     r.start_ns = q.u64(2);
@@ -580,15 +715,18 @@ void KtraceReader::memsets(const Visitor<MemsetRecord>& visit) const {
     r.graph_node_id = q.u64(9);
     visit(r);
   }
+  impl_->skipped[kMemsets] = std::move(skipped);
 }
 
 void KtraceReader::api_calls(const Visitor<ApiRecord>& visit) const {
   Stmt q(impl_->db, (std::string("SELECT ") + str("api_id") + ", " + str("name_id") +
                      ", callback_id, start_ns, end_ns, process_id, thread_id, correlation_id, "
-                     "return_value FROM api_calls ORDER BY start_ns, id")
+                     "return_value, id FROM api_calls ORDER BY start_ns, id")
                         .c_str());
   ApiRecord r;
+  SkippedRecords skipped;
   while (q.step()) {
+    if (!usable_row(q, impl_->db.path(), kApiCalls, 2, 9, 3, skipped)) continue;
     r.api = q.text(0);
     r.name = q.text(1);
     r.callback_id = q.u32(2);
@@ -600,15 +738,18 @@ void KtraceReader::api_calls(const Visitor<ApiRecord>& visit) const {
     r.return_value = q.u32(8);
     visit(r);
   }
+  impl_->skipped[kApiCalls] = std::move(skipped);
 }
 
 void KtraceReader::syncs(const Visitor<SyncRecord>& visit) const {
   Stmt q(impl_->db, (std::string("SELECT ") + str("type_id") +
                      ", start_ns, end_ns, context_id, stream_id, cuda_event_id, correlation_id "
-                     "FROM syncs ORDER BY start_ns, id")
+                     ", id FROM syncs ORDER BY start_ns, id")
                         .c_str());
   SyncRecord r;
+  SkippedRecords skipped;
   while (q.step()) {
+    if (!usable_row(q, impl_->db.path(), kSyncs, 1, 7, 1, skipped)) continue;
     r.type = q.text(0);
     r.start_ns = q.u64(1);
     r.end_ns = q.u64(2);
@@ -618,15 +759,18 @@ void KtraceReader::syncs(const Visitor<SyncRecord>& visit) const {
     r.correlation_id = q.u32(6);
     visit(r);
   }
+  impl_->skipped[kSyncs] = std::move(skipped);
 }
 
 void KtraceReader::nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const {
   Stmt q(impl_->db,
          (std::string("SELECT ") + str("name_id") + ", " + str("domain_id") +
-          ", start_ns, end_ns, process_id, thread_id FROM nvtx_ranges ORDER BY start_ns, id")
+          ", start_ns, end_ns, process_id, thread_id, id FROM nvtx_ranges ORDER BY start_ns, id")
              .c_str());
   NvtxRangeRecord r;
+  SkippedRecords skipped;
   while (q.step()) {
+    if (!usable_row(q, impl_->db.path(), kNvtxRanges, 2, 6, 2, skipped)) continue;
     r.name = q.text(0);
     r.domain = q.text(1);
     r.start_ns = q.u64(2);
@@ -635,15 +779,18 @@ void KtraceReader::nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const {
     r.thread_id = q.u32(5);
     visit(r);
   }
+  impl_->skipped[kNvtxRanges] = std::move(skipped);
 }
 
 void KtraceReader::overheads(const Visitor<OverheadRecord>& visit) const {
   Stmt q(impl_->db,
          (std::string("SELECT ") + str("kind_id") +
-          ", start_ns, end_ns, thread_id, correlation_id FROM overheads ORDER BY start_ns, id")
+          ", start_ns, end_ns, thread_id, correlation_id, id FROM overheads ORDER BY start_ns, id")
              .c_str());
   OverheadRecord r;
+  SkippedRecords skipped;
   while (q.step()) {
+    if (!usable_row(q, impl_->db.path(), kOverheads, 1, 5, 1, skipped)) continue;
     r.kind = q.text(0);
     r.start_ns = q.u64(1);
     r.end_ns = q.u64(2);
@@ -651,6 +798,7 @@ void KtraceReader::overheads(const Visitor<OverheadRecord>& visit) const {
     r.correlation_id = q.u32(4);
     visit(r);
   }
+  impl_->skipped[kOverheads] = std::move(skipped);
 }
 
 void KtraceReader::drops(const Visitor<DropRecord>& visit) const {
@@ -662,6 +810,15 @@ void KtraceReader::drops(const Visitor<DropRecord>& visit) const {
     r.count = q.u64(2);
     visit(r);
   }
+}
+
+SkippedRecords KtraceReader::skipped() const {
+  SkippedRecords all;
+  for (const SkippedRecords& t : impl_->skipped) {
+    if (all.count == 0) all.first = t.first;
+    all.count += t.count;
+  }
+  return all;
 }
 
 Trace read_ktrace(const std::filesystem::path& path) {

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <limits>
 
 #include "ktune/core/error.hpp"
 #include "trace_builder.hpp"
@@ -339,6 +343,69 @@ TEST(Analysis, AMillionKernelsReportInSeconds) {
   // was empty for every gap but the call itself was done, so nothing here is launch-bound.
   EXPECT_EQ(idle_of(a, GapCause::unattributed), static_cast<std::int64_t>(n - 1) * 1000);
   EXPECT_LT(s, 30.0);  // a generous bound for a shared 2-core CI box; typically ~1 s
+}
+
+// Runs the analysis on a thread and fails fast (ending the test binary) if it does not return:
+// the bug it guards against was an endless loop, which would otherwise hang CI until the ctest
+// timeout.
+Analysis run_or_die(const trace::Trace& t) {
+  auto done = std::async(std::launch::async, [t] {
+    MemorySource source(t);
+    return analyze(source);
+  });
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::fprintf(stderr, "analyze() did not return within 20 s: time arithmetic loops\n");
+    std::_Exit(1);
+  }
+  return done.get();
+}
+
+TEST(Analysis, KernelEndingNearInt64MaxDoesNotLoop) {
+  // Used to widen the timeline forever: bin_ns * bins overflowed and turned negative.
+  constexpr std::uint64_t kMax = std::numeric_limits<std::int64_t>::max();
+  for (std::uint64_t end : {kMax - 1, kMax, std::numeric_limits<std::uint64_t>::max()}) {
+    SCOPED_TRACE(end);
+    TraceBuilder b;
+    b.kernel("first", 0, 1).start_ns = 1;
+    b.kernel("last", 2, 3).end_ns = end;
+    const Analysis a = run_or_die(b.t);
+    ASSERT_EQ(a.devices.size(), 1u);
+    const DeviceUtilization& d = a.devices[0];
+    EXPECT_GT(d.window_ns(), 0);
+    EXPECT_EQ(d.busy_ns + d.idle_ns, d.window_ns());
+    std::int64_t busy_bins = 0;
+    for (auto v : d.bin_busy_ns) busy_bins += v;
+    EXPECT_EQ(busy_bins, d.busy_ns);
+  }
+}
+
+TEST(Analysis, TotalsSaturateInsteadOfOverflowing) {
+  // Two century-long kernels on each of two devices: every sum passes INT64_MAX, which was
+  // undefined behaviour (a negative total in practice).
+  TraceBuilder b;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::int64_t>::max();
+  for (std::uint32_t device : {0u, 1u})
+    for (int i = 0; i < 2; ++i) {
+      auto& k = b.kernel("forever", 0, 1, 0, 7, device);
+      k.start_ns = 1 + i;
+      k.end_ns = kMax;
+    }
+  const Analysis a = run_or_die(b.t);
+  EXPECT_EQ(a.kernel_total_ns, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(a.window_ns(), std::numeric_limits<std::int64_t>::max());
+  EXPECT_GT(a.busy_ns(), 0);
+  ASSERT_EQ(a.kernels.size(), 1u);
+  EXPECT_GT(a.kernels[0].total_ns, 0);
+}
+
+TEST(Analysis, SharedMemoryTotalDoesNotOverflow) {
+  // Found by fuzz_analysis: static + dynamic shared bytes overflowed int32 (undefined behaviour).
+  TraceBuilder b;
+  auto& k = b.kernel("k", 0, 1);
+  k.static_shared_bytes = k.dynamic_shared_bytes = std::numeric_limits<std::int32_t>::max();
+  EXPECT_EQ(launch_shape(k).shared_mem_bytes, std::numeric_limits<std::int32_t>::max());
+  k.static_shared_bytes = k.dynamic_shared_bytes = std::numeric_limits<std::int32_t>::min();
+  EXPECT_EQ(launch_shape(k).shared_mem_bytes, std::numeric_limits<std::int32_t>::min());
 }
 
 }  // namespace

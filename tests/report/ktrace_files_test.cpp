@@ -119,7 +119,7 @@ void check_invariants(const fs::path& path) {
   analyze::KtraceSource source(path);
   const trace::TraceCounts& n = source.counts();
   const analyze::Analysis a = analyze::analyze(source);
-  EXPECT_EQ(a.kernel_count, n.kernels);
+  EXPECT_EQ(a.kernel_count + source.skipped().count, n.kernels);
   std::int64_t total = 0;
   std::size_t count = 0;
   double share = 0;
@@ -224,6 +224,57 @@ TEST(Cli, BadInputFailsWithOneLine) {
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+}
+
+TEST(Cli, ReportWarnsAboutRecordsWithUnusableTimes) {
+  // A kernel CUPTI could not time (start 0) and one that ends before it starts used to stretch
+  // the window to 1970 and subtract busy time, silently.
+  TempDir dir;
+  trace::Trace t = busy_trace();
+  t.kernels[0].start_ns = 0;
+  t.kernels[0].end_ns = 0;
+  std::swap(t.kernels[1].start_ns, t.kernels[1].end_ns);
+  const fs::path path = dir.path / "odd.ktrace";
+  trace::write_ktrace(path, t);
+  auto r = test::run_ktune("report " + path.string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["totals"]["kernel_count"], 30);
+  EXPECT_EQ(j["trace"]["skipped_records"], 2);
+  EXPECT_EQ(j["trace"]["first_skipped_record"],
+            "kernels record 1 (start_ns 0: CUPTI collected no timestamp)");
+  EXPECT_LT(j["totals"]["window_ns"].get<std::int64_t>(), 1'000'000'000);  // not since 1970
+  r = test::run_ktune("report " + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("warning: 2 records left out, their times unusable (first: kernels record 1"),
+      std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, DamagedTraceFailsWithOneSentenceNamingTheField) {
+  // A string schema_version was "internal error: [json.exception.type_error.302] ...".
+  TempDir dir;
+  const fs::path path = dir.path / "damaged.ktrace";
+  trace::write_ktrace(path, busy_trace());
+  for (const char* sql : {"UPDATE metadata SET value = '\"1\"' WHERE key = 'schema_version'",
+                          "UPDATE kernels SET start_ns = 'x' WHERE id = 3"}) {
+    SCOPED_TRACE(sql);
+    trace::write_ktrace(path, busy_trace());
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    for (const std::string& args :
+         {"report " + path.string(),
+          "export " + path.string() + " --chrome " + (dir.path / "c.json").string()}) {
+      const auto r = test::run_ktune(args);
+      EXPECT_NE(r.exit_code, 0) << args;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_NE(r.err.find(path.string()), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+    }
   }
 }
 

@@ -61,9 +61,10 @@ TEST(ReportJson, ShapeIsPinned) {
                                       "median_ns", "min_ns", "name", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["copies"][0]), (Keys{"bytes", "count", "kind", "total_ns"}));
   EXPECT_EQ(keys(j["backlog"]), (Keys{"kernels", "share", "target_share"}));
-  EXPECT_EQ(keys(j["trace"]), (Keys{"capped_records", "command_line", "complete", "dropped_records",
-                                    "finished_at", "mode", "origin_ns", "pid", "records",
-                                    "schema_version", "started_at", "tracer_version"}));
+  EXPECT_EQ(keys(j["trace"]),
+            (Keys{"capped_records", "command_line", "complete", "dropped_records", "finished_at",
+                  "first_skipped_record", "mode", "origin_ns", "pid", "records", "schema_version",
+                  "skipped_records", "started_at", "tracer_version"}));
 }
 
 TEST(ReportJson, ValuesAddUp) {
@@ -88,6 +89,22 @@ TEST(ReportJson, ValuesAddUp) {
   EXPECT_EQ(j["gaps"]["largest"][1]["cause"], "launch_bound");  // its largest share, 25 of 35 us
   EXPECT_EQ(j["backlog"]["kernels"], json({"gemm_kernel"}));
   EXPECT_EQ(j["nvtx"][0]["kernels"], 4);
+}
+
+TEST(ReportJson, NamesThatAreNotUtf8AreReplacedNotFatal) {
+  // Found by fuzz_ktrace: an NVTX message or argv in Latin-1 made render_json throw
+  // json type_error 316 (an "internal error" for the user).
+  TraceBuilder b;
+  b.nvtx("caf\xe9", 0, 100);
+  b.launched("k\xff", 0, 5, 10, 110, 1);
+  b.t.metadata.command_line = {"prog", "\xc3("};
+  analyze::MemorySource source(b.t);
+  const analyze::Analysis a = analyze::analyze(source);
+  std::string text;
+  ASSERT_NO_THROW(text = render_json(a, {}));
+  const json j = json::parse(text);
+  EXPECT_EQ(j["nvtx"][0]["name"], "caf\xef\xbf\xbd");  // U+FFFD
+  EXPECT_EQ(j["kernels"][0]["name"], "k\xef\xbf\xbd");
 }
 
 TEST(ReportText, ShowsTheTablesPeopleRead) {

@@ -301,6 +301,132 @@ TEST(KtraceReader, EmptyTraceHasNoOrigin) {
   EXPECT_EQ(visits, 0u);
 }
 
+// Runs one SQL statement on a written trace, as a user editing it (or a damaged disk) would.
+void tamper(const std::filesystem::path& p, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+// The error read_ktrace gives, checked to be one sentence naming the file.
+std::string read_error(const std::filesystem::path& p) {
+  try {
+    read_ktrace(p);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
+    EXPECT_EQ(msg.back(), '.') << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "expected an error for " << p;
+  return "";
+}
+
+TEST(KtraceReader, SkipsAndCountsRecordsWithUnusableTimes) {
+  // CUPTI reports start = end = 0 when it could not time a record, and the tracer copies its
+  // values unchecked, so a real trace can hold these: they are left out and counted, not fatal.
+  // They used to be read as is: a 57-year window from time 0, negative durations.
+  TempDir dir;
+  Trace t = sample_trace();
+  KernelRecord k = t.kernels[0];
+  t.kernels.clear();
+  k.start_ns = 1000, k.end_ns = 2000;
+  t.kernels.push_back(k);
+  k.start_ns = 0, k.end_ns = 0;  // not timed
+  t.kernels.push_back(k);
+  k.start_ns = 3000, k.end_ns = 2500;  // ends before it starts
+  t.kernels.push_back(k);
+  t.memcpys[0].start_ns = 0;
+  t.memcpys[0].end_ns = 600;
+  write_ktrace(dir.path / "t.ktrace", t);
+
+  const KtraceReader reader(dir.path / "t.ktrace");
+  std::vector<std::uint64_t> starts;
+  reader.kernels([&](const KernelRecord& r) { starts.push_back(r.start_ns); });
+  EXPECT_EQ(starts, (std::vector<std::uint64_t>{1000}));
+  EXPECT_EQ(reader.skipped().count, 2u);
+  EXPECT_EQ(reader.skipped().first, "kernels record 2 (start_ns 0: CUPTI collected no timestamp)");
+  std::size_t memcpys = 0;
+  reader.memcpys([&](const MemcpyRecord&) { ++memcpys; });
+  EXPECT_EQ(memcpys, 0u);
+  EXPECT_EQ(reader.skipped().count, 3u);
+  reader.kernels([](const KernelRecord&) {});  // a repeated visit does not count twice
+  EXPECT_EQ(reader.skipped().count, 3u);
+  EXPECT_EQ(reader.origin_ns(), std::optional<std::uint64_t>(300));  // the NVTX range
+}
+
+TEST(KtraceReader, RowsNoTracerWritesGetOneSentence) {
+  // Text, real or negative timestamps were read as 0 or as wrapped values, silently.
+  TempDir dir;
+  const struct {
+    const char* sql;
+    const char* needle;
+  } cases[] = {
+      {"UPDATE kernels SET start_ns = 'soon' WHERE id = 1",
+       "kernels record 1 has text in column start_ns"},
+      {"UPDATE kernels SET end_ns = 1.5 WHERE id = 2",
+       "kernels record 2 has a real number in column end_ns"},
+      {"UPDATE memcpys SET device_id = NULL", "memcpys record 1 has no value in column device_id"},
+      {"UPDATE api_calls SET end_ns = -5 WHERE id = 1",
+       "api_calls record 1 has a negative end_ns (-5)"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.sql);
+    const auto p = dir.path / ("bad" + std::to_string(n++) + ".ktrace");
+    write_ktrace(p, sample_trace());
+    tamper(p, c.sql);
+    EXPECT_NE(read_error(p).find(c.needle), std::string::npos) << read_error(p);
+  }
+}
+
+TEST(KtraceReader, MetadataOfTheWrongTypeGetsOneSentence) {
+  // A string schema_version used to surface as "internal error: [json.exception.type_error.302]".
+  TempDir dir;
+  const struct {
+    const char* sql;
+    const char* needle;
+  } cases[] = {
+      {"UPDATE metadata SET value = '\"1\"' WHERE key = 'schema_version'",
+       "metadata field 'schema_version' holds a JSON string where ktune profile writes an integer"},
+      {"UPDATE metadata SET value = '1.5e300' WHERE key = 'pid'",
+       "field 'pid' holds a JSON number"},
+      {"UPDATE metadata SET value = 'yes' WHERE key = 'complete'",
+       "field 'complete' holds text that is not JSON"},
+      {"UPDATE metadata SET value = '[1, 2]' WHERE key = 'command_line'",
+       "field 'command_line' holds a JSON array where ktune profile writes a list of strings"},
+      {"UPDATE metadata SET value = '{\"delay_s\": \"soon\"}' WHERE key = 'window'",
+       "field 'window.delay_s' holds a JSON string"},
+      {"UPDATE metadata SET value = '{\"host\": 7}' WHERE key = 'identity'", "field 'identity'"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.sql);
+    const auto p = dir.path / ("meta" + std::to_string(n++) + ".ktrace");
+    write_ktrace(p, sample_trace());
+    tamper(p, c.sql);
+    EXPECT_NE(read_error(p).find(c.needle), std::string::npos) << read_error(p);
+  }
+}
+
+TEST(Ktrace, CommandLineThatIsNotUtf8IsWritten) {
+  // A program started with a Latin-1 argument: the strict JSON dump of the metadata threw, so the
+  // tracer stopped writing that trace.
+  TempDir dir;
+  Trace t = sample_trace();
+  t.metadata.command_line = {"prog", "caf\xe9"};
+  ASSERT_NO_THROW(write_ktrace(dir.path / "t.ktrace", t));
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+  EXPECT_EQ(out.metadata.command_line,
+            (std::vector<std::string>{"prog", "caf\xef\xbf\xbd"}));  // U+FFFD
+  EXPECT_EQ(out.kernels.size(), t.kernels.size());
+}
+
 TEST(Ktrace, Demangles) {
   EXPECT_EQ(demangle("_Z3addPfi"), "add(float*, int)");
   EXPECT_EQ(demangle("plain_c_kernel"), "plain_c_kernel");

@@ -1,10 +1,16 @@
 // `ktune profile` as a user runs it. CPU tier: argument and command errors, exit-code passthrough,
 // the environment handed to the traced command. GPU tier (skipped without one): tracing the
-// tiny-kernel loop gives exactly the launched kernel count, nothing dropped.
+// tiny-kernel loop gives exactly the launched kernel count, nothing dropped; a program that dies
+// or is interrupted leaves a readable trace.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -128,15 +134,50 @@ TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
   EXPECT_EQ(d.out, "") << d.out;
 }
 
-// GPU tier: the lead's H100 run. Needs nvcc for the tiny loop (the toolkit is on the GPU machine).
-// Builds benchmarks/tracer/tiny_loop.cu into `dir`; the path of the program, or "" when nvcc fails.
-std::string build_tiny_loop(const test::TempDir& dir) {
-  const std::string exe = (dir.path / "tiny_loop").string();
+// GPU tier: the lead's H100 run. Needs nvcc (the toolkit is on the GPU machine). Builds `source`
+// (relative to the source tree) into `dir`; the path of the program, or "" when nvcc fails.
+std::string build_cuda_program(const test::TempDir& dir, const char* source, const char* name) {
+  const std::string exe = (dir.path / name).string();
   const std::string nvcc =
       std::filesystem::exists("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : "nvcc";
-  const std::string cmd =
-      nvcc + " -O2 -o " + exe + " " KTUNE_SOURCE_DIR "/benchmarks/tracer/tiny_loop.cu";
+  const std::string cmd = nvcc + " -O2 -o " + exe + " " KTUNE_SOURCE_DIR "/" + source;
   return std::system(cmd.c_str()) == 0 ? exe : "";
+}
+
+std::string build_tiny_loop(const test::TempDir& dir) {
+  return build_cuda_program(dir, "benchmarks/tracer/tiny_loop.cu", "tiny_loop");
+}
+
+// Starts `command` with sh, SIGINT at its default action (a shell's background job would ignore
+// it, and the traced program would inherit that), and returns its pid.
+pid_t spawn(const std::string& command) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits (up to 60 s) until fault_loop has printed "flushed pid=N" into `log`; returns N, or 0.
+pid_t wait_until_flushed(const std::filesystem::path& log) {
+  for (int i = 0; i < 600; ++i) {
+    std::ifstream in(log);
+    std::string word;
+    while (in >> word)
+      if (word.rfind("pid=", 0) == 0) return static_cast<pid_t>(std::stol(word.substr(4)));
+    ::usleep(100 * 1000);
+  }
+  return 0;
+}
+
+// fault_loop under ktune profile, with a short flush period so its kernels are committed before
+// it ends; the log holds the program's and ktune's output.
+std::string profile_fault_loop(const std::string& exe, const std::filesystem::path& out,
+                               const char* how, const std::filesystem::path& log) {
+  return "ulimit -c 0; KTUNE_TRACE_FLUSH_MS=100 exec " KTUNE_EXE " profile -o " + out.string() +
+         " -- " + exe + " 1000 " + how + " >" + log.string() + " 2>&1";
 }
 
 TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
@@ -234,6 +275,55 @@ TEST(ProfileGpu, RecordCapIsHonouredAndCounted) {
   // Records CUPTI had already delivered past the cap are counted; then capture switches off.
   EXPECT_GT(t.metadata.capped_records, 0u);
   EXPECT_LE(t.metadata.capped_records + t.kernels.size(), 5100u);
+}
+
+// GPU tier: a traced program that dies (segfault, abort, SIGKILL) leaves a trace readable up to its
+// last flush, marked not complete; the tracer neither hangs nor hides the death.
+TEST(ProfileGpu, ProgramThatDiesLeavesItsTraceUpToTheLastFlush) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = build_cuda_program(dir, "tests/trace/fault_loop.cu", "fault_loop");
+  ASSERT_FALSE(exe.empty());
+  for (const char* how : {"segv", "abort", "hang"}) {
+    SCOPED_TRACE(how);
+    const auto out = dir.path / (std::string(how) + ".ktrace");
+    const auto log = dir.path / (std::string(how) + ".log");
+    const pid_t ktune = spawn(profile_fault_loop(exe, out, how, log));
+    ASSERT_GT(ktune, 0);
+    if (std::string_view(how) == "hang") {
+      const pid_t program = wait_until_flushed(log);
+      ASSERT_GT(program, 0);
+      ::kill(program, SIGKILL);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(ktune, &status, 0), ktune);
+    EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the death is the exit status";
+    const Trace t = read_ktrace(out);
+    EXPECT_FALSE(t.metadata.complete);
+    EXPECT_EQ(t.kernels.size(), 1000u);  // all flushed and committed before the program died
+  }
+}
+
+// GPU tier: SIGINT sent to ktune profile alone (a scheduler, kill) reaches the program, whose
+// tracer closes the trace before the signal's default action ends it: the trace is complete.
+TEST(ProfileGpu, SigintToProfileReachesTheProgramAndTheTraceIsComplete) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = build_cuda_program(dir, "tests/trace/fault_loop.cu", "fault_loop");
+  ASSERT_FALSE(exe.empty());
+  const auto out = dir.path / "int.ktrace";
+  const auto log = dir.path / "int.log";
+  const pid_t ktune = spawn(profile_fault_loop(exe, out, "loop", log));
+  ASSERT_GT(ktune, 0);
+  ASSERT_GT(wait_until_flushed(log), 0);
+  ::kill(ktune, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(ktune, &status, 0), ktune);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const Trace t = read_ktrace(out);
+  EXPECT_TRUE(t.metadata.complete);
+  EXPECT_FALSE(t.metadata.finished_at.empty());
+  EXPECT_GE(t.kernels.size(), 1000u);
 }
 
 }  // namespace

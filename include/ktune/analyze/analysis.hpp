@@ -133,6 +133,7 @@ struct Analysis {
   std::vector<NvtxGroup> nvtx;    // by total_ns, descending
   std::vector<CopyGroup> copies;  // by total_ns, descending
   std::size_t api_call_count = 0;
+  trace::SkippedRecords skipped;  // records left out: their times could not be placed
   std::int64_t busy_ns() const;
   std::int64_t window_ns() const;
 };

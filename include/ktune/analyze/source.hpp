@@ -29,6 +29,8 @@ class TraceSource {
   virtual const trace::TraceMetadata& metadata() const = 0;
   // The earliest non-zero timestamp of any record; exported times count from it. Empty: nullopt.
   virtual std::optional<std::uint64_t> origin_ns() = 0;
+  // Records the visits so far left out for unusable times (a hand-built trace: none).
+  virtual trace::SkippedRecords skipped() const { return {}; }
 };
 
 // A whole trace held in memory: hand-built traces in tests and small programs. The constructor
@@ -64,6 +66,7 @@ class KtraceSource : public TraceSource {
   void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
   const trace::TraceMetadata& metadata() const override { return counts_.metadata; }
   std::optional<std::uint64_t> origin_ns() override;
+  trace::SkippedRecords skipped() const override { return reader_.skipped(); }
   const trace::TraceCounts& counts() const { return counts_; }
 
  private:

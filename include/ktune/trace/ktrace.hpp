@@ -196,12 +196,22 @@ class KtraceWriter {
   std::uint64_t records_written_ = 0;
 };
 
+// Records a reader left out because their times cannot be placed on the timeline: start_ns 0 (CUPTI
+// reports 0 when it collected no timestamp, and the tracer copies CUPTI's values as they come) or
+// end_ns before start_ns. Reports show the count, so nothing is dropped silently.
+struct SkippedRecords {
+  std::uint64_t count = 0;
+  std::string first;  // the first one, e.g. "kernels record 17 (end_ns 5 is before start_ns 9)"
+};
+
 // Streams a .ktrace one table at a time: the one place that decodes the tables above. Each visit
 // runs one ordered query and calls `visit` once per row in (start_ns, id) order (drops: id order),
 // reusing one record object, so a large trace is never held in memory as records. Visits may be
 // repeated, in any order, and a visitor may start another visit. Opening throws ktune::Error with
-// one sentence when the file is missing, not a .ktrace, or has a schema_version newer than this
-// ktune reads; a read that fails later throws ktune::Error naming the file.
+// one sentence when the file is missing, not a .ktrace, has a schema_version newer than this ktune
+// reads, or a metadata field of the wrong JSON type. A visit throws ktune::Error naming the file,
+// table, record id and column when a row holds what no tracer writes (a non-integer or negative
+// number); rows with unusable times are skipped and counted (SkippedRecords).
 class KtraceReader {
  public:
   template <typename Record>
@@ -228,6 +238,8 @@ class KtraceReader {
   void nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const;
   void overheads(const Visitor<OverheadRecord>& visit) const;
   void drops(const Visitor<DropRecord>& visit) const;
+  // Rows the latest visit of each table skipped (see SkippedRecords), all tables together.
+  SkippedRecords skipped() const;
 
  private:
   struct Impl;
