@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
-#include "ktune/core/json.hpp"
 
 namespace ktune::trace {
 namespace {
