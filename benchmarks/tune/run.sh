@@ -24,7 +24,7 @@ session() {  # NAME SPEC ARGS...
     >"$out/stdout-$name.txt" 2>"$out/stderr-$name.txt"
   local rc=$?
   local wall=$(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$t0")
-  echo "$name: ktune tune exit $rc, ${wall} s wall" | tee -a "$log"
+  echo "$name: ktune tune exit $rc, ${wall} s wall" >>"$log"
   cat "$out/stdout-$name.txt" >>"$log"
   tail -n 5 "$out/stderr-$name.txt" >>"$log"
   python3 - "$out/session-$name/summary.json" "$rc" <<'PY'

@@ -104,7 +104,8 @@ ConfigMap config_from(const json& j) {
       r.config = config_from(req["evaluate"]);
       r.result = ev->evaluate(r.config, best);
       write_all(out, record_json(r).dump() + "\n");
-      if (r.result.fatal) break;  // this process's GPU context is gone: a fresh child goes on
+      // This process's GPU context is gone, and tearing its objects down only fails: leave now.
+      if (r.result.fatal) ::_exit(0);
     }
   } catch (const std::exception& e) {
     write_all(out, json{{"error", e.what()}}.dump() + "\n");

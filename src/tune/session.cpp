@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <unordered_map>
@@ -199,9 +200,8 @@ SessionSummary Session::run() {
   std::unique_ptr<Strategy> strategy = make_strategy(opt_.strategy);
   strategy->begin(index, opt_.seed, opt_.budget);
   if (!opt_.warm.spaces.empty() || !opt_.warm.winners.empty())
-    strategy->propose_first(
-        warm_start_order(index, opt_.warm, warm_start_count(std::min<std::size_t>(
-                                               opt_.budget, index.size()))));
+    strategy->propose_first(warm_start_order(
+        index, opt_.warm, warm_start_count(std::min<std::size_t>(opt_.budget, index.size()))));
 
   std::unordered_map<std::string, SessionRecord> recorded;
   if (opt_.resume)
@@ -238,72 +238,73 @@ SessionSummary Session::run() {
     write_outputs(dir, s);
   };
 
+  // A sliding window of proposals: after each evaluation one more is proposed and handed to the
+  // evaluator to compile ahead, so compiling never drains while the GPU measures.
+  std::deque<std::pair<std::size_t, ConfigMap>> pending;
+  const auto refill = [&] {
+    const std::size_t room = std::min(opt_.prefetch, opt_.budget - s.records.size());
+    std::vector<ConfigMap> fresh;
+    while (pending.size() < room) {
+      const auto p = strategy->propose();
+      if (!p) break;
+      pending.emplace_back(*p, config_of(space, index.at(*p)));
+      if (!recorded.count(config_key(pending.back().second)))
+        fresh.push_back(pending.back().second);
+    }
+    if (!fresh.empty()) evaluator_.prepare(fresh);
+  };
+
   while (!stop) {
     if (s.records.size() >= opt_.budget) {
       stop = StopCause::budget;
       break;
     }
-    if ((stop = must_stop())) break;
-    std::vector<std::size_t> batch;
-    const std::size_t room = std::min(opt_.prefetch, opt_.budget - s.records.size());
-    while (batch.size() < room)
-      if (auto p = strategy->propose())
-        batch.push_back(*p);
-      else
-        break;
-    if (batch.empty()) {
+    refill();
+    if (pending.empty()) {
       stop = StopCause::exhausted;
       break;
     }
-    std::vector<ConfigMap> configs, fresh;
-    for (std::size_t i : batch) {
-      configs.push_back(config_of(space, index.at(i)));
-      if (!recorded.count(config_key(configs.back()))) fresh.push_back(configs.back());
+    const auto [position, config] = std::move(pending.front());
+    pending.pop_front();
+    SessionRecord rec;
+    bool resumed = false;
+    if (auto it = recorded.find(config_key(config)); it != recorded.end()) {
+      rec = it->second;
+      resumed = true;
+      ++s.resumed;
+    } else {
+      if ((stop = must_stop())) break;
+      rec.result = evaluator_.evaluate(config, best_ns);
+      rec.config = config;
+      rec.sequence = s.records.size();
+      rec.elapsed_s = elapsed();
+      rec.timestamp = utc_now_iso8601();
+      log.append(record_json(rec));
+      ++s.evaluated_now;
+      if (rec.result.compile_s > 0)
+        s.compile_s_mean += (rec.result.compile_s - s.compile_s_mean) / double(++s.compiled);
     }
-    if (!fresh.empty()) evaluator_.prepare(fresh);
-
-    for (std::size_t b = 0; b < batch.size(); ++b) {
-      SessionRecord rec;
-      bool resumed = false;
-      if (auto it = recorded.find(config_key(configs[b])); it != recorded.end()) {
-        rec = it->second;
-        resumed = true;
-        ++s.resumed;
-      } else {
-        if ((stop = must_stop())) break;
-        rec.result = evaluator_.evaluate(configs[b], best_ns);
-        rec.config = configs[b];
-        rec.sequence = s.records.size();
-        rec.elapsed_s = elapsed();
-        rec.timestamp = utc_now_iso8601();
-        log.append(record_json(rec));
-        ++s.evaluated_now;
-        if (rec.result.compile_s > 0)
-          s.compile_s_mean += (rec.result.compile_s - s.compile_s_mean) / double(++s.compiled);
-      }
-      const CandidateResult& r = rec.result;
-      ++s.counts[r.status];
-      // A screened-out candidate ran correctly and its rough time ranks it: the strategy learns
-      // from that time, while the record keeps the outcome "slower".
-      Evaluation e{batch[b], r.status, r.time_ns};
-      if (r.status == Status::slower && r.time_ns > 0) e.status = Status::ok;
-      strategy->observe(e);
-      if (r.status == Status::ok && r.full && (!best_ns || r.time_ns < *best_ns)) {
-        best_ns = r.time_ns;
-        s.best = rec;
-      }
-      const bool fatal = r.fatal && !resumed;
-      const std::string detail = r.detail;
-      s.records.push_back(std::move(rec));  // `r` refers into `rec`: not used below
-      if (fatal) {
-        stop = StopCause::fatal;
-        finish();
-        throw Error(fmt::format(
-            "configuration {} broke the GPU context ({}); it is recorded in {}, so run the same "
-            "command with --resume {} to continue without it.",
-            config_key(configs[b]), detail, results.string(), dir.string()));
-      }
-      if (s.records.size() >= opt_.budget) break;
+    const CandidateResult& r = rec.result;
+    ++s.counts[r.status];
+    // A screened-out candidate ran correctly and its rough time ranks it: the strategy learns
+    // from that time, while the record keeps the outcome "slower".
+    Evaluation e{position, r.status, r.time_ns};
+    if (r.status == Status::slower && r.time_ns > 0) e.status = Status::ok;
+    strategy->observe(e);
+    if (r.status == Status::ok && r.full && (!best_ns || r.time_ns < *best_ns)) {
+      best_ns = r.time_ns;
+      s.best = rec;
+    }
+    const bool fatal = r.fatal && !resumed;
+    const std::string detail = r.detail;
+    s.records.push_back(std::move(rec));  // `r` refers into `rec`: not used below
+    if (fatal) {
+      stop = StopCause::fatal;
+      finish();
+      throw Error(fmt::format(
+          "configuration {} broke the GPU context ({}); it is recorded in {}, so run the same "
+          "command with --resume {} to continue without it.",
+          config_key(config), detail, results.string(), dir.string()));
     }
   }
   finish();

@@ -8,11 +8,9 @@ extern "C" __global__ void planted(float* out, const float* in, long long n) {
 #elif FAULT == 2
   if (i == 0) __trap();
 #elif FAULT == 3
-  if (i == 0) {
-    volatile int spin = 1;
-    while (spin) {
+  if (i == 0)  // clock64() is an opaque read, so the compiler cannot drop the endless loop
+    while (clock64() >= 0) {
     }
-  }
 #endif
   if (i < n) out[i] = in[i] * SCALE;
 }
