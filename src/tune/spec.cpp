@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 
 #include <fmt/format.h>
@@ -355,17 +356,16 @@ std::string default_dtype(const std::vector<Argument>& args) {
     }
   if (!pick && !args.empty()) pick = &args.front();
   if (!pick) return "none";
-  std::string t = pick->type;
-  while (!t.empty() && std::isdigit(static_cast<unsigned char>(t.back())) && t != "int8" &&
-         t.rfind("int", 0) != 0 && t.rfind("uint", 0) != 0)
-    t.pop_back();  // vector types: float4 -> float
-  static const std::map<std::string, std::string> kShort = {
-      {"half", "f16"},    {"float", "f32"},     {"double", "f64"},  {"bool", "bool"},
-      {"int8", "i8"},     {"uint8", "u8"},      {"int16", "i16"},   {"uint16", "u16"},
-      {"int32", "i32"},   {"uint32", "u32"},    {"int64", "i64"},   {"uint64", "u64"},
-      {"float16", "f16"}, {"bfloat16", "bf16"}, {"float32", "f32"}, {"float64", "f64"}};
-  const auto it = kShort.find(t);
-  return it != kShort.end() ? it->second : t;
+  const std::string& t = pick->type;
+  // T1's float types may carry a vector width (float4, half2): the element type is what counts.
+  for (const auto& [base, short_name] :
+       {std::pair{"half", "f16"}, {"float", "f32"}, {"double", "f64"}})
+    if (t.rfind(base, 0) == 0 &&
+        t.find_first_not_of("0123456789", std::strlen(base)) == std::string::npos)
+      return short_name;
+  if (t.rfind("uint", 0) == 0) return "u" + t.substr(4);  // uint32 -> u32
+  if (t.rfind("int", 0) == 0) return "i" + t.substr(3);   // int8 -> i8
+  return t;
 }
 
 }  // namespace

@@ -128,6 +128,20 @@ TEST(Spec, FieldErrorsNameTheField) {
   EXPECT_NE(error_of(j).find("field ktune.reference: needs exactly one"), std::string::npos);
 }
 
+// Without ktune.dtype the cache key's dtype is the output's element type; T1's float vector
+// types (float4, half2, double16) name their element type plus a width.
+TEST(Spec, DefaultDtypeIsTheOutputsElementType) {
+  json j = fixture("matmul_T1.json");
+  j["ktune"].erase("dtype");  // the shape variables stay: the conditions read them
+  const std::pair<const char*, const char*> cases[] = {
+      {"float", "f32"},  {"float4", "f32"}, {"float16", "f32"}, {"half2", "f16"},
+      {"double", "f64"}, {"int32", "i32"},  {"uint8", "u8"},    {"bool", "bool"}};
+  for (const auto& [type, dtype] : cases) {
+    for (auto& a : j["KernelSpecification"]["Arguments"]) a["Type"] = type;
+    EXPECT_EQ(ProblemSpec::parse(j, "spec.json", test::fixtures_dir()).ktune.dtype, dtype) << type;
+  }
+}
+
 TEST(Spec, ReadsTheCommunityDedispersionSpec) {
   KTUNE_REQUIRE_DATASETS();
   const ProblemSpec s = ProblemSpec::load(test::dedispersion_dir() / "T1.json");
