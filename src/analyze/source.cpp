@@ -32,6 +32,8 @@ MemorySource::MemorySource(trace::Trace trace) : trace_(std::move(trace)) {
   sort_by_start(trace_.api_calls);
   sort_by_start(trace_.syncs);
   sort_by_start(trace_.nvtx_ranges);
+  std::stable_sort(trace_.counters.begin(), trace_.counters.end(),
+                   [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
 }
 
 void MemorySource::kernels(const Visitor<trace::KernelRecord>& v) {
@@ -51,6 +53,10 @@ void MemorySource::syncs(const Visitor<trace::SyncRecord>& v) {
 }
 void MemorySource::nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& v) {
   visit_all(trace_.nvtx_ranges, v);
+}
+
+void MemorySource::counters(const Visitor<trace::CounterRecord>& v) {
+  visit_all(trace_.counters, v);
 }
 
 std::optional<std::uint64_t> MemorySource::origin_ns() {

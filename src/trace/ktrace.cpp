@@ -173,7 +173,7 @@ class Stmt {
 
 std::size_t Trace::record_count() const {
   return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + syncs.size() +
-         nvtx_ranges.size() + overheads.size();
+         nvtx_ranges.size() + overheads.size() + counters.size();
 }
 
 std::string demangle(std::string_view mangled) {

@@ -26,6 +26,8 @@ class TraceSource {
   virtual void api_calls(const Visitor<trace::ApiRecord>& visit) = 0;
   virtual void syncs(const Visitor<trace::SyncRecord>& visit) = 0;
   virtual void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) = 0;
+  // Counter-tier values, ordered by correlation_id; a trace without the counter tier has none.
+  virtual void counters(const Visitor<trace::CounterRecord>& visit) { (void)visit; }
   virtual const trace::TraceMetadata& metadata() const = 0;
   // The earliest non-zero timestamp of any record; exported times count from it. Empty: nullopt.
   virtual std::optional<std::uint64_t> origin_ns() = 0;
@@ -44,6 +46,7 @@ class MemorySource : public TraceSource {
   void api_calls(const Visitor<trace::ApiRecord>& visit) override;
   void syncs(const Visitor<trace::SyncRecord>& visit) override;
   void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
+  void counters(const Visitor<trace::CounterRecord>& visit) override;
   const trace::TraceMetadata& metadata() const override { return trace_.metadata; }
   std::optional<std::uint64_t> origin_ns() override;
 

@@ -117,6 +117,14 @@ struct DropRecord {
   std::uint64_t count = 0;
 };
 
+// One hardware counter of one profiled launch (the counter tier: CUPTI's range profiler, kernel
+// replay, one range per launch). correlation_id joins the launch's KernelRecord.
+struct CounterRecord {
+  std::uint32_t device_id = 0, correlation_id = 0;
+  std::string metric;  // Perfworks metric name, as Nsight Compute spells it (trace/metrics.hpp)
+  double value = 0;    // in the metric's own unit (bytes, ns, %, instructions, ...)
+};
+
 // The capture window and sampling that were in effect (all zero/empty: whole run, every process).
 struct TraceWindow {
   double delay_s = 0;     // capture starts this long after the tracer loads
@@ -153,6 +161,7 @@ struct Trace {
   std::vector<NvtxRangeRecord> nvtx_ranges;
   std::vector<OverheadRecord> overheads;
   std::vector<DropRecord> drops;
+  std::vector<CounterRecord> counters;  // ordered by correlation_id
   std::size_t record_count() const;  // all vectors, drops excluded
 };
 
