@@ -29,7 +29,8 @@ TimingMode parse_mode(std::string_view name) {
 }
 
 void record_samples(Measurement& m, const StopRule& rule) {
-  m.time_ns = summarize(rule.times_ns());
+  m.samples_ns.assign(rule.times_ns().begin(), rule.times_ns().end());
+  m.time_ns = summarize(m.samples_ns);
   m.noise = rule.noise();
   m.warmup_samples = rule.settings().warmup_samples;
   m.dropped_throttled = rule.dropped_throttled();
@@ -56,6 +57,7 @@ void to_json(nlohmann::json& j, const Measurement& m) {
   j["time_ns"] = m.time_ns;  // median, mean, stddev, min, max, p5, p95, count, relative_stddev
   j["median_ns"] = m.time_ns.median;
   j["samples"] = m.time_ns.count;
+  j["samples_ns"] = m.samples_ns;  // the distribution a regression gate compares
   j["noise"] = m.noise;
   j["warmup_samples"] = m.warmup_samples;
   j["dropped_throttled"] = m.dropped_throttled;

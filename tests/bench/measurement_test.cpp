@@ -54,6 +54,9 @@ TEST(Measurement, JsonShapeIsPinned) {
   EXPECT_NEAR(j["time_ns"]["p95"].get<double>(), 9.55e3, 1e-6);
   EXPECT_NEAR(j["time_ns"]["stddev"].get<double>(), 3027.65, 0.01);
   EXPECT_EQ(j["samples"], 10);
+  ASSERT_EQ(j["samples_ns"].size(), 10u);  // the throttled sample is not among them
+  EXPECT_DOUBLE_EQ(j["samples_ns"][0].get<double>(), 1e3);
+  EXPECT_DOUBLE_EQ(j["samples_ns"][9].get<double>(), 10e3);
   EXPECT_NEAR(j["noise"].get<double>(), 3027.65 / 5.5e3, 1e-5);
   EXPECT_EQ(j["dropped_throttled"], 1);
   EXPECT_EQ(j["throttle_seen"], nlohmann::json::array({"hw_thermal"}));
@@ -66,10 +69,10 @@ TEST(Measurement, JsonShapeIsPinned) {
   EXPECT_TRUE(j["identity"].is_null());
   for (const char* key :
        {"schema_version", "kernel", "config", "mode", "launches_per_sample", "time_ns", "median_ns",
-        "samples", "noise", "warmup_samples", "dropped_throttled", "throttle_seen", "stop_reason",
+        "samples", "samples_ns", "noise", "warmup_samples", "dropped_throttled", "throttle_seen", "stop_reason",
         "wall_time_s", "sm_clock_mhz", "throughput", "verification", "identity"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 18u);
+  EXPECT_EQ(j.size(), 19u);
 }
 
 }  // namespace

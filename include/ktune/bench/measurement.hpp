@@ -38,6 +38,7 @@ struct Measurement {
   TimingMode mode = TimingMode::cold;
   std::size_t launches_per_sample = 1;  // hot and graph modes divide a batch by this
   Summary time_ns;                      // per launch; median is the figure quoted
+  std::vector<double> samples_ns;       // every counted sample, per launch, in measuring order
   double noise = 0;                     // relative stddev of the counted samples
   std::size_t warmup_samples = 0;
   std::size_t dropped_throttled = 0;  // samples taken while the SM clock was held down
