@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/nvml.hpp"
 
@@ -33,21 +34,15 @@ void to_json(nlohmann::json& j, const StopSettings& s) {
 }
 
 void StopSettings::apply_overrides(std::string_view overrides) {
-  std::size_t pos = 0;
-  while (pos < overrides.size()) {
-    std::size_t end = overrides.find(',', pos);
-    if (end == std::string_view::npos) end = overrides.size();
-    const std::string_view item = overrides.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    const std::string key(item.substr(0, eq));
-    const std::string text(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+  for (const Assignment& a : parse_assignments(overrides, "--stop", "min_samples=20,timeout_s=5")) {
+    const std::string& key = a.name;
+    const std::string& text = a.value;
     char* rest = nullptr;
     const double v = std::strtod(text.c_str(), &rest);
-    if (text.empty() || rest != text.c_str() + text.size() || !(v >= 0))
+    if (rest != text.c_str() + text.size() || !(v >= 0))
       throw Error(fmt::format(
-          "stop-rule setting '{}' needs a non-negative number (write it as {}=VALUE).", item, key));
+          "stop-rule setting {}={} needs a non-negative number (write it as {}=VALUE).", key, text,
+          key));
     const auto count = [&] { return static_cast<std::size_t>(std::llround(v)); };
     if (key == "warmup_samples")
       warmup_samples = count();

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "ktune/core/assignments.hpp"
 #include "dry_run.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
@@ -57,23 +58,15 @@ extern "C" void on_sigint(int) {
 // "n=4096,k=8192" -> {n: 4096, k: 8192}.
 std::map<std::string, std::int64_t> parse_shape(const std::string& text) {
   std::map<std::string, std::int64_t> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
+  for (const Assignment& a : parse_assignments(text, "--shape", "n=4096,k=8192")) {
     std::int64_t v = 0;
-    const char* first = item.data() + (eq == std::string::npos ? 0 : eq + 1);
-    const auto [ptr, ec] = std::from_chars(first, item.data() + item.size(), v);
-    if (eq == std::string::npos || eq == 0 || ec != std::errc() ||
-        ptr != item.data() + item.size() || v <= 0)
+    const char* last = a.value.data() + a.value.size();
+    const auto [ptr, ec] = std::from_chars(a.value.data(), last, v);
+    if (ec != std::errc() || ptr != last || v <= 0)
       throw Error(fmt::format(
-          "--shape item '{}' is not NAME=POSITIVE_INTEGER; write e.g. --shape n=4096,k=8192.",
-          item));
-    out[item.substr(0, eq)] = v;
+          "--shape {}={} needs a positive integer size; write e.g. --shape n=4096,k=8192.", a.name,
+          a.value));
+    out[a.name] = v;
   }
   return out;
 }

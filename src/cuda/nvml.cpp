@@ -97,8 +97,11 @@ const Nvml* Nvml::get() {
 }
 
 void* Nvml::handle(const std::string& pci_bus_id) const {
+  const std::lock_guard lock(handles_mutex_);
+  if (auto it = handles_.find(pci_bus_id); it != handles_.end()) return it->second;
   nvmlDevice_t dev = nullptr;
   if (api_->handle_by_pci(pci_bus_id.c_str(), &dev) != NVML_SUCCESS) return nullptr;
+  handles_.emplace(pci_bus_id, dev);
   return dev;
 }
 

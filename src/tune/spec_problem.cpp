@@ -1,10 +1,12 @@
 #include "ktune/tune/spec_problem.hpp"
 
+#include <cctype>
 #include <regex>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/cuda/nvrtc.hpp"
@@ -66,6 +68,33 @@ std::vector<std::pair<std::string, std::string>> local_headers(const std::string
   return out;
 }
 
+// Whether defining `name` can change what the compiler sees: the name occurs as an identifier in
+// the source or a local header. A parameter the code never names yields the same binary for every
+// value, so leaving its -D out lets configurations differing only in it share one compilation (the
+// compile pool and the disk cache are keyed by the options). Token pasting (##) could form any
+// name, so a source that pastes keeps every define.
+bool code_may_use(const std::string& name, const KernelLaunch& l) {
+  const auto uses = [&](const std::string& text) {
+    if (text.find("##") != std::string::npos) return true;
+    const auto ident = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    };
+    for (std::size_t at = text.find(name); at != std::string::npos;
+         at = text.find(name, at + 1)) {
+      const bool starts = at == 0 || !ident(text[at - 1]);
+      const bool ends = at + name.size() == text.size() || !ident(text[at + name.size()]);
+      if (starts && ends) return true;
+    }
+    return false;
+  };
+  if (uses(l.source)) return true;
+  for (const auto& [header_name, text] : l.headers)
+    if (uses(text)) return true;
+  for (const auto& flag : l.flags)
+    if (uses(flag)) return true;
+  return false;
+}
+
 KernelLaunch make_launch(const ProblemSpec& spec, const std::string& source,
                          const std::filesystem::path& file, const std::string& kernel,
                          const MapScope& scope, const ConfigMap& values) {
@@ -75,8 +104,10 @@ KernelLaunch make_launch(const ProblemSpec& spec, const std::string& source,
   l.headers = local_headers(source, file.parent_path());
   l.kernel_name = kernel;
   l.flags = spec.kernel.compiler_options;
+  std::vector<std::string> defines;
   for (const auto& [name, v] : values)
-    l.flags.push_back(fmt::format("-D{}={}", name, define_value(v)));
+    if (code_may_use(name, l)) defines.push_back(fmt::format("-D{}={}", name, define_value(v)));
+  l.flags.insert(l.flags.end(), defines.begin(), defines.end());
   const LaunchGeometry g = spec.launch_geometry(scope);
   for (int d = 0; d < 3; ++d) {
     if (g.grid[d] < 1 || g.block[d] < 1 || g.grid[d] > 0x7fffffff || g.block[d] > 1024)
@@ -101,18 +132,9 @@ ConfigMap default_config(const ProblemSpec& spec) {
 
 ConfigMap parse_config(const ProblemSpec& spec, std::string_view text) {
   ConfigMap c = default_config(spec);
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    if (eq == std::string_view::npos)
-      throw Error(fmt::format("--config item '{}' needs the form NAME=VALUE.", item));
-    const std::string name(item.substr(0, eq));
-    const std::string_view text_value = item.substr(eq + 1);
+  for (const Assignment& a : parse_assignments(text, "--config", "block_size_x=128,unroll=4")) {
+    const std::string& name = a.name;
+    const std::string_view text_value = a.value;
     const auto it = std::find_if(spec.parameters.begin(), spec.parameters.end(),
                                  [&](const Parameter& p) { return p.name == name; });
     if (it == spec.parameters.end()) {

@@ -1,10 +1,12 @@
 // Every built-in kernel under kernels/ compiles with NVRTC (no GPU needed) across its space: every
 // value of every parameter at least once, plus a deterministic sample, on parallel threads.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
@@ -119,6 +121,36 @@ TEST(SpecProblem, GemvDefaultBindsGeometryArgumentsAndCounts) {
   EXPECT_NE(std::find(p.reference->flags.begin(), p.reference->flags.end(), "-DVEC=2"),
             p.reference->flags.end());
   EXPECT_EQ(p.reference->grid[0], 7168u);  // RPB=1 in the reference configuration
+}
+
+// A parameter the code never names cannot change the binary: its define is left out, so the
+// compile pool and disk cache (keyed by the options) compile such configurations once.
+TEST(SpecProblem, ParametersTheCodeNeverNamesShareOneCompilation) {
+  const fs::path dir = fs::temp_directory_path() / ("ktune-unused-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(KTUNE_SOURCE_DIR) / "benchmarks/tune/planted/planted.json",
+                dir / "planted.json", fs::copy_options::overwrite_existing);
+  const auto flags_for = [&](const std::string& code, const std::string& config) {
+    std::ofstream(dir / "planted.cu") << code;
+    const auto spec = ProblemSpec::load(dir / "planted.json");
+    return make_problem(spec, parse_config(spec, config)).launch.flags;
+  };
+  const std::string no_fault =  // FAULT_RATE and BLOCKS name neither FAULT nor BLOCK
+      "extern \"C\" __global__ void planted(float* out, const float* in, long long n) {\n"
+      "  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;  // FAULT_RATE\n"
+      "  if (i < n) out[i] = in[i] * SCALE; }\n";
+  EXPECT_EQ(flags_for(no_fault, "BLOCK=128,FAULT=1"), flags_for(no_fault, "BLOCK=1024,FAULT=2"));
+  const auto kept = flags_for(no_fault, "BLOCK=128");
+  EXPECT_EQ(std::count_if(kept.begin(), kept.end(),
+                          [](const std::string& f) { return f.rfind("-DSCALE=", 0) == 0; }),
+            1);
+  // Named in a comment still counts (cheap and safe); pasting keeps every define.
+  std::string pasting = no_fault;
+  pasting.insert(0, "#define CAT(a, b) a##b\n");
+  EXPECT_NE(flags_for(pasting, "FAULT=1"), flags_for(pasting, "FAULT=2"));
+  EXPECT_NE(flags_for(std::string(no_fault) + "// FAULT\n", "FAULT=1"),
+            flags_for(std::string(no_fault) + "// FAULT\n", "FAULT=2"));
+  fs::remove_all(dir);
 }
 
 TEST(SpecProblem, BadConfigIsOneSentenceNamingTheFix) {

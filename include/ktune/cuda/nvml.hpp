@@ -2,6 +2,8 @@
 // NVML, loaded at run time from libnvidia-ml.so.1 (it ships with the driver, not the toolkit).
 // Everything here degrades: without NVML, clocks and power read as unknown instead of failing.
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,8 +47,12 @@ class Nvml {
   explicit Nvml(const Api* api) : api_(api) {}
 
  private:
+  // NVML's lookup by PCI bus id walks every device; a sample must stay cheap, so handles are
+  // looked up once per bus id.
   void* handle(const std::string& pci_bus_id) const;
   const Api* api_;
+  mutable std::mutex handles_mutex_;
+  mutable std::map<std::string, void*> handles_;
 };
 
 }  // namespace ktune::cuda
