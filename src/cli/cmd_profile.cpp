@@ -130,6 +130,7 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) 
     throw Error(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
   trace::check_range(opts.window.range);
+  trace::check_counter_options(opts);
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
@@ -200,10 +201,11 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) 
       std::fprintf(
           stderr,
           "ktune: trace %s (pid %lld): %llu kernels, %llu memcpy, %llu memset, %llu API "
-          "calls, %llu dropped%s\n",
+          "calls, %llu counter values, %llu dropped%s\n",
           p.c_str(), static_cast<long long>(c.metadata.pid),
           static_cast<unsigned long long>(c.kernels), static_cast<unsigned long long>(c.memcpys),
           static_cast<unsigned long long>(c.memsets), static_cast<unsigned long long>(c.api_calls),
+          static_cast<unsigned long long>(c.counters),
           static_cast<unsigned long long>(c.metadata.dropped_records),
           c.metadata.complete ? "" : " (cut short: holds what was recorded)");
     } catch (const Error& e) {
@@ -276,6 +278,36 @@ const bool registered = register_command(
            {app.add_flag("--overhead", opts->overhead_records, "Record CUPTI's own overhead")
                 ->envname("KTUNE_TRACE_OVERHEAD"),
             &opts->overhead_records}};
+       // The counter tier (docs/profiling.md).
+       auto& c = opts->counters;
+       app.add_option("--metrics", opts->metrics,
+                      "Hardware counters for selected launches: a set (roofline, memory, stalls, "
+                      "compute, full) or comma-separated metric names")
+           ->envname("KTUNE_TRACE_METRICS");
+       app.add_option("--kernel", c.kernel_regex,
+                      "Counters only for kernels whose name matches this regex")
+           ->envname("KTUNE_TRACE_KERNEL");
+       app.add_option("--launch-skip", c.launch_skip,
+                      "Skip this many matching launches of each kernel first")
+           ->envname("KTUNE_TRACE_LAUNCH_SKIP")
+           ->capture_default_str();
+       app.add_option("--launch-count", c.launch_count,
+                      "Profile at most this many launches of each kernel; 0: no limit")
+           ->envname("KTUNE_TRACE_LAUNCH_COUNT")
+           ->capture_default_str();
+       app.add_option("--every", c.every, "Profile every K-th matching launch")
+           ->envname("KTUNE_TRACE_EVERY")
+           ->check(CLI::PositiveNumber)
+           ->capture_default_str();
+       app.add_option("--max-kernels", c.max_kernels,
+                      "Profile at most this many distinct kernels; 0: no limit")
+           ->envname("KTUNE_TRACE_MAX_KERNELS")
+           ->capture_default_str();
+       app.add_option("--time-box", c.time_box_s,
+                      "Stop collecting counters after this many seconds spent on them; 0: none")
+           ->envname("KTUNE_TRACE_TIME_BOX_S")
+           ->check(CLI::NonNegativeNumber)
+           ->capture_default_str();
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
        return [opts, cmd, kernels_only, full, output, opt_in] {
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {

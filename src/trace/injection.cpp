@@ -33,11 +33,13 @@
 
 #include <fmt/format.h>
 
+#include "counter_profiler.hpp"
 #include "decode.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/device_attributes.hpp"
 #include "ktune/trace/ktrace.hpp"
+#include "ktune/trace/metrics.hpp"
 #include "ktune/trace/options.hpp"
 
 namespace ktune::trace {
@@ -191,8 +193,15 @@ class Tracer {
   void recycle(std::uint8_t* buffer, std::size_t valid_bytes);
   void mark_finished();
 
+  void start_counters();
+
   TracerOptions opts_;
   TraceMetadata meta_;
+  // The counter tier (null: activity tier only) and the records it hands to the writer thread.
+  std::unique_ptr<CounterProfiler> counters_;
+  std::vector<bool> counter_cbids_[2];  // launch callbacks it owns: [0] runtime, [1] driver
+  std::mutex counters_mu_;
+  std::vector<CounterRecord> pending_counters_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::uint32_t> runtime_cbids_, driver_cbids_;
 
@@ -361,6 +370,11 @@ void Tracer::set_capturing(bool on) {
 void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    const auto& owned = counter_cbids_[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1];
+    if (counters_ && cbid < owned.size() && owned[cbid]) {
+      counters_->on_launch(domain, info);
+      return;
+    }
     const bool start = domain == CUPTI_CB_DOMAIN_RUNTIME_API
                            ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
                            : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
@@ -512,10 +526,40 @@ bool Tracer::start() {
   if (!experiment("cupti_flush"))
     cupti_ok(cuptiActivityFlushPeriod(opts_.flush_period_ms), "setting the flush period");
 
+  if (!opts_.metrics.empty()) start_counters();
+
   writer_ = std::thread([this] { writer_main(); });
   writer_id_ = writer_.get_id();
   if (opts_.window.delay_s <= 0 && range.empty()) set_capturing(true);
   return true;
+}
+
+// The counter tier is an addition: whatever goes wrong here leaves the activity tier as it was.
+void Tracer::start_counters() {
+  std::vector<std::string> metrics;
+  try {
+    metrics = metric::resolve_metrics(opts_.metrics);
+    counters_ = std::make_unique<CounterProfiler>(
+        std::move(metrics), opts_.counters,
+        [this](std::vector<CounterRecord>&& records) {
+          std::lock_guard lock(counters_mu_);
+          pending_counters_.insert(pending_counters_.end(),
+                                   std::make_move_iterator(records.begin()),
+                                   std::make_move_iterator(records.end()));
+        },
+        [](const std::string& line) { say(line); });
+  } catch (const std::exception& e) {
+    say(std::string(e.what()) + " Hardware counters are off; the activity trace is recorded.");
+    return;
+  }
+  for (auto domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    auto& owned = counter_cbids_[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1];
+    for (std::uint32_t cbid : CounterProfiler::launch_callbacks(domain)) {
+      if (cbid >= owned.size()) owned.resize(cbid + 1);
+      owned[cbid] = cupti_ok(cuptiEnableCallback(1, subscriber_, domain, cbid),
+                             "enabling a launch callback for hardware counters");
+    }
+  }
 }
 
 void Tracer::drain(KtraceWriter* writer) {
@@ -524,7 +568,12 @@ void Tracer::drain(KtraceWriter* writer) {
     std::lock_guard lock(queue_mu_);
     batch.swap(queue_);
   }
-  if (batch.empty()) return;
+  std::vector<CounterRecord> counters;
+  {
+    std::lock_guard lock(counters_mu_);
+    counters.swap(pending_counters_);
+  }
+  if (batch.empty() && counters.empty()) return;
   const auto t0 = Clock::now();
   static ActivityDecoder decoder([](std::string_view api, std::uint32_t cbid) {
     const char* name = nullptr;
@@ -535,6 +584,7 @@ void Tracer::drain(KtraceWriter* writer) {
     return std::string(name ? name : "");
   });
   Trace records;
+  records.counters = std::move(counters);
   for (const Completed& c : batch) {
     CUpti_Activity* rec = nullptr;
     CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;  // an empty buffer ends as a full one does
@@ -724,6 +774,7 @@ void Tracer::stop() {
     if (lost_buffers_ > 0)
       say(std::to_string(lost_buffers_.load()) +
           " activity buffers were discarded unread after the trace writer failed.");
+    if (counters_) say(counters_->summary());
     if (capped_records_ > 0)
       say(std::to_string(capped_records_) + " records were not written: the cap of " +
           std::to_string(opts_.window.max_records) + " records was reached.");

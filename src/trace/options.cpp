@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
+#include "ktune/trace/metrics.hpp"
+#include "launch_selector.hpp"
 
 namespace ktune::trace {
 namespace {
@@ -29,6 +31,13 @@ const std::vector<EnvVar> kEnvVars = {
     {"KTUNE_TRACE_SYNC", "--sync-records", "1: CUPTI synchronization records too (default 0: the sync API calls are recorded)"},
     {"KTUNE_TRACE_LATENCY", "--latency", "1: record kernels' queued/submitted timestamps (default 0)"},
     {"KTUNE_TRACE_OVERHEAD", "--overhead", "1: record CUPTI's own overhead (default 0)"},
+    {"KTUNE_TRACE_METRICS", "--metrics", "counter tier: a metric set (roofline, memory, stalls, compute, full) or comma-separated metric names; unset: activity tier only"},
+    {"KTUNE_TRACE_KERNEL", "--kernel", "counter tier: profile only kernels whose mangled or demangled name matches this regex (default: all)"},
+    {"KTUNE_TRACE_LAUNCH_SKIP", "--launch-skip", "counter tier: skip this many matching launches of each kernel first (default 0)"},
+    {"KTUNE_TRACE_LAUNCH_COUNT", "--launch-count", "counter tier: profile at most this many launches of each kernel; 0: no limit (default 1)"},
+    {"KTUNE_TRACE_EVERY", "--every", "counter tier: profile every K-th matching launch after the skipped ones (default 1)"},
+    {"KTUNE_TRACE_MAX_KERNELS", "--max-kernels", "counter tier: profile at most this many distinct kernels; 0: no limit (default 0)"},
+    {"KTUNE_TRACE_TIME_BOX_S", "--time-box", "counter tier: stop collecting counters after this many seconds spent on it; 0: no limit (default 0)"},
     {"KTUNE_TRACE_ROOT_PID", "", "set by ktune profile: the pid whose trace is OUT.ktrace"},
     {"KTUNE_TRACE_DEBUG", "", "1: the tracer prints its own start-up, exit and writer times on stderr"},
     {"KTUNE_TRACE_EXPERIMENT", "", "overhead experiments only: comma-separated CUPTI settings to restore (benchmarks/tracer/variants.sh)"},
@@ -83,6 +92,12 @@ void check_range(const std::string& range) {
                   range));
 }
 
+void check_counter_options(const TracerOptions& o) {
+  if (o.metrics.empty()) return;
+  metric::resolve_metrics(o.metrics);
+  LaunchSelector selector(o.counters);  // compiles --kernel
+}
+
 TracerOptions options_from_env(const GetEnv& get) {
   TracerOptions o;
   if (const char* v = get("KTUNE_TRACE_OUTPUT"); v && *v) o.output = v;
@@ -128,6 +143,19 @@ TracerOptions options_from_env(const GetEnv& get) {
   o.overhead_records = parse_flag(get, "KTUNE_TRACE_OVERHEAD", defaults.overhead_records);
   o.root_pid =
       parse_number(get, "KTUNE_TRACE_ROOT_PID", std::int64_t{0}, std::int64_t{0}, "a process id");
+  if (const char* v = get("KTUNE_TRACE_METRICS"); v && *v) o.metrics = v;
+  if (const char* v = get("KTUNE_TRACE_KERNEL"); v && *v) o.counters.kernel_regex = v;
+  CounterSelection& c = o.counters;
+  c.launch_skip = parse_number(get, "KTUNE_TRACE_LAUNCH_SKIP", c.launch_skip, std::uint64_t{0},
+                               "a launch count");
+  c.launch_count = parse_number(get, "KTUNE_TRACE_LAUNCH_COUNT", c.launch_count, std::uint64_t{0},
+                                "a launch count");
+  c.every = parse_number(get, "KTUNE_TRACE_EVERY", c.every, std::uint64_t{1},
+                         "a sampling step K >= 1 (every K-th launch)");
+  c.max_kernels = parse_number(get, "KTUNE_TRACE_MAX_KERNELS", c.max_kernels, std::uint64_t{0},
+                               "a kernel count");
+  c.time_box_s =
+      parse_number(get, "KTUNE_TRACE_TIME_BOX_S", c.time_box_s, 0.0, "a duration in seconds");
   return o;
 }
 
@@ -143,7 +171,14 @@ std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOpti
       {"KTUNE_TRACE_MAX_RECORDS", std::to_string(o.window.max_records)},
       {"KTUNE_TRACE_FLUSH_MS", std::to_string(o.flush_period_ms)},
       {"KTUNE_TRACE_BUFFER_MB", std::to_string(o.buffer_mib)},
-      {"KTUNE_TRACE_ROOT_PID", std::to_string(o.root_pid)}};
+      {"KTUNE_TRACE_ROOT_PID", std::to_string(o.root_pid)},
+      {"KTUNE_TRACE_METRICS", o.metrics},
+      {"KTUNE_TRACE_KERNEL", o.counters.kernel_regex},
+      {"KTUNE_TRACE_LAUNCH_SKIP", std::to_string(o.counters.launch_skip)},
+      {"KTUNE_TRACE_LAUNCH_COUNT", std::to_string(o.counters.launch_count)},
+      {"KTUNE_TRACE_EVERY", std::to_string(o.counters.every)},
+      {"KTUNE_TRACE_MAX_KERNELS", std::to_string(o.counters.max_kernels)},
+      {"KTUNE_TRACE_TIME_BOX_S", fmt::format("{}", o.counters.time_box_s)}};
   const TracerOptions defaults;
   auto flag = [&](const char* name, bool value, bool fallback) {
     if (value != fallback) out.emplace_back(name, value ? "1" : "0");
@@ -173,6 +208,7 @@ std::vector<std::string> record_kinds(const TracerOptions& o) {
     if (o.overhead_records) kinds.push_back("overhead");
   }
   if (o.latency_timestamps) kinds.push_back("latency");
+  if (!o.metrics.empty()) kinds.push_back("counter");
   return kinds;
 }
 

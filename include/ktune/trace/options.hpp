@@ -16,6 +16,20 @@
 
 namespace ktune::trace {
 
+// The counter tier's sampling rules, per distinct kernel (mangled name): of the launches whose name
+// matches `kernel_regex` (mangled or demangled; empty: every kernel), skip the first
+// `launch_skip`, then profile every `every`-th one until `launch_count` of that kernel are
+// profiled (0: no limit). At most `max_kernels` distinct kernels are profiled (0: no limit), and
+// profiling stops for good once `time_box_s` seconds were spent collecting counters (0: none).
+struct CounterSelection {
+  std::string kernel_regex;
+  std::uint64_t launch_skip = 0;
+  std::uint64_t launch_count = 1;
+  std::uint64_t every = 1;
+  std::uint64_t max_kernels = 0;
+  double time_box_s = 0;
+};
+
 struct TracerOptions {
   std::filesystem::path output = "ktune.ktrace";  // the root process's trace
   bool kernels_only = false;                      // the lighter mode: kernel records only
@@ -31,6 +45,9 @@ struct TracerOptions {
   bool overhead_records = false;    // CUPTI_ACTIVITY_KIND_OVERHEAD (CUPTI's own time)
   void set_full() { memset_records = sync_records = latency_timestamps = overhead_records = true; }
   std::int64_t root_pid = 0;  // the process ktune profile started; 0: this process is the root
+  // The counter tier: a metric set or list (trace/metrics.hpp); empty: activity tier only.
+  std::string metrics;
+  CounterSelection counters;
 };
 
 struct EnvVar {
@@ -60,6 +77,10 @@ std::string mode_name(const TracerOptions& o);
 // "runtime_api", "driver_api", "nvtx", "sync", "overhead", "latency"), so a report can tell
 // "none happened" from "not recorded".
 std::vector<std::string> record_kinds(const TracerOptions& o);
+
+// Validates the counter tier's options (metric set or list, --kernel regex) the way the tracer
+// will read them; throws ktune::Error with one sentence. No-op when o.metrics is empty.
+void check_counter_options(const TracerOptions& o);
 
 // Validates a --range value: "", "profiler" or "nvtx:NAME"; throws ktune::Error otherwise.
 void check_range(const std::string& range);
