@@ -36,10 +36,12 @@ timed() {
 }
 
 # name|kernel regex|command. Regexes are searched in mangled names; each kernel's first launch.
+# The benches take a fixed number of samples, so wall times compare across tools.
+stop="--stop warmup_samples=5,min_samples=50,max_samples=50,min_gpu_time_s=0,timeout_s=60"
 workloads=(
-  "copy|copy_f32|$bin bench $root/kernels/copy/copy.json --stop min_samples=3,timeout_s=3"
-  "gemv|gemv_f16|$bin bench $root/kernels/gemv/gemv.json --stop min_samples=3,timeout_s=3"
-  "hotspot|calculate_temp|$bin bench $hub/hotspot_milo.json --stop min_samples=3,timeout_s=3"
+  "copy|copy_f32|$bin bench $root/kernels/copy/copy.json $stop"
+  "gemv|gemv_f16|$bin bench $root/kernels/gemv/gemv.json $stop"
+  "hotspot|calculate_temp|$bin bench $hub/hotspot_milo.json $stop"
   "layer|nvjet|layer_norm|elementwise|python3 $work/torch_layer.py --iters 20 --tiny 200"
 )
 
@@ -66,9 +68,14 @@ for w in "${workloads[@]}"; do
     continue
   fi
   kid="::regex:.*($regex).*:1"
-  timed "$name-ncu" "$ncu" --clock-control none --kernel-name-base mangled --print-kernel-base mangled \
-    --kernel-id "$kid" --metrics "$metrics" --csv --page raw --print-units base \
-    --log-file "$out/$name-ncu.csv" "${argv[@]}"
+  # Twice: as the tracer sees the kernel (caches as the program left them, --cache-control none)
+  # and with ncu's default flush of every cache before each pass.
+  for cache in none all; do
+    timed "$name-ncu-$cache" "$ncu" --clock-control none --cache-control $cache \
+      --kernel-name-base mangled --print-kernel-base mangled --kernel-id "$kid" \
+      --metrics "$metrics" --csv --page raw --print-units base --log-file "$out/$name-ncu-$cache.csv" \
+      "${argv[@]}"
+  done
   timed "$name-ncu-sol" "$ncu" --clock-control none --kernel-name-base mangled \
     --kernel-id "$kid" --section SpeedOfLight "${argv[@]}"
   grep 'ktune tracer' "$name-ktune.log" | tail -n 3
@@ -96,6 +103,8 @@ FLOP = {  # metric -> FLOP per count (an FMA is two)
     "sm__sass_thread_inst_executed_op_hfma_pred_on.sum": 2,
     "sm__sass_thread_inst_executed_op_hadd_pred_on.sum": 1,
     "sm__sass_thread_inst_executed_op_hmul_pred_on.sum": 1,
+    "sm__ops_path_tensor_op_hgmma_src_fp16.sum": 1,
+    "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum": 1,
     "sm__ops_path_tensor_src_fp16.sum": 1,
     "sm__ops_path_tensor_src_bf16_dst_fp32.sum": 1,
     "sm__ops_path_tensor_src_tf32_dst_fp32.sum": 1,
@@ -120,22 +129,10 @@ def short(n):
     n = re.sub(r"^_Z\d+", "", n)
     return n[:44]
 
-rows, costs, verdicts = [], [], []
-for w in workloads:
-    name = w.split("|")[0]
-    trace = f"{out}/{name}.ktrace"
-    if not os.path.exists(trace): continue
-    db = sqlite3.connect(trace)
-    ours = {}
-    for kname, metric, value in db.execute(
-            "select sk.value, sm.value, c.value from counters c join kernels k on "
-            "k.correlation_id = c.correlation_id join strings sk on sk.id = k.name_id join strings "
-            "sm on sm.id = c.metric_id order by c.correlation_id"):
-        ours.setdefault(kname, {}).setdefault(metric, value)
+def ncu_values(path):
     theirs = {}
     try:
-        lines = [l for l in open(f"{out}/{name}-ncu.csv") if l.startswith('"')]
-        table = list(csv.reader(lines))
+        table = list(csv.reader(l for l in open(path) if l.startswith('"')))
         head = table[0]
         for r in table[2:]:  # row 1: units
             d = dict(zip(head, r))
@@ -147,19 +144,48 @@ for w in workloads:
                 except ValueError: pass
             theirs[k] = vals
     except Exception as e:
-        print(f"{name}: no ncu values ({e})")
+        print(f"no ncu values in {path} ({e})")
+    return theirs
+
+def tracer_summary(path):
+    try: text = open(path).read()
+    except Exception: return 0, 0, 0
+    m = re.search(r"(\d+) launches of \d+ kernels profiled, ([\d.]+) s collecting \(([\d.]+) s set-up\)", text)
+    return (int(m.group(1)), float(m.group(2)), float(m.group(3))) if m else (0, 0, 0)
+
+rows, costs, verdicts, flush_verdicts, dram_split = [], [], [], [], []
+for w in workloads:
+    name = w.split("|")[0]
+    trace = f"{out}/{name}.ktrace"
+    if not os.path.exists(trace): continue
+    db = sqlite3.connect(trace)
+    ours = {}
+    for kname, metric, value in db.execute(
+            "select sk.value, sm.value, c.value from counters c join kernels k on "
+            "k.correlation_id = c.correlation_id join strings sk on sk.id = k.name_id join strings "
+            "sm on sm.id = c.metric_id order by c.correlation_id"):
+        ours.setdefault(kname, {}).setdefault(metric, value)
+    theirs = {cache: ncu_values(f"{out}/{name}-ncu-{cache}.csv") for cache in ("none", "all")}
     for k, m in ours.items():
-        n = theirs.get(k)
         a = derived(m)
-        b = derived(n) if n else (None, None, None)
+        b = derived(theirs["none"].get(k, {})) if k in theirs["none"] else (None, None, None)
+        f = derived(theirs["all"].get(k, {})) if k in theirs["all"] else (None, None, None)
         ok = [close(a[0], b[0], 1 << 20), close(a[1], b[1], 1e6), close(a[2], b[2], 1.0)]
+        ok_flush = close(a[0], f[0], 1 << 20)
         verdicts += [v for v in ok if v is not None]
-        rows.append((name, short(k), a, b, ok))
-    n_prof = len(ours)
-    ktune_s = (wall(f"{name}-ktune") or 0) - (wall(f"{name}-plain") or 0)
-    sol_s = (wall(f"{name}-ncu-sol") or 0) - (wall(f"{name}-plain") or 0)
-    if n_prof:
-        costs.append((name, n_prof, ktune_s / n_prof, sol_s / n_prof))
+        if ok_flush is not None: flush_verdicts.append(ok_flush)
+        dram_split.append((name, short(k), m.get("dram__bytes_read.sum"), m.get("dram__bytes_write.sum"),
+                           theirs["none"].get(k, {}).get("dram__bytes_read.sum"),
+                           theirs["none"].get(k, {}).get("dram__bytes_write.sum"),
+                           theirs["all"].get(k, {}).get("dram__bytes_read.sum"),
+                           theirs["all"].get(k, {}).get("dram__bytes_write.sum")))
+        rows.append((name, short(k), a, b, f, ok))
+    launches, collect_s, setup_s = tracer_summary(f"{out}/{name}-ktune.log")
+    plain = wall(f"{name}-plain")
+    if launches and plain:
+        costs.append((name, launches, (collect_s + setup_s) / launches,
+                      ((wall(f"{name}-ktune") or 0) - plain) / launches,
+                      ((wall(f"{name}-ncu-sol") or 0) - plain) / launches))
 
 def fmt(v, unit=""):
     if v is None: return "-"
@@ -167,17 +193,21 @@ def fmt(v, unit=""):
         if abs(v) >= d: return f"{v/d:.3f}{s}{unit}"
     return f"{v:.3g}{unit}"
 
-print("\n== counters vs ncu (first launch of each kernel; within 5 %, floors 1 MiB / 1 MFLOP / 1 pt)")
-print(f"{'workload':8} {'kernel':44} {'DRAM B ktune/ncu':>22} {'FLOP ktune/ncu':>22} {'occ % ktune/ncu':>16} ok")
-for name, k, a, b, ok in rows:
+print("\n== DRAM bytes read/write: ktune | ncu --cache-control none | ncu (default: caches flushed)")
+for name, k, *v in dram_split:
+    print(f"{name:8} {k:44} " + " | ".join(f"{fmt(r)}/{fmt(w)}" for r, w in zip(v[0::2], v[1::2])))
+print("\n== counters vs ncu --cache-control none (first launch of each kernel; within 5 %, floors 1 MiB / 1 MFLOP / 1 pt)")
+print(f"{'workload':8} {'kernel':44} {'DRAM B ktune/ncu/ncu-flush':>32} {'FLOP ktune/ncu':>22} {'occ % ktune/ncu':>16} ok")
+for name, k, a, b, f, ok in rows:
     mark = "".join("-" if v is None else ("y" if v else "N") for v in ok)
     occ = f"{a[2]:.1f}/{b[2]:.1f}" if a[2] is not None and b[2] is not None else "-"
-    print(f"{name:8} {k:44} {fmt(a[0])+'/'+fmt(b[0]):>22} {fmt(a[1])+'/'+fmt(b[1]):>22} {occ:>16} {mark}")
-print(f"agreement: {sum(verdicts)}/{len(verdicts)} figures within 5 %, {len(rows)} kernels")
-print("\n== cost per profiled kernel (wall over the plain run / kernels profiled)")
-for name, n, ours_s, sol_s in costs:
-    ratio = ours_s / sol_s if sol_s > 0 else float("nan")
-    print(f"{name:8} {n:3} kernels: ktune roofline {ours_s:.3f} s, ncu SpeedOfLight {sol_s:.3f} s, "
+    print(f"{name:8} {k:44} {fmt(a[0])+'/'+fmt(b[0])+'/'+fmt(f[0]):>32} {fmt(a[1])+'/'+fmt(b[1]):>22} {occ:>16} {mark}")
+print(f"agreement with ncu --cache-control none: {sum(verdicts)}/{len(verdicts)} figures within 5 %, "
+      f"{len(rows)} kernels; DRAM bytes vs ncu with its cache flush: {sum(flush_verdicts)}/{len(flush_verdicts)}")
+print("\n== cost per profiled kernel: ktune inside the tracer (collecting + set-up) and by wall time over the plain run; ncu SpeedOfLight by wall time")
+for name, n, inside, ours_s, sol_s in costs:
+    ratio = inside / sol_s if sol_s > 0 else float("nan")
+    print(f"{name:8} {n:3} kernels: ktune {inside:.3f} s (wall {ours_s:.3f} s), ncu SpeedOfLight {sol_s:.3f} s, "
           f"ratio {ratio:.2f} (target <= 0.33, and <= 0.1 s)")
 p, t, c = wall("layer-long-plain"), wall("layer-long-ktune-trace"), wall("layer-long-ktune")
 if p and c:

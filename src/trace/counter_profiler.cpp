@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/trace/metrics.hpp"
 #include "launch_selector.hpp"
 
 namespace ktune::trace {
@@ -68,6 +69,7 @@ struct CounterProfiler::Impl {
   std::map<CUcontext, Context> contexts;
   bool initialized = false, off = false;
   double setup_s = 0;
+  std::uint64_t collected = 0;  // launches whose values reached the trace
 
   Impl(std::vector<std::string> m, const CounterSelection& s, Sink k, Say y)
       : metrics(std::move(m)), selector(s), sink(std::move(k)), say(std::move(y)) {
@@ -210,10 +212,15 @@ struct CounterProfiler::Impl {
     if (!check(cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig")) return false;
     CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
     start.pRangeProfilerObject = c.profiler;
-    return check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    // Another process profiling the GPU shows up here, at the first start.
+    if (const CUptiResult r = cuptiRangeProfilerStart(&start); r != CUPTI_SUCCESS) {
+      turn_off(why_unavailable(r));
+      return false;
+    }
+    return true;
   }
 
-  void collect(Context& c, std::uint32_t correlation_id) {
+  void collect(Context& c, ProfiledLaunch launch) {
     CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
     stop.pRangeProfilerObject = c.profiler;
     if (!check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop")) return;
@@ -241,15 +248,20 @@ struct CounterProfiler::Impl {
       return;
     std::vector<CounterRecord> out;
     out.reserve(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i)
-      out.push_back({c.device_id, correlation_id, metrics[i], values[i]});
-    sink(std::move(out));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out.push_back({c.device_id, launch.correlation_id, metrics[i], values[i]});
+      if (metrics[i] == metric::kDuration && values[i] > 0)
+        launch.duration_ns = static_cast<std::uint64_t>(values[i]);
+    }
+    ++collected;
+    sink(std::move(out), launch);
   }
 };
 
 // The launch being profiled on this thread (its start time), so its exit callback finishes it.
 thread_local bool t_profiling = false;
 thread_local Clock::time_point t_started;
+thread_local std::uint64_t t_enter_ns = 0;
 thread_local int t_depth = 0;  // a runtime launch may reach the driver's launch callback too
 
 CounterProfiler::CounterProfiler(std::vector<std::string> metrics,
@@ -291,6 +303,7 @@ void CounterProfiler::on_launch(CUpti_CallbackDomain /*domain*/,
       Impl::Context* c = m.context_for(info->context);
       if (!c) return;
       t_started = Clock::now();
+      if (cuptiGetTimestamp(&t_enter_ns) != CUPTI_SUCCESS) t_enter_ns = 0;
       if (!m.arm(*c)) return;
       t_profiling = true;
       lock.release();  // held until this launch's exit callback, on this thread
@@ -300,7 +313,8 @@ void CounterProfiler::on_launch(CUpti_CallbackDomain /*domain*/,
     t_profiling = false;
     std::unique_lock lock(m.mu, std::adopt_lock);
     auto it = m.contexts.find(info->context);
-    if (it != m.contexts.end() && it->second.profiler) m.collect(it->second, info->correlationId);
+    if (it != m.contexts.end() && it->second.profiler)
+      m.collect(it->second, {info->correlationId, t_enter_ns, 0});
     m.selector.spent(std::chrono::duration<double>(Clock::now() - t_started).count());
   } catch (...) {
   }
@@ -311,8 +325,8 @@ std::string CounterProfiler::summary() const {
   return fmt::format(
       "hardware counters: {} launches of {} kernels profiled, {:.3f} s collecting ({:.3f} s "
       "set-up), {} metrics each",
-      impl_->selector.profiled_launches(), impl_->selector.profiled_kernels(),
-      impl_->selector.spent_s(), impl_->setup_s, impl_->metrics.size());
+      impl_->collected, impl_->selector.profiled_kernels(), impl_->selector.spent_s(),
+      impl_->setup_s, impl_->metrics.size());
 }
 
 }  // namespace ktune::trace

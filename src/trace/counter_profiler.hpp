@@ -18,9 +18,18 @@
 
 namespace ktune::trace {
 
+// Where a profiled launch ran. CUPTI gives a replayed kernel's activity record no timestamps
+// (start_ns = end_ns = 0), so the tracer places it at the launch call (CUPTI's clock, the same as
+// every record's) with the duration gpu__time_duration.sum measured, when the set has it.
+struct ProfiledLaunch {
+  std::uint32_t correlation_id = 0;
+  std::uint64_t enter_ns = 0;     // CUPTI timestamp as the launch call was entered
+  std::uint64_t duration_ns = 0;  // 0: not measured
+};
+
 class CounterProfiler {
  public:
-  using Sink = std::function<void(std::vector<CounterRecord>&&)>;
+  using Sink = std::function<void(std::vector<CounterRecord>&&, const ProfiledLaunch&)>;
   using Say = std::function<void(const std::string&)>;
   // `metrics` as resolve_metrics returns them. Throws ktune::Error for a bad --kernel regex.
   CounterProfiler(std::vector<std::string> metrics, const CounterSelection& selection, Sink sink,

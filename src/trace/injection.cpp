@@ -29,6 +29,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -194,6 +195,7 @@ class Tracer {
   void mark_finished();
 
   void start_counters();
+  void place_profiled(std::vector<KernelRecord>& kernels);
 
   TracerOptions opts_;
   TraceMetadata meta_;
@@ -202,6 +204,7 @@ class Tracer {
   std::vector<bool> counter_cbids_[2];  // launch callbacks it owns: [0] runtime, [1] driver
   std::mutex counters_mu_;
   std::vector<CounterRecord> pending_counters_;
+  std::unordered_map<std::uint32_t, ProfiledLaunch> profiled_;  // by correlation id, until placed
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::uint32_t> runtime_cbids_, driver_cbids_;
 
@@ -541,11 +544,12 @@ void Tracer::start_counters() {
     metrics = metric::resolve_metrics(opts_.metrics);
     counters_ = std::make_unique<CounterProfiler>(
         std::move(metrics), opts_.counters,
-        [this](std::vector<CounterRecord>&& records) {
+        [this](std::vector<CounterRecord>&& records, const ProfiledLaunch& launch) {
           std::lock_guard lock(counters_mu_);
           pending_counters_.insert(pending_counters_.end(),
                                    std::make_move_iterator(records.begin()),
                                    std::make_move_iterator(records.end()));
+          profiled_[launch.correlation_id] = launch;
         },
         [](const std::string& line) { say(line); });
   } catch (const std::exception& e) {
@@ -559,6 +563,18 @@ void Tracer::start_counters() {
       owned[cbid] = cupti_ok(cuptiEnableCallback(1, subscriber_, domain, cbid),
                              "enabling a launch callback for hardware counters");
     }
+  }
+}
+
+void Tracer::place_profiled(std::vector<KernelRecord>& kernels) {
+  std::lock_guard lock(counters_mu_);
+  for (KernelRecord& k : kernels) {
+    if (k.start_ns != 0) continue;
+    const auto it = profiled_.find(k.correlation_id);
+    if (it == profiled_.end() || it->second.enter_ns == 0) continue;
+    k.start_ns = it->second.enter_ns;
+    k.end_ns = it->second.enter_ns + it->second.duration_ns;
+    profiled_.erase(it);
   }
 }
 
@@ -605,6 +621,7 @@ void Tracer::drain(KtraceWriter* writer) {
     }
     recycle(c.data, c.valid_bytes);
   }
+  if (counters_) place_profiled(records.kernels);
   if (opts_.window.max_records && records_ >= opts_.window.max_records && !capped_) {
     set_capturing(false);  // the cap is reached: stop paying for records nobody keeps
     std::lock_guard lock(capture_mu_);

@@ -14,11 +14,12 @@ namespace ktune::trace::metric {
 namespace {
 
 std::vector<std::string_view> roofline() {
-  return {kDuration,     kDramThroughputPct, kDramBytesRead,  kDramBytesWrite,
-          kFp32Fma,      kFp32Add,           kFp32Mul,        kFp64Fma,
-          kFp64Add,      kFp64Mul,           kFp16Fma,        kFp16Add,
-          kFp16Mul,      kTensorFp16Ops,     kTensorBf16Ops,  kTensorTf32Ops,
-          kTensorFp8Ops, kTensorPipePct,     kIssueActivePct, kAchievedOccupancyPct,
+  return {kDuration,       kDramThroughputPct, kDramBytesRead,
+          kDramBytesWrite, kFp32Fma,           kFp32Add,
+          kFp32Mul,        kFp64Fma,           kFp64Add,
+          kFp64Mul,        kFp16Fma,           kFp16Add,
+          kFp16Mul,        kTensorGmmaFp16Ops, kTensorGmmaBf16Ops,
+          kTensorPipePct,  kIssueActivePct,    kAchievedOccupancyPct,
           kSmClockHz};
 }
 
@@ -56,7 +57,8 @@ std::vector<std::string_view> stalls() {
 
 std::vector<std::string_view> compute() {
   return {kDuration,   kSmThroughputPct, kIssueActivePct, kTensorAnyPipePct, kTensorPipePct,
-          kFmaPipePct, kAluPipePct,      kFp64PipePct,    kLsuPipePct,       kAchievedOccupancyPct};
+          kFmaPipePct, kAluPipePct,      kFp64PipePct,    kLsuPipePct,       kAchievedOccupancyPct,
+          kTensorInst, kTensorFp16Ops,   kTensorBf16Ops,  kTensorTf32Ops,    kTensorFp8Ops};
 }
 
 void append_unique(std::vector<std::string_view>& to, const std::vector<std::string_view>& from) {
@@ -107,7 +109,9 @@ const std::vector<MetricSet>& metric_sets() {
        "traffic",
        memory()},
       {"stalls", "warp-state breakdown: warps stalled per issued instruction, by reason", stalls()},
-      {"compute", "SM throughput, tensor/FMA/ALU/FP64/LSU pipe utilisation, issue activity",
+      {"compute",
+       "SM throughput, tensor/FMA/ALU/FP64/LSU pipe utilisation, issue activity, tensor ops of "
+       "every path (HMMA and GMMA) by precision",
        compute()},
       {"full", "every metric of the sets above", full()},
   };

@@ -37,7 +37,7 @@ TEST(Metrics, RooflineHoldsWhatTheVerdictNeeds) {
   const auto r = resolve_metrics("roofline");
   for (std::string_view m :
        {kDuration, kDramBytesRead, kDramBytesWrite, kDramThroughputPct, kFp32Fma, kFp16Fma,
-        kFp64Fma, kTensorFp16Ops, kTensorBf16Ops, kAchievedOccupancyPct, kSmClockHz})
+        kFp64Fma, kTensorGmmaFp16Ops, kTensorGmmaBf16Ops, kAchievedOccupancyPct, kSmClockHz})
     EXPECT_NE(std::find(r.begin(), r.end(), m), r.end()) << m;
 }
 
