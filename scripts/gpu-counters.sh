@@ -10,6 +10,7 @@
 #   2. the cost per profiled kernel against `ncu --section SpeedOfLight` on the same launches
 #      (target: at most 1/3 of it, and at most 0.1 s);
 #   3. the layer plain vs `--metrics roofline --kernel nvjet --launch-count 5` (target: <= 1.5x).
+# KTUNE_COUNTERS_ONLY=copy,layer picks workloads; KTUNE_COUNTERS_LONG=0 skips step 3.
 # Prints a short table last (also in OUT_DIR/counters-summary.txt). Never changes clocks.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,6 +57,7 @@ for w in "${workloads[@]}"; do
   rest=${w#*|}
   cmd=${rest##*|}
   regex=${rest%|*}
+  if [ -n "${KTUNE_COUNTERS_ONLY:-}" ] && [[ ",$KTUNE_COUNTERS_ONLY," != *",$name,"* ]]; then continue; fi
   echo "== $name (kernels matching '$regex')"
   read -r -a argv <<<"$cmd"
   timed "$name-plain" "${argv[@]}"
@@ -81,13 +83,15 @@ for w in "${workloads[@]}"; do
   grep 'ktune tracer' "$name-ktune.log" | tail -n 3
 done
 
-echo "== layer: plain vs --metrics roofline --kernel nvjet --launch-count 5"
-layer=(python3 "$work/torch_layer.py" --iters 200 --tiny 2000)
-timed layer-long-plain "${layer[@]}"
-timed layer-long-ktune-trace "$bin" profile -o "$out/layer-long-trace.ktrace" -- "${layer[@]}"
-timed layer-long-ktune "$bin" profile -o "$out/layer-long.ktrace" --metrics roofline \
-  --kernel nvjet --launch-count 5 -- "${layer[@]}"
-grep 'ktune tracer' layer-long-ktune.log | tail -n 2
+if [ "${KTUNE_COUNTERS_LONG:-1}" != 0 ]; then
+  echo "== layer: plain vs --metrics roofline --kernel nvjet --launch-count 5"
+  layer=(python3 "$work/torch_layer.py" --iters 200 --tiny 2000)
+  timed layer-long-plain "${layer[@]}"
+  timed layer-long-ktune-trace "$bin" profile -o "$out/layer-long-trace.ktrace" -- "${layer[@]}"
+  timed layer-long-ktune "$bin" profile -o "$out/layer-long.ktrace" --metrics roofline \
+    --kernel nvjet --launch-count 5 -- "${layer[@]}"
+  grep 'ktune tracer' layer-long-ktune.log | tail -n 2
+fi
 
 python3 - "$out" "${workloads[@]}" <<'PY' | tee counters-summary.txt
 import csv, os, re, sqlite3, sys

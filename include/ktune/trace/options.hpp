@@ -1,8 +1,9 @@
 #pragma once
 // The tracer's options. `ktune profile` parses its flags into TracerOptions and hands them to the
 // injected library as environment variables (the only channel into a process it does not own);
-// the library reads them back with options_from_env. Each flag's variable is listed once, in
-// tracer_env_vars() and docs/configuration.md.
+// the library reads them back with options_from_env. Every setting is one row of
+// tracer_settings(): its flag, variable, type, default and help come from there, and so does
+// docs/configuration.md's tracer table (a test compares them).
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -50,14 +51,21 @@ struct TracerOptions {
   CounterSelection counters;
 };
 
-struct EnvVar {
-  const char* name;
-  const char* flag;  // ktune profile's flag for it, "" for internal variables
-  const char* meaning;
+struct TracerSetting {
+  const char* name;      // the key code looks it up by: "delay"
+  const char* flag;      // ktune profile's flag as CLI11 names it ("-o,--output"); "": none
+  const char* env;       // the variable that carries it into the traced process
+  const char* type;      // what the value is: "path", "seconds", "count", "0 or 1", ...
+  const char* fallback;  // the default, as --help and the docs show it; "": none
+  const char* help;      // one line
 };
 
-// Every environment variable the tracer reads, in one list.
-const std::vector<EnvVar>& tracer_env_vars();
+// Every setting the tracer reads, in the order --help and the docs list them.
+const std::vector<TracerSetting>& tracer_settings();
+// The row named `name`; an unknown name is a ktune bug (std::logic_error).
+const TracerSetting& tracer_setting(std::string_view name);
+// docs/configuration.md's tracer table, generated from tracer_settings().
+std::string tracer_settings_markdown();
 
 using GetEnv = std::function<const char*(const char*)>;
 
