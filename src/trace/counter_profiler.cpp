@@ -291,12 +291,11 @@ std::vector<std::uint32_t> CounterProfiler::launch_callbacks(CUpti_CallbackDomai
   return out;
 }
 
-void CounterProfiler::on_launch(CUpti_CallbackDomain /*domain*/,
-                                const CUpti_CallbackData* info) noexcept {
+void CounterProfiler::on_launch(const CUpti_CallbackData* info, bool capturing) noexcept {
   try {
     Impl& m = *impl_;
     if (info->callbackSite == CUPTI_API_ENTER) {
-      if (t_depth++ > 0 || m.off || !info->context) return;
+      if (t_depth++ > 0 || !capturing || m.off || !info->context) return;
       std::unique_lock lock(m.mu);
       const char* symbol = info->symbolName;
       if (!symbol || !m.selector.select(symbol)) return;

@@ -220,6 +220,7 @@ class Tracer {
 
   std::mutex capture_mu_;
   bool capturing_ = false;
+  std::atomic<bool> capturing_now_{false};  // capturing_, for the launch callbacks' lock-free read
   bool capped_ = false;
   std::atomic<int> nvtx_open_{0};
 
@@ -353,6 +354,7 @@ void Tracer::set_capturing(bool on) {
   if (on && capped_) return;
   if (on == capturing_) return;
   capturing_ = on;
+  capturing_now_.store(on, std::memory_order_relaxed);
   auto kind = [&](CUpti_ActivityKind k, const char* what) {
     cupti_ok(on ? cuptiActivityEnable(k) : cuptiActivityDisable(k), what);
   };
@@ -375,7 +377,8 @@ void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
     const auto& owned = counter_cbids_[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1];
     if (counters_ && cbid < owned.size() && owned[cbid]) {
-      counters_->on_launch(domain, info);
+      // Counters follow the capture window (--delay, --duration, --range) like every record.
+      counters_->on_launch(info, capturing_now_.load(std::memory_order_relaxed));
       return;
     }
     const bool start = domain == CUPTI_CB_DOMAIN_RUNTIME_API

@@ -65,6 +65,22 @@ TEST(ProfileCli, BadRangeAndMissingTracerAreOneSentence) {
   expect_one_sentence(r4.err, "excludes");
 }
 
+// The counter tier's flags are checked before the program starts, on any machine.
+TEST(ProfileCli, BadMetricsAndKernelRegexAreOneSentence) {
+  const auto r = run_ktune("profile --metrics rooflin -- true");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_sentence(r.err,
+                      "'rooflin' is neither a metric set nor a metric name; use one of "
+                      "roofline, memory, stalls, compute, full");
+  const auto r2 = run_ktune("profile --metrics roofline --kernel 'gemm(' -- true");
+  EXPECT_EQ(r2.exit_code, 1);
+  expect_one_sentence(r2.err, "--kernel 'gemm(' is not a valid regular expression");
+  const auto r3 = run_ktune("profile -- true", "KTUNE_TRACE_METRICS=bogus");
+  EXPECT_EQ(r3.exit_code, 1);
+  const auto r4 = run_ktune("profile --metrics roofline --every 0 -- true");
+  EXPECT_NE(r4.exit_code, 0);
+}
+
 TEST(ProfileCli, ExitCodeIsTheCommands) {
   test::TempDir dir;
   const auto r = run_ktune("profile -o " + (dir.path / "t.ktrace").string() + " -- sh -c 'exit 7'");
