@@ -146,6 +146,8 @@ CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
   return app.add_flag(s.flag, value, help_of(s))->envname(s.env);
 }
 
+}  // namespace
+
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) {
   if (cmd.empty())
     throw Error(
@@ -235,6 +237,8 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) 
   }
   return code;
 }
+
+namespace {
 
 const bool registered = register_command(
     {"profile", "Run a CUDA program under the injected tracer and write a .ktrace", 20,

@@ -81,6 +81,17 @@ TEST(ProfileCli, BadMetricsAndKernelRegexAreOneSentence) {
   EXPECT_NE(r4.exit_code, 0);
 }
 
+// ktune bench --metrics checks its set before anything runs, and says what it cannot combine.
+TEST(ProfileCli, BenchMetricsIsCheckedFirst) {
+  const std::string spec = std::string(KTUNE_SOURCE_DIR) + "/kernels/copy/copy.json";
+  const auto r = run_ktune("bench " + spec + " --metrics rooflin");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_sentence(r.err, "'rooflin' is neither a metric set nor a metric name");
+  const auto r2 = run_ktune("bench " + spec + " --metrics roofline --json");
+  EXPECT_EQ(r2.exit_code, 1);
+  expect_one_sentence(r2.err, "--metrics prints text for one configuration");
+}
+
 TEST(ProfileCli, ExitCodeIsTheCommands) {
   test::TempDir dir;
   const auto r = run_ktune("profile -o " + (dir.path / "t.ktrace").string() + " -- sh -c 'exit 7'");
