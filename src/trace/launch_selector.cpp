@@ -21,13 +21,14 @@ LaunchSelector::LaunchSelector(CounterSelection selection) : selection_(std::mov
 
 bool LaunchSelector::select(std::string_view mangled_name) {
   if (exhausted()) return false;
-  auto [it, fresh] = kernels_.try_emplace(std::string(mangled_name));
-  Kernel& k = it->second;
-  if (fresh) {
+  auto it = kernels_.find(mangled_name);
+  if (it == kernels_.end()) {
+    it = kernels_.emplace(std::string(mangled_name), Kernel{}).first;
     // Matched once per distinct kernel: the demangled form lets users write C++ names.
-    k.matches = selection_.kernel_regex.empty() || std::regex_search(it->first, regex_) ||
-                std::regex_search(demangle(it->first), regex_);
+    it->second.matches = selection_.kernel_regex.empty() || std::regex_search(it->first, regex_) ||
+                         std::regex_search(demangle(it->first), regex_);
   }
+  Kernel& k = it->second;
   if (!k.matches) return false;
   const std::uint64_t index = k.seen++;
   if (index < selection_.launch_skip) return false;

@@ -34,7 +34,12 @@ class LaunchSelector {
   };
   CounterSelection selection_;
   std::regex regex_;
-  std::unordered_map<std::string, Kernel> kernels_;
+  // Looked up by string_view: a launch of a kernel already seen allocates nothing.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, Kernel, NameHash, std::equal_to<>> kernels_;
   double spent_s_ = 0;
   std::uint64_t profiled_launches_ = 0, profiled_kernels_ = 0;
 };
