@@ -9,6 +9,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -67,7 +68,8 @@ struct CounterProfiler::Impl {
   std::mutex mu;  // one profiled launch at a time: ranges must not interleave
   std::map<std::string, Chip> chips;
   std::map<CUcontext, Context> contexts;
-  bool initialized = false, off = false;
+  bool initialized = false;
+  std::atomic<bool> off{false};  // read unlocked by every launch callback
   double setup_s = 0;
   std::uint64_t collected = 0;  // launches whose values reached the trace
 
@@ -78,8 +80,7 @@ struct CounterProfiler::Impl {
 
   // Turns the tier off with one sentence; the activity tier runs on.
   void turn_off(const std::string& why) {
-    if (off) return;
-    off = true;
+    if (off.exchange(true)) return;
     say("hardware counters are off for the rest of this run: " + why +
         "; the activity trace is recorded as usual.");
   }
