@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <string_view>
 
 #include <gtest/gtest.h>
 
 #include "ktune/cuda/driver.hpp"
 #include "ktune/trace/ktrace.hpp"
+#include "ktune/trace/metrics.hpp"
 #include "run_ktune.hpp"
 #include "trace_test_util.hpp"
 
@@ -205,6 +207,44 @@ std::string profile_fault_loop(const std::string& exe, const std::filesystem::pa
                                const char* how, const std::filesystem::path& log) {
   return "ulimit -c 0; KTUNE_TRACE_FLUSH_MS=100 exec " KTUNE_EXE " profile -o " + out.string() +
          " -- " + exe + " 1000 " + how + " >" + log.string() + " 2>&1";
+}
+
+// The counter tier on real launches: exactly the selected ones (skip 10, every 100th, 3 of them)
+// get every roofline metric, joined to kernel records that sit on the timeline (CUPTI leaves a
+// replayed kernel's timestamps 0), and every other launch is still recorded.
+TEST(ProfileGpu, CountersForExactlyTheSelectedLaunches) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = build_tiny_loop(dir);
+  ASSERT_FALSE(exe.empty());
+  const auto out = dir.path / "c.ktrace";
+  const auto r = run_ktune(
+      "profile --metrics roofline --kernel tiny_add --launch-skip 10 --every "
+      "100 --launch-count 3 -o " +
+      out.string() + " -- " + exe + " 1000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("hardware counters: 3 launches of 1 kernels profiled"), std::string::npos)
+      << r.err;
+  const Trace t = read_ktrace(out);
+  const std::size_t per_launch = metric::resolve_metrics("roofline").size();
+  ASSERT_EQ(t.counters.size(), 3 * per_launch);
+  std::set<std::uint32_t> launches;
+  for (const auto& c : t.counters) launches.insert(c.correlation_id);
+  EXPECT_EQ(launches.size(), 3u);
+  std::size_t tiny = 0, profiled = 0;
+  for (const auto& k : t.kernels) {
+    if (k.demangled_name.find("tiny_add") == std::string::npos) continue;
+    ++tiny;
+    if (launches.count(k.correlation_id)) {
+      ++profiled;
+      EXPECT_GT(k.start_ns, 0u);
+      EXPECT_GT(k.duration_ns(), 0u);
+    }
+  }
+  EXPECT_EQ(tiny, 1100u);
+  EXPECT_EQ(profiled, 3u);
+  for (const auto& c : t.counters)
+    if (c.metric == metric::kDuration) EXPECT_GT(c.value, 0) << c.correlation_id;
 }
 
 TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
