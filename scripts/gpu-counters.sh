@@ -3,10 +3,12 @@
 #   scripts/gpu-counters.sh [BUNDLE] [OUT_DIR]
 # BUNDLE: a build (or .gpu-carry from scripts/gpu-bundle.sh) holding src/cli/ktune and
 # libktune_tracer.so. Profiles the built-in copy and GEMV (ktune bench), a hub kernel (.hub/, or
-# $KTUNE_HUB) and the PyTorch transformer layer (.workloads/torch_layer.py, or $KTUNE_WORKLOADS):
+# $KTUNE_HUB) and the PyTorch transformer layer (.workloads/torch_layer.py, or $KTUNE_WORKLOADS, else
+# benchmarks/tracer/torch_layer.py, the same layer):
 #   1. `ktune profile --metrics roofline` on the first launch of each selected kernel, and
-#      `ncu --clock-control none --metrics <the same list>` on the same launches: DRAM bytes, FLOP
-#      and achieved occupancy per kernel, within 5 %;
+#      `ncu --clock-control none --metrics <the same list>` on the same launches, once with
+#      `--cache-control none` (caches as the program left them, as the tracer sees them) and once
+#      with ncu's default flush: DRAM bytes, FLOP and achieved occupancy per kernel, within 5 %;
 #   2. the cost per profiled kernel against `ncu --section SpeedOfLight` on the same launches
 #      (target: at most 1/3 of it, and at most 0.1 s);
 #   3. the layer plain vs `--metrics roofline --kernel nvjet --launch-count 5` (target: <= 1.5x).
@@ -21,6 +23,8 @@ out=$(cd "$out" && pwd)
 bin=$bundle/src/cli/ktune
 hub=${KTUNE_HUB:-$root/.hub}
 work=${KTUNE_WORKLOADS:-$root/.workloads}
+# The repository's copy of the same layer (benchmarks/tracer/) when .workloads/ did not travel.
+[ -f "$work/torch_layer.py" ] || work=$root/benchmarks/tracer
 ncu=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 export KTUNE_HOME=${KTUNE_HOME:-$(mktemp -d /tmp/ktune-home.XXXXXX)}
 cd "$out" || exit 1
