@@ -34,8 +34,8 @@ std::vector<std::string_view> memory() {
           kSharedBankConflictsLoad,
           kSharedBankConflictsStore,
           kSharedWavefronts,
-          kLocalSectorsLoad,
-          kLocalSectorsStore};
+          kLocalLoadSectors,
+          kLocalStoreSectors};
 }
 
 // The stall names are built once and live as long as the program: the sets hold views of them.

@@ -54,9 +54,15 @@ inline constexpr std::string_view kAchievedOccupancyPct =
     "sm__warps_active.avg.pct_of_peak_sustained_active";
 inline constexpr std::string_view kSmClockHz = "sm__cycles_elapsed.avg.per_second";
 
-// --- memory ---
-inline constexpr std::string_view kL1HitRatePct = "l1tex__t_sector_hit_rate.pct";
+// --- memory (read by analyze/counters for the locality and spill verdicts) ---
 inline constexpr std::string_view kL2HitRatePct = "lts__t_sector_hit_rate.pct";
+// 32-byte sectors of local memory (register spills, local arrays) loaded and stored through L1.
+inline constexpr std::string_view kLocalLoadSectors =
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum";
+inline constexpr std::string_view kLocalStoreSectors =
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum";
+// The rest of the memory set.
+inline constexpr std::string_view kL1HitRatePct = "l1tex__t_sector_hit_rate.pct";
 inline constexpr std::string_view kDramSectorsRead = "dram__sectors_read.sum";  // L2 <- DRAM
 inline constexpr std::string_view kDramSectorsWrite = "dram__sectors_write.sum";
 inline constexpr std::string_view kL2SectorsFromL1Read = "lts__t_sectors_srcunit_tex_op_read.sum";
@@ -67,10 +73,6 @@ inline constexpr std::string_view kSharedBankConflictsStore =
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
 inline constexpr std::string_view kSharedWavefronts =
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum";
-inline constexpr std::string_view kLocalSectorsLoad =
-    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum";
-inline constexpr std::string_view kLocalSectorsStore =
-    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum";
 
 // --- stalls: warps stalled per issued instruction, by reason (Nsight Compute's warp-state
 // section); the names are kStallPrefix + reason + kStallSuffix.
