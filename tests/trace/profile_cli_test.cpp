@@ -244,7 +244,9 @@ TEST(ProfileGpu, CountersForExactlyTheSelectedLaunches) {
   EXPECT_EQ(tiny, 1100u);
   EXPECT_EQ(profiled, 3u);
   for (const auto& c : t.counters) {
-    if (c.metric == metric::kDuration) EXPECT_GT(c.value, 0) << c.correlation_id;
+    if (c.metric == metric::kDuration) {
+      EXPECT_GT(c.value, 0) << c.correlation_id;
+    }
   }
 }
 
