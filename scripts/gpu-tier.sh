@@ -4,7 +4,8 @@
 # BUILD_DIR: a build made on this machine, or .gpu-carry staged elsewhere by scripts/gpu-bundle.sh
 # (the default), which is mounted back at /work/main/build-gpu where its ctest files point.
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
-# side with its baseline, and prints a short summary last. KTUNE_GPU_ONLY=calibrate,tracer picks
+# side with its baseline, then scripts/gpu-counters.sh (the counter tier vs ncu), and prints a short
+# summary last. KTUNE_GPU_ONLY=calibrate,tracer,counters picks
 # benchmarks; KTUNE_GPU_SKIP_TESTS=1 skips the test binaries.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +50,17 @@ for run in "$root"/benchmarks/*/run.sh; do
   summary+=("benchmark $name: rc=$rc, $(( $(date +%s) - start )) s")
   summary+=("$(grep -hE 'PASS|FAIL|ratio|overhead|per second|us/launch' "$out/bench-$name.log" | tail -n 8)")
 done
+
+# The counter tier against Nsight Compute (docs/profiling.md); KTUNE_GPU_ONLY=counters picks it.
+if [ -z "${KTUNE_GPU_ONLY:-}" ] || [[ ",$KTUNE_GPU_ONLY," == *",counters,"* ]]; then
+  echo "== counters"
+  start=$(date +%s)
+  bash "$root/scripts/gpu-counters.sh" "$bundle" "$out/counters" >"$out/counters.log" 2>&1
+  rc=$?
+  tail -n 40 "$out/counters.log"
+  summary+=("counters: rc=$rc, $(( $(date +%s) - start )) s")
+  summary+=("$(grep -hE '^agreement|ratio|plain \(target' "$out/counters.log" | tail -n 8)")
+fi
 
 echo
 echo "== summary ($(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader))"

@@ -27,6 +27,9 @@ void KtraceSource::syncs(const Visitor<trace::SyncRecord>& visit) {
 void KtraceSource::nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) {
   reader_.nvtx_ranges(visit);
 }
+void KtraceSource::counters(const Visitor<trace::CounterRecord>& visit) {
+  reader_.counters(visit);
+}
 std::optional<std::uint64_t> KtraceSource::origin_ns() {
   return reader_.origin_ns();
 }

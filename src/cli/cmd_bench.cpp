@@ -1,6 +1,11 @@
 // ktune bench SPEC: measures one configuration of a kernel described by a T1 tuning spec, verified
 // against the spec's reference first. Exit 0 when measured, 1 on any failure (status named).
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -8,7 +13,9 @@
 
 #include "command.hpp"
 #include "ktune/bench/pipeline.hpp"
+#include "ktune/core/error.hpp"
 #include "ktune/cuda/identity.hpp"
+#include "ktune/trace/ktrace.hpp"
 #include "ktune/tune/spec_problem.hpp"
 #include "spec_options.hpp"
 
@@ -16,9 +23,88 @@ namespace ktune::cli {
 namespace {
 
 struct BenchArgs {
-  std::string spec, config, mode = "cold", stop, compare, grid;
+  std::string spec, config, mode = "cold", stop, compare, grid, metrics;
   bool json = false;
 };
+
+// This process's arguments without --metrics (and its value): the measurement a --metrics run
+// repeats under the tracer.
+std::vector<std::string> own_args_without_metrics() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  std::vector<std::string> out = {std::filesystem::read_symlink("/proc/self/exe").string()};
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--metrics") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--metrics=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+std::string regex_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// ktune bench --metrics SET: the same measurement, run again by ktune profile with counters on the
+// kernel's first launch (the tracer lives in the profiled process, so this one cannot host it);
+// the counters are printed after the measurement.
+int bench_with_counters(const BenchArgs& a, const tune::ProblemSpec& spec) {
+  if (a.json || !a.compare.empty())
+    throw Error(
+        "--metrics prints text for one configuration; drop --json and --compare, or run ktune "
+        "profile --metrics SET -- ktune bench ... and read the counters from its .ktrace.");
+  trace::TracerOptions o;
+  o.kernels_only = true;
+  o.metrics = a.metrics;
+  o.counters.kernel_regex = regex_escape(spec.kernel.kernel_name);
+  o.counters.launch_count = 1;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   fmt::format("ktune-bench-metrics-{}", static_cast<long>(::getpid()));
+  std::filesystem::create_directories(dir);
+  o.output = dir / "bench.ktrace";
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  const int code = run_profile(o, own_args_without_metrics());
+  if (!std::filesystem::exists(o.output)) return code == 0 ? 1 : code;
+  const trace::KtraceReader reader(o.output);
+  std::map<std::uint32_t, std::string> names;
+  reader.kernels([&](const trace::KernelRecord& k) {
+    names[k.correlation_id] = k.demangled_name.empty() ? k.name : k.demangled_name;
+  });
+  std::uint32_t launch = 0;
+  std::size_t values = 0;
+  reader.counters([&](const trace::CounterRecord& c) {
+    if (values == 0 || c.correlation_id != launch) {
+      launch = c.correlation_id;
+      const auto it = names.find(launch);
+      fmt::print("counters ({}) of {}:\n", a.metrics,
+                 it == names.end() ? spec.kernel.kernel_name : it->second);
+    }
+    ++values;
+    fmt::print("  {:<72} {:>18.6g}\n", c.metric, c.value);
+  });
+  if (values == 0) {
+    std::fprintf(stderr,
+                 "ktune: no counters were recorded for %s; the tracer's message above says why.\n",
+                 spec.kernel.kernel_name.c_str());
+    return code == 0 ? 1 : code;
+  }
+  return code;
+}
 
 void print_text(const bench::Measurement& m) {
   const auto& t = m.time_ns;
@@ -54,11 +140,20 @@ const bool registered = register_command(
        app.add_option("--compare", a->compare,
                       "A second configuration NAME=VALUE,...: measure both interleaved (A B A B)");
        add_grid_option(app, a->grid);
+       app.add_option("--metrics", a->metrics,
+                      "Also read hardware counters of the kernel's first launch: a set (roofline, "
+                      "memory, stalls, compute, full) or metric names (docs/profiling.md)");
        app.add_flag(
            "--json", a->json,
            fmt::format("Print JSON (schema_version {})", bench::kMeasurementSchemaVersion));
        return [a, &globals] {
          const tune::ProblemSpec spec = load_spec(a->spec, a->grid);
+         if (!a->metrics.empty()) {
+           trace::TracerOptions check;
+           check.metrics = a->metrics;
+           trace::check_counter_options(check);
+           return bench_with_counters(*a, spec);
+         }
          bench::PipelineSettings settings;
          settings.mode = bench::parse_mode(a->mode);
          settings.full.apply_overrides(a->stop);

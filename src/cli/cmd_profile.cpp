@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -125,11 +126,34 @@ int exit_code_of(int status) {
   return 1;
 }
 
+// Flags come from the one settings table (trace::tracer_settings()): flag, variable, help and
+// default are written there once.
+std::string help_of(const trace::TracerSetting& s) {
+  std::string help = s.help;
+  if (!help.empty()) help[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(help[0])));
+  if (*s.fallback) help += fmt::format(" (default {})", s.fallback);
+  return help;
+}
+
+template <class T>
+CLI::Option* setting_option(CLI::App& app, const char* name, T& value) {
+  const trace::TracerSetting& s = trace::tracer_setting(name);
+  return app.add_option(s.flag, value, help_of(s))->envname(s.env);
+}
+
+CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
+  const trace::TracerSetting& s = trace::tracer_setting(name);
+  return app.add_flag(s.flag, value, help_of(s))->envname(s.env);
+}
+
+}  // namespace
+
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) {
   if (cmd.empty())
     throw Error(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
   trace::check_range(opts.window.range);
+  trace::check_counter_options(opts);
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
@@ -200,10 +224,11 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) 
       std::fprintf(
           stderr,
           "ktune: trace %s (pid %lld): %llu kernels, %llu memcpy, %llu memset, %llu API "
-          "calls, %llu dropped%s\n",
+          "calls, %llu counter values, %llu dropped%s\n",
           p.c_str(), static_cast<long long>(c.metadata.pid),
           static_cast<unsigned long long>(c.kernels), static_cast<unsigned long long>(c.memcpys),
           static_cast<unsigned long long>(c.memsets), static_cast<unsigned long long>(c.api_calls),
+          static_cast<unsigned long long>(c.counters),
           static_cast<unsigned long long>(c.metadata.dropped_records),
           c.metadata.complete ? "" : " (cut short: holds what was recorded)");
     } catch (const Error& e) {
@@ -212,6 +237,8 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) 
   }
   return code;
 }
+
+namespace {
 
 const bool registered = register_command(
     {"profile", "Run a CUDA program under the injected tracer and write a .ktrace", 20,
@@ -222,60 +249,38 @@ const bool registered = register_command(
        auto full = std::make_shared<bool>(false);
        auto output = std::make_shared<std::string>("ktune.ktrace");
        auto& w = opts->window;
-       app.add_option("-o,--output", *output,
-                      "Trace of the command; its children write OUT.<pid>.ktrace")
-           ->envname("KTUNE_TRACE_OUTPUT");
+       auto& c = opts->counters;
+       setting_option(app, "output", *output);
        auto* lightest =
            app.add_flag("--kernels-only", *kernels_only, "Record kernels only (the lightest mode)");
        app.add_flag("--full", *full,
                     "Record every kind the tracer knows: default mode, plus GPU memsets, "
                     "synchronization and overhead records, queued/submitted times")
            ->excludes(lightest);
-       app.add_option("--delay", w.delay_s, "Seconds before capture starts")
-           ->envname("KTUNE_TRACE_DELAY_S")
-           ->check(CLI::NonNegativeNumber);
-       app.add_option("--duration", w.duration_s, "Seconds of capture; 0: until exit")
-           ->envname("KTUNE_TRACE_DURATION_S")
-           ->check(CLI::NonNegativeNumber);
-       app.add_option("--range", w.range,
-                      "Capture only inside cudaProfilerStart/Stop ('profiler') or an NVTX range "
-                      "('nvtx:NAME')")
-           ->envname("KTUNE_TRACE_RANGE");
-       app.add_option("--sample", w.sample_one_in, "Trace 1 in N processes (by job id and rank)")
-           ->envname("KTUNE_TRACE_SAMPLE")
-           ->check(CLI::PositiveNumber);
-       app.add_option("--job-id", w.job_id, "Sampling key shared by a job's processes")
-           ->envname("KTUNE_TRACE_JOB_ID");
-       app.add_option("--max-records", w.max_records, "Cap on records written; 0: none")
-           ->envname("KTUNE_TRACE_MAX_RECORDS");
-       app.add_option("--flush-ms", opts->flush_period_ms, "Buffer flush and commit period")
-           ->envname("KTUNE_TRACE_FLUSH_MS")
-           ->check(CLI::Range(10u, 3600000u));
-       app.add_option("--buffer-mb", opts->buffer_mib, "Size of each CUPTI activity buffer")
-           ->envname("KTUNE_TRACE_BUFFER_MB")
-           ->check(CLI::Range(1u, 1024u));
+       setting_option(app, "delay", w.delay_s)->check(CLI::NonNegativeNumber);
+       setting_option(app, "duration", w.duration_s)->check(CLI::NonNegativeNumber);
+       setting_option(app, "range", w.range);
+       setting_option(app, "sample", w.sample_one_in)->check(CLI::PositiveNumber);
+       setting_option(app, "job-id", w.job_id);
+       setting_option(app, "max-records", w.max_records);
+       setting_option(app, "flush-ms", opts->flush_period_ms)->check(CLI::Range(10u, 3600000u));
+       setting_option(app, "buffer-mb", opts->buffer_mib)->check(CLI::Range(1u, 1024u));
        // Record kinds whose cost per launch is measured in docs/tracing.md.
-       app.add_option("--driver-api", opts->driver_api,
-                      "Record driver-API calls (launches made by cuBLASLt, Triton); 0 to skip")
-           ->envname("KTUNE_TRACE_DRIVER_API");
+       setting_option(app, "driver-api", opts->driver_api);
        // The opt-in kinds, which --full turns on unless one was given (flag or variable).
        const std::vector<std::pair<CLI::Option*, bool*>> opt_in = {
-           {app.add_flag("--memsets", opts->memset_records,
-                         "Also record memsets on the GPU, with bytes (about 1.5 us of GPU time "
-                         "each)")
-                ->envname("KTUNE_TRACE_MEMSET"),
-            &opts->memset_records},
-           {app.add_flag("--sync-records", opts->sync_records,
-                         "Also record CUPTI synchronization records (+0.2-0.3 us per launch)")
-                ->envname("KTUNE_TRACE_SYNC"),
-            &opts->sync_records},
-           {app.add_flag("--latency", opts->latency_timestamps,
-                         "Record kernels' queued and submitted timestamps")
-                ->envname("KTUNE_TRACE_LATENCY"),
-            &opts->latency_timestamps},
-           {app.add_flag("--overhead", opts->overhead_records, "Record CUPTI's own overhead")
-                ->envname("KTUNE_TRACE_OVERHEAD"),
-            &opts->overhead_records}};
+           {setting_flag(app, "memsets", opts->memset_records), &opts->memset_records},
+           {setting_flag(app, "sync-records", opts->sync_records), &opts->sync_records},
+           {setting_flag(app, "latency", opts->latency_timestamps), &opts->latency_timestamps},
+           {setting_flag(app, "overhead", opts->overhead_records), &opts->overhead_records}};
+       // The counter tier (docs/profiling.md).
+       setting_option(app, "metrics", opts->metrics);
+       setting_option(app, "kernel", c.kernel_regex);
+       setting_option(app, "launch-skip", c.launch_skip);
+       setting_option(app, "launch-count", c.launch_count);
+       setting_option(app, "every", c.every)->check(CLI::PositiveNumber);
+       setting_option(app, "max-kernels", c.max_kernels);
+       setting_option(app, "time-box", c.time_box_s)->check(CLI::NonNegativeNumber);
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
        return [opts, cmd, kernels_only, full, output, opt_in] {
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {

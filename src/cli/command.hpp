@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ktune/trace/options.hpp"
+
 namespace ktune::cli {
 
 // Options every subcommand sees; each also reads an environment variable (docs/configuration.md).
@@ -28,5 +30,9 @@ struct CommandSpec {
 
 bool register_command(CommandSpec spec);
 const std::vector<CommandSpec>& registered_commands();
+
+// ktune profile's run: `cmd` with the tracer injected and `opts` handed over; prints the traces it
+// left and returns the command's exit code (cmd_profile.cpp). ktune bench --metrics uses it too.
+int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd);
 
 }  // namespace ktune::cli

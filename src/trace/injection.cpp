@@ -29,15 +29,18 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "counter_profiler.hpp"
 #include "decode.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/device_attributes.hpp"
 #include "ktune/trace/ktrace.hpp"
+#include "ktune/trace/metrics.hpp"
 #include "ktune/trace/options.hpp"
 
 namespace ktune::trace {
@@ -191,8 +194,17 @@ class Tracer {
   void recycle(std::uint8_t* buffer, std::size_t valid_bytes);
   void mark_finished();
 
+  void start_counters();
+  void place_profiled(std::vector<KernelRecord>& kernels);
+
   TracerOptions opts_;
   TraceMetadata meta_;
+  // The counter tier (null: activity tier only) and the records it hands to the writer thread.
+  std::unique_ptr<CounterProfiler> counters_;
+  std::vector<bool> counter_cbids_[2];  // launch callbacks it owns: [0] runtime, [1] driver
+  std::mutex counters_mu_;
+  std::vector<CounterRecord> pending_counters_;
+  std::unordered_map<std::uint32_t, ProfiledLaunch> profiled_;  // by correlation id, until placed
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::uint32_t> runtime_cbids_, driver_cbids_;
 
@@ -208,6 +220,7 @@ class Tracer {
 
   std::mutex capture_mu_;
   bool capturing_ = false;
+  std::atomic<bool> capturing_now_{false};  // capturing_, for the launch callbacks' lock-free read
   bool capped_ = false;
   std::atomic<int> nvtx_open_{0};
 
@@ -341,6 +354,7 @@ void Tracer::set_capturing(bool on) {
   if (on && capped_) return;
   if (on == capturing_) return;
   capturing_ = on;
+  capturing_now_.store(on, std::memory_order_relaxed);
   auto kind = [&](CUpti_ActivityKind k, const char* what) {
     cupti_ok(on ? cuptiActivityEnable(k) : cuptiActivityDisable(k), what);
   };
@@ -361,6 +375,12 @@ void Tracer::set_capturing(bool on) {
 void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    const auto& owned = counter_cbids_[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1];
+    if (counters_ && cbid < owned.size() && owned[cbid]) {
+      // Counters follow the capture window (--delay, --duration, --range) like every record.
+      counters_->on_launch(info, capturing_now_.load(std::memory_order_relaxed));
+      return;
+    }
     const bool start = domain == CUPTI_CB_DOMAIN_RUNTIME_API
                            ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
                            : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
@@ -512,10 +532,53 @@ bool Tracer::start() {
   if (!experiment("cupti_flush"))
     cupti_ok(cuptiActivityFlushPeriod(opts_.flush_period_ms), "setting the flush period");
 
+  if (!opts_.metrics.empty()) start_counters();
+
   writer_ = std::thread([this] { writer_main(); });
   writer_id_ = writer_.get_id();
   if (opts_.window.delay_s <= 0 && range.empty()) set_capturing(true);
   return true;
+}
+
+// The counter tier is an addition: whatever goes wrong here leaves the activity tier as it was.
+void Tracer::start_counters() {
+  std::vector<std::string> metrics;
+  try {
+    metrics = metric::resolve_metrics(opts_.metrics);
+    counters_ = std::make_unique<CounterProfiler>(
+        std::move(metrics), opts_.counters,
+        [this](std::vector<CounterRecord>&& records, const ProfiledLaunch& launch) {
+          std::lock_guard lock(counters_mu_);
+          pending_counters_.insert(pending_counters_.end(),
+                                   std::make_move_iterator(records.begin()),
+                                   std::make_move_iterator(records.end()));
+          profiled_[launch.correlation_id] = launch;
+        },
+        [](const std::string& line) { say(line); });
+  } catch (const std::exception& e) {
+    say(std::string(e.what()) + " Hardware counters are off; the activity trace is recorded.");
+    return;
+  }
+  for (auto domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    auto& owned = counter_cbids_[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1];
+    for (std::uint32_t cbid : CounterProfiler::launch_callbacks(domain)) {
+      if (cbid >= owned.size()) owned.resize(cbid + 1);
+      owned[cbid] = cupti_ok(cuptiEnableCallback(1, subscriber_, domain, cbid),
+                             "enabling a launch callback for hardware counters");
+    }
+  }
+}
+
+void Tracer::place_profiled(std::vector<KernelRecord>& kernels) {
+  std::lock_guard lock(counters_mu_);
+  for (KernelRecord& k : kernels) {
+    if (k.start_ns != 0) continue;
+    const auto it = profiled_.find(k.correlation_id);
+    if (it == profiled_.end() || it->second.enter_ns == 0) continue;
+    k.start_ns = it->second.enter_ns;
+    k.end_ns = it->second.enter_ns + it->second.duration_ns;
+    profiled_.erase(it);
+  }
 }
 
 void Tracer::drain(KtraceWriter* writer) {
@@ -524,7 +587,12 @@ void Tracer::drain(KtraceWriter* writer) {
     std::lock_guard lock(queue_mu_);
     batch.swap(queue_);
   }
-  if (batch.empty()) return;
+  std::vector<CounterRecord> counters;
+  {
+    std::lock_guard lock(counters_mu_);
+    counters.swap(pending_counters_);
+  }
+  if (batch.empty() && counters.empty()) return;
   const auto t0 = Clock::now();
   static ActivityDecoder decoder([](std::string_view api, std::uint32_t cbid) {
     const char* name = nullptr;
@@ -535,6 +603,7 @@ void Tracer::drain(KtraceWriter* writer) {
     return std::string(name ? name : "");
   });
   Trace records;
+  records.counters = std::move(counters);
   for (const Completed& c : batch) {
     CUpti_Activity* rec = nullptr;
     CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;  // an empty buffer ends as a full one does
@@ -555,6 +624,7 @@ void Tracer::drain(KtraceWriter* writer) {
     }
     recycle(c.data, c.valid_bytes);
   }
+  if (counters_) place_profiled(records.kernels);
   if (opts_.window.max_records && records_ >= opts_.window.max_records && !capped_) {
     set_capturing(false);  // the cap is reached: stop paying for records nobody keeps
     std::lock_guard lock(capture_mu_);
@@ -724,6 +794,7 @@ void Tracer::stop() {
     if (lost_buffers_ > 0)
       say(std::to_string(lost_buffers_.load()) +
           " activity buffers were discarded unread after the trace writer failed.");
+    if (counters_) say(counters_->summary());
     if (capped_records_ > 0)
       say(std::to_string(capped_records_) + " records were not written: the cap of " +
           std::to_string(opts_.window.max_records) + " records was reached.");

@@ -50,6 +50,8 @@ CREATE TABLE overheads(id INTEGER PRIMARY KEY, kind_id INTEGER, start_ns INTEGER
   thread_id INTEGER, correlation_id INTEGER);
 CREATE TABLE drops(id INTEGER PRIMARY KEY, context_id INTEGER, stream_id INTEGER,
   count INTEGER);
+CREATE TABLE counters(id INTEGER PRIMARY KEY, device_id INTEGER, correlation_id INTEGER,
+  metric_id INTEGER, value REAL);
 )sql";
 
 nlohmann::json window_json(const TraceWindow& w) {
@@ -147,6 +149,7 @@ class Stmt {
   }
   std::int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
   std::uint64_t u64(int col) const { return static_cast<std::uint64_t>(i64(col)); }
+  double f64(int col) const { return sqlite3_column_double(stmt_, col); }
   std::uint32_t u32(int col) const { return static_cast<std::uint32_t>(i64(col)); }
   std::int32_t i32(int col) const { return static_cast<std::int32_t>(i64(col)); }
   std::string text(int col) const {
@@ -164,6 +167,7 @@ class Stmt {
   void bind(int i, std::uint64_t v) { sqlite3_bind_int64(stmt_, i, static_cast<std::int64_t>(v)); }
   void bind(int i, std::uint32_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void bind(int i, std::int32_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
 
   const Db* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
@@ -192,7 +196,7 @@ std::string demangle(std::string_view mangled) {
 
 struct KtraceWriter::Impl {
   Db db;
-  Stmt insert_string, kernel, memcpy, memset, api, sync, nvtx, overhead, drop, metadata;
+  Stmt insert_string, kernel, memcpy, memset, api, sync, nvtx, overhead, drop, counter, metadata;
   std::unordered_map<std::string, std::int64_t> strings;
   std::unordered_map<std::int64_t, std::int64_t> demangled;  // name id -> demangled id
   bool in_transaction = false;
@@ -259,6 +263,9 @@ KtraceWriter::KtraceWriter(const std::filesystem::path& path, const TraceMetadat
                          "INSERT INTO overheads(kind_id, start_ns, end_ns, thread_id, "
                          "correlation_id) VALUES(?,?,?,?,?)");
   impl_->drop = Stmt(db, "INSERT INTO drops(context_id, stream_id, count) VALUES(?,?,?)");
+  impl_->counter = Stmt(db,
+                        "INSERT INTO counters(device_id, correlation_id, metric_id, value) "
+                        "VALUES(?,?,?,?)");
   impl_->metadata = Stmt(db, "INSERT OR REPLACE INTO metadata(key, value) VALUES(?,?)");
   impl_->in_transaction = true;
   write_metadata(metadata);
@@ -355,6 +362,12 @@ void KtraceWriter::add(const DropRecord& r) {
   impl_->drop.run(r.context_id, r.stream_id, r.count);
 }
 
+void KtraceWriter::add(const CounterRecord& r) {
+  impl_->begin();
+  impl_->counter.run(r.device_id, r.correlation_id, impl_->intern(r.metric), r.value);
+  ++records_written_;
+}
+
 void KtraceWriter::add_records(const Trace& batch) {
   for (const auto& r : batch.kernels) add(r);
   for (const auto& r : batch.memcpys) add(r);
@@ -364,6 +377,7 @@ void KtraceWriter::add_records(const Trace& batch) {
   for (const auto& r : batch.nvtx_ranges) add(r);
   for (const auto& r : batch.overheads) add(r);
   for (const auto& r : batch.drops) add(r);
+  for (const auto& r : batch.counters) add(r);
 }
 
 void write_ktrace(const std::filesystem::path& path, const Trace& trace) {
@@ -576,8 +590,11 @@ struct KtraceReader::Impl {
   Db db;
   TraceMetadata metadata;
   std::array<SkippedRecords, kTables> skipped;  // by the latest visit of each table
+  bool has_counters = false;                    // version 1 had no counters table
   explicit Impl(const std::filesystem::path& path) : db(open_for_reading(path)) {
     metadata = read_metadata(db);
+    Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='counters'");
+    has_counters = t.step();
   }
 };
 
@@ -605,6 +622,7 @@ TraceCounts KtraceReader::counts() const {
   c.syncs = count("syncs");
   c.nvtx_ranges = count("nvtx_ranges");
   c.overheads = count("overheads");
+  if (impl_->has_counters) c.counters = count("counters");
   return c;
 }
 
@@ -811,6 +829,33 @@ void KtraceReader::drops(const Visitor<DropRecord>& visit) const {
   }
 }
 
+void KtraceReader::counters(const Visitor<CounterRecord>& visit) const {
+  if (!impl_->has_counters) return;
+  Stmt q(impl_->db, (std::string("SELECT device_id, correlation_id, ") + str("metric_id") +
+                     ", value, id FROM counters ORDER BY correlation_id, id")
+                        .c_str());
+  CounterRecord r;
+  while (q.step()) {
+    sqlite3_stmt* st = q.get();
+    const int value_type = sqlite3_column_type(st, 3);
+    const char* bad = nullptr;
+    for (int c : {0, 1})
+      if (sqlite3_column_type(st, c) != SQLITE_INTEGER || q.i64(c) < 0)
+        bad = sqlite3_column_name(st, c);
+    if (value_type != SQLITE_FLOAT && value_type != SQLITE_INTEGER) bad = "value";
+    if (bad)
+      throw Error(fmt::format(
+          "trace file {}: counters record {} has no usable {} where ktune profile writes a "
+          "number; the file was edited or damaged, so re-record it with ktune profile.",
+          impl_->db.path().string(), q.i64(4), bad));
+    r.device_id = q.u32(0);
+    r.correlation_id = q.u32(1);
+    r.metric = q.text(2);
+    r.value = q.f64(3);
+    visit(r);
+  }
+}
+
 SkippedRecords KtraceReader::skipped() const {
   SkippedRecords all;
   for (const SkippedRecords& t : impl_->skipped) {
@@ -832,6 +877,7 @@ Trace read_ktrace(const std::filesystem::path& path) {
   reader.nvtx_ranges([&](const NvtxRangeRecord& r) { t.nvtx_ranges.push_back(r); });
   reader.overheads([&](const OverheadRecord& r) { t.overheads.push_back(r); });
   reader.drops([&](const DropRecord& r) { t.drops.push_back(r); });
+  reader.counters([&](const CounterRecord& r) { t.counters.push_back(r); });
   return t;
 }
 

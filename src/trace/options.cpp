@@ -8,32 +8,45 @@
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
+#include "ktune/trace/metrics.hpp"
+#include "launch_selector.hpp"
 
 namespace ktune::trace {
 namespace {
 
 // clang-format off
-const std::vector<EnvVar> kEnvVars = {
-    {"KTUNE_TRACE_OUTPUT", "--output", "path of the root process's trace; children write OUT.<pid>.ktrace (default ktune.ktrace)"},
-    {"KTUNE_TRACE_MODE", "--kernels-only, --full", "'default' (kernels, copies, launch/copy/memset/sync API calls, NVTX), 'kernels' or 'full' (default and every record kind below)"},
-    {"KTUNE_TRACE_DELAY_S", "--delay", "seconds after start-up before capture begins (default 0)"},
-    {"KTUNE_TRACE_DURATION_S", "--duration", "seconds of capture, then stop; 0: until exit (default 0)"},
-    {"KTUNE_TRACE_RANGE", "--range", "capture only inside cudaProfilerStart/Stop ('profiler') or an NVTX range ('nvtx:NAME')"},
-    {"KTUNE_TRACE_SAMPLE", "--sample", "trace 1 in N processes, chosen by job id and rank (default 1)"},
-    {"KTUNE_TRACE_JOB_ID", "--job-id", "sampling key shared by a job's processes (default: SLURM_JOB_ID, else none)"},
-    {"KTUNE_TRACE_MAX_RECORDS", "--max-records", "stop writing after this many records, counting the rest (default 0: no cap)"},
-    {"KTUNE_TRACE_FLUSH_MS", "--flush-ms", "period of CUPTI buffer flushes and trace commits in ms (default 1000)"},
-    {"KTUNE_TRACE_BUFFER_MB", "--buffer-mb", "size of each CUPTI activity buffer in MiB (default 8)"},
-    {"KTUNE_TRACE_DRIVER_API", "--driver-api", "0: no driver-API records (default 1: launches, copies, syncs made through the driver API, e.g. by cuBLASLt)"},
-    {"KTUNE_TRACE_MEMSET", "--memsets", "1: memsets as GPU activity, with bytes and GPU time (default 0: the memset API calls are recorded)"},
-    {"KTUNE_TRACE_SYNC", "--sync-records", "1: CUPTI synchronization records too (default 0: the sync API calls are recorded)"},
-    {"KTUNE_TRACE_LATENCY", "--latency", "1: record kernels' queued/submitted timestamps (default 0)"},
-    {"KTUNE_TRACE_OVERHEAD", "--overhead", "1: record CUPTI's own overhead (default 0)"},
-    {"KTUNE_TRACE_ROOT_PID", "", "set by ktune profile: the pid whose trace is OUT.ktrace"},
-    {"KTUNE_TRACE_DEBUG", "", "1: the tracer prints its own start-up, exit and writer times on stderr"},
-    {"KTUNE_TRACE_EXPERIMENT", "", "overhead experiments only: comma-separated CUPTI settings to restore (benchmarks/tracer/variants.sh)"},
+const std::vector<TracerSetting> kSettings = {
+    {"output", "-o,--output", "KTUNE_TRACE_OUTPUT", "path", "ktune.ktrace", "trace of the root process; every other traced process writes OUT.<pid>.ktrace"},
+    {"mode", "", "KTUNE_TRACE_MODE", "mode", "default", "'default' (kernels, copies, launch/copy/memset/sync API calls, NVTX), 'kernels' (--kernels-only) or 'full' (--full: default and every opt-in record kind below)"},
+    {"delay", "--delay", "KTUNE_TRACE_DELAY_S", "seconds", "0", "seconds after start-up before capture begins"},
+    {"duration", "--duration", "KTUNE_TRACE_DURATION_S", "seconds", "0", "seconds of capture, then stop; 0: until exit"},
+    {"range", "--range", "KTUNE_TRACE_RANGE", "text", "", "capture only inside cudaProfilerStart/Stop ('profiler') or NVTX push/pop ranges named NAME ('nvtx:NAME')"},
+    {"sample", "--sample", "KTUNE_TRACE_SAMPLE", "count", "1", "trace 1 in N processes, chosen by job id and rank"},
+    {"job-id", "--job-id", "KTUNE_TRACE_JOB_ID", "text", "$SLURM_JOB_ID", "sampling key shared by a job's processes: same job id and rank, same choice"},
+    {"max-records", "--max-records", "KTUNE_TRACE_MAX_RECORDS", "count", "0", "stop writing after this many records, counting the rest in capped_records; 0: no cap"},
+    {"flush-ms", "--flush-ms", "KTUNE_TRACE_FLUSH_MS", "ms", "1000", "period of CUPTI buffer flushes and trace commits (10 to 3600000)"},
+    {"buffer-mb", "--buffer-mb", "KTUNE_TRACE_BUFFER_MB", "MiB", "8", "size of each CUPTI activity buffer (1 to 1024)"},
+    {"driver-api", "--driver-api", "KTUNE_TRACE_DRIVER_API", "0 or 1", "1", "driver-API records: launches, copies and syncs made through the driver API (cuBLASLt, Triton); 0 to skip"},
+    {"memsets", "--memsets", "KTUNE_TRACE_MEMSET", "0 or 1", "0", "memsets as GPU activity with bytes and GPU time (1.3-1.7 us of GPU time each); else only the memset API calls"},
+    {"sync-records", "--sync-records", "KTUNE_TRACE_SYNC", "0 or 1", "0", "CUPTI synchronization records too (+0.2-0.3 us per launch); else only the sync API calls"},
+    {"latency", "--latency", "KTUNE_TRACE_LATENCY", "0 or 1", "0", "kernels' queued and submitted timestamps"},
+    {"overhead", "--overhead", "KTUNE_TRACE_OVERHEAD", "0 or 1", "0", "CUPTI's own overhead records"},
+    {"metrics", "--metrics", "KTUNE_TRACE_METRICS", "set or list", "", "hardware counters for selected launches: a set (roofline, memory, stalls, compute, full) or comma-separated metric names; none: activity tier only"},
+    {"kernel", "--kernel", "KTUNE_TRACE_KERNEL", "regex", "", "counters only for kernels whose mangled or demangled name matches; none: every kernel"},
+    {"launch-skip", "--launch-skip", "KTUNE_TRACE_LAUNCH_SKIP", "count", "0", "skip this many matching launches of each kernel first"},
+    {"launch-count", "--launch-count", "KTUNE_TRACE_LAUNCH_COUNT", "count", "1", "profile at most this many launches of each kernel; 0: no limit"},
+    {"every", "--every", "KTUNE_TRACE_EVERY", "count", "1", "profile every K-th matching launch after the skipped ones"},
+    {"max-kernels", "--max-kernels", "KTUNE_TRACE_MAX_KERNELS", "count", "0", "profile at most this many distinct kernels; 0: no limit"},
+    {"time-box", "--time-box", "KTUNE_TRACE_TIME_BOX_S", "seconds", "0", "stop collecting counters once this much time went into them; 0: no limit"},
+    {"root-pid", "", "KTUNE_TRACE_ROOT_PID", "pid", "", "set by ktune profile: the pid that writes OUT.ktrace"},
+    {"debug", "", "KTUNE_TRACE_DEBUG", "0 or 1", "0", "the tracer prints its own start-up, exit and writer times on stderr"},
+    {"experiment", "", "KTUNE_TRACE_EXPERIMENT", "text", "", "overhead experiments only (benchmarks/tracer/variants.sh): comma-separated CUPTI settings to restore, or no_runtime"},
 };
 // clang-format on
+
+const char* env(std::string_view name) {
+  return tracer_setting(name).env;
+}
 
 template <class T>
 T parse_number(const GetEnv& get, const char* name, T fallback, T min, const char* what) {
@@ -70,8 +83,29 @@ std::uint64_t fnv1a(std::string_view s) {
 
 }  // namespace
 
-const std::vector<EnvVar>& tracer_env_vars() {
-  return kEnvVars;
+const std::vector<TracerSetting>& tracer_settings() {
+  return kSettings;
+}
+
+const TracerSetting& tracer_setting(std::string_view name) {
+  for (const TracerSetting& s : kSettings)
+    if (name == s.name) return s;
+  throw std::logic_error(fmt::format("no tracer setting named '{}'", name));
+}
+
+std::string tracer_settings_markdown() {
+  std::string out =
+      "| variable | flag | type | default | meaning |\n| --- | --- | --- | --- | --- |\n";
+  for (const TracerSetting& s : kSettings) {
+    std::string flag(s.flag);
+    if (const auto comma = flag.find(','); comma != std::string::npos) flag.insert(comma + 1, " ");
+    auto code = [](std::string_view v) {
+      return v.empty() ? std::string() : fmt::format("`{}`", v);
+    };
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", s.env, code(flag), s.type,
+                       code(s.fallback), s.help);
+  }
+  return out;
 }
 
 void check_range(const std::string& range) {
@@ -83,11 +117,17 @@ void check_range(const std::string& range) {
                   range));
 }
 
+void check_counter_options(const TracerOptions& o) {
+  if (o.metrics.empty()) return;
+  metric::resolve_metrics(o.metrics);
+  LaunchSelector selector(o.counters);  // compiles --kernel
+}
+
 TracerOptions options_from_env(const GetEnv& get) {
   TracerOptions o;
-  if (const char* v = get("KTUNE_TRACE_OUTPUT"); v && *v) o.output = v;
+  if (const char* v = get(env("output")); v && *v) o.output = v;
   TracerOptions defaults;  // the record kinds' defaults: the mode's, before their own variables
-  if (const char* v = get("KTUNE_TRACE_MODE"); v && *v) {
+  if (const char* v = get(env("mode")); v && *v) {
     const std::string_view mode(v);
     if (mode == "kernels")
       o.kernels_only = true;
@@ -99,10 +139,9 @@ TracerOptions options_from_env(const GetEnv& get) {
                       "or 'full'.",
                       v));
   }
-  o.window.delay_s = parse_number(get, "KTUNE_TRACE_DELAY_S", 0.0, 0.0, "a delay in seconds");
-  o.window.duration_s =
-      parse_number(get, "KTUNE_TRACE_DURATION_S", 0.0, 0.0, "a duration in seconds");
-  if (const char* v = get("KTUNE_TRACE_RANGE"); v && *v) {
+  o.window.delay_s = parse_number(get, env("delay"), 0.0, 0.0, "a delay in seconds");
+  o.window.duration_s = parse_number(get, env("duration"), 0.0, 0.0, "a duration in seconds");
+  if (const char* v = get(env("range")); v && *v) {
     o.window.range = v;
     try {
       check_range(o.window.range);
@@ -111,48 +150,66 @@ TracerOptions options_from_env(const GetEnv& get) {
     }
   }
   o.window.sample_one_in =
-      parse_number(get, "KTUNE_TRACE_SAMPLE", 1u, 1u, "a sampling rate N >= 1 (1 in N)");
-  if (const char* v = get("KTUNE_TRACE_JOB_ID"); v && *v)
+      parse_number(get, env("sample"), 1u, 1u, "a sampling rate N >= 1 (1 in N)");
+  if (const char* v = get(env("job-id")); v && *v)
     o.window.job_id = v;
   else if (const char* s = get("SLURM_JOB_ID"); s && *s)
     o.window.job_id = s;
-  o.window.max_records = parse_number(get, "KTUNE_TRACE_MAX_RECORDS", std::uint64_t{0},
-                                      std::uint64_t{0}, "a record count");
+  o.window.max_records =
+      parse_number(get, env("max-records"), std::uint64_t{0}, std::uint64_t{0}, "a record count");
   o.flush_period_ms =
-      parse_number(get, "KTUNE_TRACE_FLUSH_MS", 1000u, 10u, "a period in ms (at least 10)");
-  o.buffer_mib = parse_number(get, "KTUNE_TRACE_BUFFER_MB", 8u, 1u, "a size in MiB (at least 1)");
-  o.driver_api = parse_flag(get, "KTUNE_TRACE_DRIVER_API", defaults.driver_api);
-  o.memset_records = parse_flag(get, "KTUNE_TRACE_MEMSET", defaults.memset_records);
-  o.sync_records = parse_flag(get, "KTUNE_TRACE_SYNC", defaults.sync_records);
-  o.latency_timestamps = parse_flag(get, "KTUNE_TRACE_LATENCY", defaults.latency_timestamps);
-  o.overhead_records = parse_flag(get, "KTUNE_TRACE_OVERHEAD", defaults.overhead_records);
-  o.root_pid =
-      parse_number(get, "KTUNE_TRACE_ROOT_PID", std::int64_t{0}, std::int64_t{0}, "a process id");
+      parse_number(get, env("flush-ms"), 1000u, 10u, "a period in ms (at least 10)");
+  o.buffer_mib = parse_number(get, env("buffer-mb"), 8u, 1u, "a size in MiB (at least 1)");
+  o.driver_api = parse_flag(get, env("driver-api"), defaults.driver_api);
+  o.memset_records = parse_flag(get, env("memsets"), defaults.memset_records);
+  o.sync_records = parse_flag(get, env("sync-records"), defaults.sync_records);
+  o.latency_timestamps = parse_flag(get, env("latency"), defaults.latency_timestamps);
+  o.overhead_records = parse_flag(get, env("overhead"), defaults.overhead_records);
+  o.root_pid = parse_number(get, env("root-pid"), std::int64_t{0}, std::int64_t{0}, "a process id");
+  if (const char* v = get(env("metrics")); v && *v) o.metrics = v;
+  if (const char* v = get(env("kernel")); v && *v) o.counters.kernel_regex = v;
+  CounterSelection& c = o.counters;
+  c.launch_skip =
+      parse_number(get, env("launch-skip"), c.launch_skip, std::uint64_t{0}, "a launch count");
+  c.launch_count =
+      parse_number(get, env("launch-count"), c.launch_count, std::uint64_t{0}, "a launch count");
+  c.every = parse_number(get, env("every"), c.every, std::uint64_t{1},
+                         "a sampling step K >= 1 (every K-th launch)");
+  c.max_kernels =
+      parse_number(get, env("max-kernels"), c.max_kernels, std::uint64_t{0}, "a kernel count");
+  c.time_box_s = parse_number(get, env("time-box"), c.time_box_s, 0.0, "a duration in seconds");
   return o;
 }
 
 std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOptions& o) {
   std::vector<std::pair<std::string, std::string>> out = {
-      {"KTUNE_TRACE_OUTPUT", o.output.string()},
-      {"KTUNE_TRACE_MODE", o.kernels_only ? "kernels" : "default"},
-      {"KTUNE_TRACE_DELAY_S", fmt::format("{}", o.window.delay_s)},
-      {"KTUNE_TRACE_DURATION_S", fmt::format("{}", o.window.duration_s)},
-      {"KTUNE_TRACE_RANGE", o.window.range},
-      {"KTUNE_TRACE_SAMPLE", std::to_string(o.window.sample_one_in)},
-      {"KTUNE_TRACE_JOB_ID", o.window.job_id},
-      {"KTUNE_TRACE_MAX_RECORDS", std::to_string(o.window.max_records)},
-      {"KTUNE_TRACE_FLUSH_MS", std::to_string(o.flush_period_ms)},
-      {"KTUNE_TRACE_BUFFER_MB", std::to_string(o.buffer_mib)},
-      {"KTUNE_TRACE_ROOT_PID", std::to_string(o.root_pid)}};
+      {env("output"), o.output.string()},
+      {env("mode"), o.kernels_only ? "kernels" : "default"},
+      {env("delay"), fmt::format("{}", o.window.delay_s)},
+      {env("duration"), fmt::format("{}", o.window.duration_s)},
+      {env("range"), o.window.range},
+      {env("sample"), std::to_string(o.window.sample_one_in)},
+      {env("job-id"), o.window.job_id},
+      {env("max-records"), std::to_string(o.window.max_records)},
+      {env("flush-ms"), std::to_string(o.flush_period_ms)},
+      {env("buffer-mb"), std::to_string(o.buffer_mib)},
+      {env("root-pid"), std::to_string(o.root_pid)},
+      {env("metrics"), o.metrics},
+      {env("kernel"), o.counters.kernel_regex},
+      {env("launch-skip"), std::to_string(o.counters.launch_skip)},
+      {env("launch-count"), std::to_string(o.counters.launch_count)},
+      {env("every"), std::to_string(o.counters.every)},
+      {env("max-kernels"), std::to_string(o.counters.max_kernels)},
+      {env("time-box"), fmt::format("{}", o.counters.time_box_s)}};
   const TracerOptions defaults;
   auto flag = [&](const char* name, bool value, bool fallback) {
     if (value != fallback) out.emplace_back(name, value ? "1" : "0");
   };
-  flag("KTUNE_TRACE_DRIVER_API", o.driver_api, defaults.driver_api);
-  flag("KTUNE_TRACE_MEMSET", o.memset_records, defaults.memset_records);
-  flag("KTUNE_TRACE_SYNC", o.sync_records, defaults.sync_records);
-  flag("KTUNE_TRACE_LATENCY", o.latency_timestamps, defaults.latency_timestamps);
-  flag("KTUNE_TRACE_OVERHEAD", o.overhead_records, defaults.overhead_records);
+  flag(env("driver-api"), o.driver_api, defaults.driver_api);
+  flag(env("memsets"), o.memset_records, defaults.memset_records);
+  flag(env("sync-records"), o.sync_records, defaults.sync_records);
+  flag(env("latency"), o.latency_timestamps, defaults.latency_timestamps);
+  flag(env("overhead"), o.overhead_records, defaults.overhead_records);
   return out;
 }
 
@@ -173,6 +230,7 @@ std::vector<std::string> record_kinds(const TracerOptions& o) {
     if (o.overhead_records) kinds.push_back("overhead");
   }
   if (o.latency_timestamps) kinds.push_back("latency");
+  if (!o.metrics.empty()) kinds.push_back("counter");
   return kinds;
 }
 

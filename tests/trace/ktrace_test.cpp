@@ -124,12 +124,14 @@ TEST(Ktrace, SchemaIsPinned) {
     sqlite3_finalize(s);
     return v;
   };
-  EXPECT_EQ(one("PRAGMA user_version"), "1");
-  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "1");
+  EXPECT_EQ(one("PRAGMA user_version"), "2");
+  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "2");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
                 "type='table' ORDER BY name)"),
-            "api_calls,drops,kernels,memcpys,memsets,metadata,nvtx_ranges,overheads,strings,"
-            "syncs");
+            "api_calls,counters,drops,kernels,memcpys,memsets,metadata,nvtx_ranges,overheads,"
+            "strings,syncs");
+  EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('counters')"),
+            "id,device_id,correlation_id,metric_id,value");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('kernels')"),
             "id,name_id,demangled_id,queued_ns,submitted_ns,start_ns,end_ns,device_id,"
             "context_id,stream_id,correlation_id,grid_x,grid_y,grid_z,block_x,block_y,block_z,"
@@ -431,6 +433,63 @@ TEST(Ktrace, Demangles) {
   EXPECT_EQ(demangle("_Z3addPfi"), "add(float*, int)");
   EXPECT_EQ(demangle("plain_c_kernel"), "plain_c_kernel");
   EXPECT_EQ(demangle("_Znot-valid"), "_Znot-valid");
+}
+
+// Counter values of two launches, written out of order: they come back by correlation id, every
+// field intact, with metric names interned like any other string.
+TEST(Ktrace, CountersRoundTripOrderedByCorrelationId) {
+  TempDir dir;
+  Trace in = sample_trace();
+  in.counters = {{1, 43, "dram__bytes_read.sum", 1.5e9},
+                 {0, 42, "gpu__time_duration.sum", 4000},
+                 {0, 42, "dram__bytes_read.sum", 12345678901.0},
+                 {1, 43, "sm__warps_active.avg.pct_of_peak_sustained_active", 62.25}};
+  write_ktrace(dir.path / "t.ktrace", in);
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+  ASSERT_EQ(out.counters.size(), 4u);
+  EXPECT_EQ(out.counters[0].correlation_id, 42u);
+  EXPECT_EQ(out.counters[0].metric, "gpu__time_duration.sum");  // insertion order within a launch
+  EXPECT_EQ(out.counters[0].value, 4000);
+  EXPECT_EQ(out.counters[1].value, 12345678901.0);
+  EXPECT_EQ(out.counters[2].device_id, 1u);
+  EXPECT_EQ(out.counters[2].metric, "dram__bytes_read.sum");
+  EXPECT_EQ(out.counters[3].value, 62.25);
+  EXPECT_EQ(KtraceReader(dir.path / "t.ktrace").counts().counters, 4u);
+}
+
+// The recorded H200 layer trace predates the counter tier (schema_version 1, no counters table):
+// it still opens, reads its kernels and has no counters.
+TEST(Ktrace, VersionOneTraceStillReads) {
+  const auto fixture = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests" / "fixtures" / "traces" /
+                       "torch_layer_h200.ktrace";
+  TempDir dir;
+  std::filesystem::copy_file(fixture, dir.path / "v1.ktrace");  // opening may roll back a journal
+  const KtraceReader reader(dir.path / "v1.ktrace");
+  EXPECT_EQ(reader.metadata().schema_version, 1);
+  EXPECT_GT(reader.counts().kernels, 0u);
+  EXPECT_EQ(reader.counts().counters, 0u);
+  std::size_t counters = 0;
+  reader.counters([&](const CounterRecord&) { ++counters; });
+  EXPECT_EQ(counters, 0u);
+}
+
+TEST(Ktrace, CounterValueThatIsNotANumberIsOneSentence) {
+  TempDir dir;
+  Trace in = sample_trace();
+  in.counters = {{0, 42, "dram__bytes_read.sum", 1}};
+  write_ktrace(dir.path / "t.ktrace", in);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path / "t.ktrace").c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "UPDATE counters SET value = 'lots'", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  try {
+    read_ktrace(dir.path / "t.ktrace");
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("counters record 1 has no usable value"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

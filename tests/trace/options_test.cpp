@@ -3,6 +3,9 @@
 
 #include <map>
 
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "ktune/core/error.hpp"
@@ -143,7 +146,7 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   // Every variable written is in the one documented list.
   for (const auto& [k, v] : vars) {
     bool listed = false;
-    for (const auto& e : tracer_env_vars()) listed |= k == e.name;
+    for (const auto& e : tracer_settings()) listed |= k == e.env;
     EXPECT_TRUE(listed) << k;
   }
 }
@@ -223,6 +226,34 @@ TEST(TracedApis, LaunchesCopiesSyncsButNotGraphBuilding) {
                          "cudaGraphExecKernelNodeSetParams", "cudaStreamIsCapturing",
                          "cudaOccupancyMaxActiveBlocksPerMultiprocessor", "cuFuncGetAttribute"})
     EXPECT_FALSE(is_traced_api(no)) << no;
+}
+
+// The table's defaults are what TracerOptions{} hands the tracer, so --help and the docs cannot
+// drift from the code.
+TEST(Options, SettingsTableDefaultsAreTheCodesDefaults) {
+  const auto vars = options_to_env(TracerOptions{});
+  for (const TracerSetting& s : tracer_settings()) {
+    if (!*s.fallback || s.fallback[0] == '$') continue;
+    for (const auto& [k, v] : vars)
+      if (k == s.env) EXPECT_EQ(v, s.fallback) << s.name;
+  }
+  EXPECT_EQ(options_from_env([](const char*) { return nullptr; }).counters.launch_count,
+            std::stoull(tracer_setting("launch-count").fallback));
+}
+
+// docs/configuration.md's tracer table is the settings table, rendered; regenerate it from
+// tracer_settings_markdown() (this test prints it) when a setting changes.
+TEST(Options, ConfigurationDocMatchesTheSettingsTable) {
+  std::ifstream in(std::filesystem::path(KTUNE_SOURCE_DIR) / "docs" / "configuration.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string begin = "<!-- tracer settings: generated -->\n",
+                    end = "<!-- /tracer settings -->";
+  const auto b = doc.find(begin), e = doc.find(end);
+  ASSERT_NE(b, std::string::npos) << "docs/configuration.md lacks the marker " << begin;
+  ASSERT_NE(e, std::string::npos);
+  EXPECT_EQ(doc.substr(b + begin.size(), e - b - begin.size()), tracer_settings_markdown())
+      << "paste this between the markers in docs/configuration.md:\n"
+      << tracer_settings_markdown();
 }
 
 }  // namespace

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <string_view>
 
 #include <gtest/gtest.h>
 
 #include "ktune/cuda/driver.hpp"
 #include "ktune/trace/ktrace.hpp"
+#include "ktune/trace/metrics.hpp"
 #include "run_ktune.hpp"
 #include "trace_test_util.hpp"
 
@@ -63,6 +65,33 @@ TEST(ProfileCli, BadRangeAndMissingTracerAreOneSentence) {
   const auto r4 = run_ktune("profile --full --kernels-only -- true");
   EXPECT_NE(r4.exit_code, 0);
   expect_one_sentence(r4.err, "excludes");
+}
+
+// The counter tier's flags are checked before the program starts, on any machine.
+TEST(ProfileCli, BadMetricsAndKernelRegexAreOneSentence) {
+  const auto r = run_ktune("profile --metrics rooflin -- true");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_sentence(r.err,
+                      "'rooflin' is neither a metric set nor a metric name; use one of "
+                      "roofline, memory, stalls, compute, full");
+  const auto r2 = run_ktune("profile --metrics roofline --kernel 'gemm(' -- true");
+  EXPECT_EQ(r2.exit_code, 1);
+  expect_one_sentence(r2.err, "--kernel 'gemm(' is not a valid regular expression");
+  const auto r3 = run_ktune("profile -- true", "KTUNE_TRACE_METRICS=bogus");
+  EXPECT_EQ(r3.exit_code, 1);
+  const auto r4 = run_ktune("profile --metrics roofline --every 0 -- true");
+  EXPECT_NE(r4.exit_code, 0);
+}
+
+// ktune bench --metrics checks its set before anything runs, and says what it cannot combine.
+TEST(ProfileCli, BenchMetricsIsCheckedFirst) {
+  const std::string spec = std::string(KTUNE_SOURCE_DIR) + "/kernels/copy/copy.json";
+  const auto r = run_ktune("bench " + spec + " --metrics rooflin");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_sentence(r.err, "'rooflin' is neither a metric set nor a metric name");
+  const auto r2 = run_ktune("bench " + spec + " --metrics roofline --json");
+  EXPECT_EQ(r2.exit_code, 1);
+  expect_one_sentence(r2.err, "--metrics prints text for one configuration");
 }
 
 TEST(ProfileCli, ExitCodeIsTheCommands) {
@@ -178,6 +207,47 @@ std::string profile_fault_loop(const std::string& exe, const std::filesystem::pa
                                const char* how, const std::filesystem::path& log) {
   return "ulimit -c 0; KTUNE_TRACE_FLUSH_MS=100 exec " KTUNE_EXE " profile -o " + out.string() +
          " -- " + exe + " 1000 " + how + " >" + log.string() + " 2>&1";
+}
+
+// The counter tier on real launches: exactly the selected ones (skip 10, every 100th, 3 of them)
+// get every roofline metric, joined to kernel records that sit on the timeline (CUPTI leaves a
+// replayed kernel's timestamps 0), and every other launch is still recorded.
+TEST(ProfileGpu, CountersForExactlyTheSelectedLaunches) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = build_tiny_loop(dir);
+  ASSERT_FALSE(exe.empty());
+  const auto out = dir.path / "c.ktrace";
+  const auto r = run_ktune(
+      "profile --metrics roofline --kernel tiny_add --launch-skip 10 --every "
+      "100 --launch-count 3 -o " +
+      out.string() + " -- " + exe + " 1000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("hardware counters: 3 launches of 1 kernels profiled"), std::string::npos)
+      << r.err;
+  const Trace t = read_ktrace(out);
+  const std::size_t per_launch = metric::resolve_metrics("roofline").size();
+  ASSERT_EQ(t.counters.size(), 3 * per_launch);
+  std::set<std::uint32_t> launches;
+  for (const auto& c : t.counters) launches.insert(c.correlation_id);
+  EXPECT_EQ(launches.size(), 3u);
+  std::size_t tiny = 0, profiled = 0;
+  for (const auto& k : t.kernels) {
+    if (k.demangled_name.find("tiny_add") == std::string::npos) continue;
+    ++tiny;
+    if (launches.count(k.correlation_id)) {
+      ++profiled;
+      EXPECT_GT(k.start_ns, 0u);
+      EXPECT_GT(k.duration_ns(), 0u);
+    }
+  }
+  EXPECT_EQ(tiny, 1100u);
+  EXPECT_EQ(profiled, 3u);
+  for (const auto& c : t.counters) {
+    if (c.metric == metric::kDuration) {
+      EXPECT_GT(c.value, 0) << c.correlation_id;
+    }
+  }
 }
 
 TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {

@@ -67,6 +67,7 @@ class KtraceSource : public TraceSource {
   void api_calls(const Visitor<trace::ApiRecord>& visit) override;
   void syncs(const Visitor<trace::SyncRecord>& visit) override;
   void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
+  void counters(const Visitor<trace::CounterRecord>& visit) override;
   const trace::TraceMetadata& metadata() const override { return counts_.metadata; }
   std::optional<std::uint64_t> origin_ns() override;
   trace::SkippedRecords skipped() const override { return reader_.skipped(); }

@@ -7,7 +7,7 @@
 // Times are CUPTI timestamps in nanoseconds: one clock for GPU and CPU records of a trace. A value
 // of 0 means "not known". Ids (device, context, stream, correlation, graph) are CUPTI's.
 //
-// SQL layout (schema_version 1; additive changes only within a version). Text columns that repeat
+// SQL layout (schema_version 2; additive changes only within a version). Text columns that repeat
 // are interned: *_id columns point at strings(id, value).
 //   metadata(key TEXT PRIMARY KEY, value TEXT)   value is JSON; keys are TraceMetadata's fields
 //   strings(id, value)
@@ -25,6 +25,8 @@
 //   nvtx_ranges(name_id, domain_id, start_ns, end_ns, process_id, thread_id)
 //   overheads(kind_id, start_ns, end_ns, thread_id, correlation_id)
 //   drops(context_id, stream_id, count)
+//   counters(device_id, correlation_id, metric_id, value)   since version 2 (the counter tier);
+//           value is REAL. A version-1 file has no counters table and reads as having none.
 // PRAGMA user_version holds schema_version too, so `sqlite3 f.ktrace 'pragma user_version'` tells.
 #include <cstdint>
 #include <filesystem>
@@ -39,7 +41,7 @@
 
 namespace ktune::trace {
 
-inline constexpr int kKtraceSchemaVersion = 1;
+inline constexpr int kKtraceSchemaVersion = 2;
 
 struct KernelRecord {
   std::string name;            // mangled, as the driver reports it
@@ -162,14 +164,14 @@ struct Trace {
   std::vector<OverheadRecord> overheads;
   std::vector<DropRecord> drops;
   std::vector<CounterRecord> counters;  // ordered by correlation_id
-  std::size_t record_count() const;  // all vectors, drops excluded
+  std::size_t record_count() const;     // all vectors, drops excluded
 };
 
 // Row counts per table plus the metadata, without loading records (ktune profile's summary).
 struct TraceCounts {
   TraceMetadata metadata;
   std::uint64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, syncs = 0, nvtx_ranges = 0,
-                overheads = 0;
+                overheads = 0, counters = 0;
 };
 
 // Appends records to a .ktrace. The file is valid SQLite after every commit(), so a process that
@@ -191,6 +193,7 @@ class KtraceWriter {
   void add(const NvtxRangeRecord& r);
   void add(const OverheadRecord& r);
   void add(const DropRecord& r);
+  void add(const CounterRecord& r);
   void add_records(const Trace& batch);  // every record vector of `batch`; its metadata is ignored
 
   // Rewrites the metadata rows (e.g. at close: finished_at, complete, drop totals).
@@ -247,6 +250,9 @@ class KtraceReader {
   void nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const;
   void overheads(const Visitor<OverheadRecord>& visit) const;
   void drops(const Visitor<DropRecord>& visit) const;
+  // Counter values in (correlation_id, id) order, so one launch's metrics arrive together. A
+  // version-1 trace has none. A value that is not a number throws, as for other tables.
+  void counters(const Visitor<CounterRecord>& visit) const;
   // Rows the latest visit of each table skipped (see SkippedRecords), all tables together.
   SkippedRecords skipped() const;
 

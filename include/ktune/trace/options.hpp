@@ -1,8 +1,9 @@
 #pragma once
 // The tracer's options. `ktune profile` parses its flags into TracerOptions and hands them to the
 // injected library as environment variables (the only channel into a process it does not own);
-// the library reads them back with options_from_env. Each flag's variable is listed once, in
-// tracer_env_vars() and docs/configuration.md.
+// the library reads them back with options_from_env. Every setting is one row of
+// tracer_settings(): its flag, variable, type, default and help come from there, and so does
+// docs/configuration.md's tracer table (a test compares them).
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,20 @@
 #include "ktune/trace/ktrace.hpp"
 
 namespace ktune::trace {
+
+// The counter tier's sampling rules, per distinct kernel (mangled name): of the launches whose name
+// matches `kernel_regex` (mangled or demangled; empty: every kernel), skip the first
+// `launch_skip`, then profile every `every`-th one until `launch_count` of that kernel are
+// profiled (0: no limit). At most `max_kernels` distinct kernels are profiled (0: no limit), and
+// profiling stops for good once `time_box_s` seconds were spent collecting counters (0: none).
+struct CounterSelection {
+  std::string kernel_regex;
+  std::uint64_t launch_skip = 0;
+  std::uint64_t launch_count = 1;
+  std::uint64_t every = 1;
+  std::uint64_t max_kernels = 0;
+  double time_box_s = 0;
+};
 
 struct TracerOptions {
   std::filesystem::path output = "ktune.ktrace";  // the root process's trace
@@ -31,16 +46,26 @@ struct TracerOptions {
   bool overhead_records = false;    // CUPTI_ACTIVITY_KIND_OVERHEAD (CUPTI's own time)
   void set_full() { memset_records = sync_records = latency_timestamps = overhead_records = true; }
   std::int64_t root_pid = 0;  // the process ktune profile started; 0: this process is the root
+  // The counter tier: a metric set or list (trace/metrics.hpp); empty: activity tier only.
+  std::string metrics;
+  CounterSelection counters;
 };
 
-struct EnvVar {
-  const char* name;
-  const char* flag;  // ktune profile's flag for it, "" for internal variables
-  const char* meaning;
+struct TracerSetting {
+  const char* name;      // the key code looks it up by: "delay"
+  const char* flag;      // ktune profile's flag as CLI11 names it ("-o,--output"); "": none
+  const char* env;       // the variable that carries it into the traced process
+  const char* type;      // what the value is: "path", "seconds", "count", "0 or 1", ...
+  const char* fallback;  // the default, as --help and the docs show it; "": none
+  const char* help;      // one line
 };
 
-// Every environment variable the tracer reads, in one list.
-const std::vector<EnvVar>& tracer_env_vars();
+// Every setting the tracer reads, in the order --help and the docs list them.
+const std::vector<TracerSetting>& tracer_settings();
+// The row named `name`; an unknown name is a ktune bug (std::logic_error).
+const TracerSetting& tracer_setting(std::string_view name);
+// docs/configuration.md's tracer table, generated from tracer_settings().
+std::string tracer_settings_markdown();
 
 using GetEnv = std::function<const char*(const char*)>;
 
@@ -60,6 +85,10 @@ std::string mode_name(const TracerOptions& o);
 // "runtime_api", "driver_api", "nvtx", "sync", "overhead", "latency"), so a report can tell
 // "none happened" from "not recorded".
 std::vector<std::string> record_kinds(const TracerOptions& o);
+
+// Validates the counter tier's options (metric set or list, --kernel regex) the way the tracer
+// will read them; throws ktune::Error with one sentence. No-op when o.metrics is empty.
+void check_counter_options(const TracerOptions& o);
 
 // Validates a --range value: "", "profiler" or "nvtx:NAME"; throws ktune::Error otherwise.
 void check_range(const std::string& range);

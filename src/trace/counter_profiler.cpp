@@ -1,0 +1,332 @@
+// Range profiler calls follow CUDA 13's cupti_range_profiler.h and cupti_profiler_host.h: the
+// host object (libnvperf_host) turns metric names into a config image once per chip; the range
+// profiler object is enabled once per context and reused, with a one-range counter data image
+// that is re-initialised for each profiled launch.
+#include "counter_profiler.hpp"
+
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "ktune/trace/metrics.hpp"
+#include "launch_selector.hpp"
+
+namespace ktune::trace {
+namespace {
+
+const char* result_name(CUptiResult r) {
+  const char* name = nullptr;
+  if (cuptiGetResultString(r, &name) != CUPTI_SUCCESS || !name) return "unknown CUPTI error";
+  return name;
+}
+
+// Set-up failures that mean "not here, not now" rather than a ktune bug, with the fix for each.
+std::string why_unavailable(CUptiResult r) {
+  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||
+      r == CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES)
+    return "this user may not read GPU performance counters (run as root, or have the admin "
+           "set the driver option NVreg_RestrictProfilingToAdminUsers=0)";
+  if (r == CUPTI_ERROR_HARDWARE_BUSY || r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return fmt::format("the GPU's counters are held by another profiler ({})", result_name(r));
+  if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
+      r == CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED || r == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED)
+    return fmt::format("this GPU or its mode does not support the range profiler ({})",
+                       result_name(r));
+  return fmt::format("the range profiler failed to start ({})", result_name(r));
+}
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+struct CounterProfiler::Impl {
+  std::vector<std::string> metrics;
+  std::vector<const char*> metric_ptrs;
+  LaunchSelector selector;
+  Sink sink;
+  Say say;
+
+  struct Chip {
+    CUpti_Profiler_Host_Object* host = nullptr;
+    std::vector<std::uint8_t> config;  // built once per chip, shared by its contexts
+  };
+  struct Context {
+    CUpti_RangeProfiler_Object* profiler = nullptr;
+    Chip* chip = nullptr;
+    std::vector<std::uint8_t> counter_data;
+    std::uint32_t device_id = 0;
+  };
+  std::mutex mu;  // one profiled launch at a time: ranges must not interleave
+  std::map<std::string, Chip> chips;
+  std::map<CUcontext, Context> contexts;
+  bool initialized = false;
+  std::atomic<bool> off{false};  // read unlocked by every launch callback
+  double setup_s = 0;
+  std::uint64_t collected = 0;  // launches whose values reached the trace
+
+  Impl(std::vector<std::string> m, const CounterSelection& s, Sink k, Say y)
+      : metrics(std::move(m)), selector(s), sink(std::move(k)), say(std::move(y)) {
+    for (const auto& name : metrics) metric_ptrs.push_back(name.c_str());
+  }
+
+  // Turns the tier off with one sentence; the activity tier runs on.
+  void turn_off(const std::string& why) {
+    if (off.exchange(true)) return;
+    say("hardware counters are off for the rest of this run: " + why +
+        "; the activity trace is recorded as usual.");
+  }
+
+  bool check(CUptiResult r, const char* what) {
+    if (r == CUPTI_SUCCESS) return true;
+    turn_off(fmt::format("{} failed ({})", what, result_name(r)));
+    return false;
+  }
+
+  Chip* chip_for(std::uint32_t device, CUcontext ctx) {
+    CUpti_Device_GetChipName_Params name{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+    name.deviceIndex = device;
+    if (!check(cuptiDeviceGetChipName(&name), "cuptiDeviceGetChipName")) return nullptr;
+    auto [it, fresh] = chips.try_emplace(name.pChipName);
+    Chip& chip = it->second;
+    if (!fresh) return chip.config.empty() ? nullptr : &chip;
+    CUpti_Profiler_GetCounterAvailability_Params avail{
+        CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+    avail.ctx = ctx;
+    std::vector<std::uint8_t> availability;
+    if (cuptiProfilerGetCounterAvailability(&avail) == CUPTI_SUCCESS) {
+      availability.resize(avail.counterAvailabilityImageSize);
+      avail.pCounterAvailabilityImage = availability.data();
+      if (cuptiProfilerGetCounterAvailability(&avail) != CUPTI_SUCCESS) availability.clear();
+    }
+    CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    host.pChipName = name.pChipName;
+    host.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
+    if (!check(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize")) return nullptr;
+    chip.host = host.pHostObject;
+    // Name the metric the GPU does not know, rather than failing the whole list.
+    for (const char* m : metric_ptrs) {
+      CUpti_Profiler_Host_GetMetricProperties_Params props{
+          CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
+      props.pHostObject = chip.host;
+      props.pMetricName = m;
+      if (cuptiProfilerHostGetMetricProperties(&props) != CUPTI_SUCCESS) {
+        turn_off(fmt::format("metric '{}' is not known on {} (list them with ncu --query-metrics)",
+                             m, name.pChipName));
+        return nullptr;
+      }
+    }
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add{
+        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    add.pHostObject = chip.host;
+    add.ppMetricNames = metric_ptrs.data();
+    add.numMetrics = metric_ptrs.size();
+    if (!check(cuptiProfilerHostConfigAddMetrics(&add), "cuptiProfilerHostConfigAddMetrics"))
+      return nullptr;
+    CUpti_Profiler_Host_GetConfigImageSize_Params size{
+        CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    size.pHostObject = chip.host;
+    if (!check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize"))
+      return nullptr;
+    std::vector<std::uint8_t> config(size.configImageSize);
+    CUpti_Profiler_Host_GetConfigImage_Params image{
+        CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    image.pHostObject = chip.host;
+    image.configImageSize = config.size();
+    image.pConfigImage = config.data();
+    if (!check(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage"))
+      return nullptr;
+    chip.config = std::move(config);
+    return &chip;
+  }
+
+  Context* context_for(CUcontext ctx) {
+    if (auto it = contexts.find(ctx); it != contexts.end())
+      return it->second.profiler ? &it->second : nullptr;
+    Context& c = contexts[ctx];  // an entry without a profiler marks a context that failed
+    const auto t0 = Clock::now();
+    if (!initialized) {
+      CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+      if (const CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS) {
+        turn_off(why_unavailable(r));
+        return nullptr;
+      }
+      initialized = true;
+    }
+    if (!check(cuptiGetDeviceId(ctx, &c.device_id), "cuptiGetDeviceId")) return nullptr;
+    Chip* chip = chip_for(c.device_id, ctx);
+    if (!chip) return nullptr;
+    CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+    enable.ctx = ctx;
+    if (const CUptiResult r = cuptiRangeProfilerEnable(&enable); r != CUPTI_SUCCESS) {
+      turn_off(why_unavailable(r));
+      return nullptr;
+    }
+    CUpti_RangeProfiler_GetCounterDataSize_Params size{
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    size.pRangeProfilerObject = enable.pRangeProfilerObject;
+    size.pMetricNames = metric_ptrs.data();
+    size.numMetrics = metric_ptrs.size();
+    size.maxNumOfRanges = 1;
+    size.maxNumRangeTreeNodes = 1;
+    if (!check(cuptiRangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize"))
+      return nullptr;
+    c.counter_data.resize(size.counterDataSize);
+    c.chip = chip;
+    c.profiler = enable.pRangeProfilerObject;
+    setup_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    return &c;
+  }
+
+  // Fresh counter data and the config, before each profiled launch.
+  bool arm(Context& c) {
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    init.pRangeProfilerObject = c.profiler;
+    init.counterDataSize = c.counter_data.size();
+    init.pCounterData = c.counter_data.data();
+    if (!check(cuptiRangeProfilerCounterDataImageInitialize(&init),
+               "cuptiRangeProfilerCounterDataImageInitialize"))
+      return false;
+    CUpti_RangeProfiler_SetConfig_Params set{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    set.pRangeProfilerObject = c.profiler;
+    set.configSize = c.chip->config.size();
+    set.pConfig = c.chip->config.data();
+    set.counterDataImageSize = c.counter_data.size();
+    set.pCounterDataImage = c.counter_data.data();
+    set.range = CUPTI_AutoRange;
+    set.replayMode = CUPTI_KernelReplay;
+    set.maxRangesPerPass = 1;
+    set.numNestingLevels = 1;
+    set.minNestingLevel = 1;
+    set.passIndex = 0;
+    set.targetNestingLevel = 1;
+    if (!check(cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig")) return false;
+    CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    start.pRangeProfilerObject = c.profiler;
+    // Another process profiling the GPU shows up here, at the first start.
+    if (const CUptiResult r = cuptiRangeProfilerStart(&start); r != CUPTI_SUCCESS) {
+      turn_off(why_unavailable(r));
+      return false;
+    }
+    return true;
+  }
+
+  void collect(Context& c, ProfiledLaunch launch) {
+    CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    stop.pRangeProfilerObject = c.profiler;
+    if (!check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop")) return;
+    CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+    decode.pRangeProfilerObject = c.profiler;
+    if (!check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData")) return;
+    CUpti_RangeProfiler_GetCounterDataInfo_Params info{
+        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+    info.pCounterDataImage = c.counter_data.data();
+    info.counterDataImageSize = c.counter_data.size();
+    if (!check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"))
+      return;
+    if (info.numTotalRanges == 0) return;  // the launch ran no kernel the profiler saw
+    std::vector<double> values(metric_ptrs.size());
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    eval.pHostObject = c.chip->host;
+    eval.pCounterDataImage = c.counter_data.data();
+    eval.counterDataImageSize = c.counter_data.size();
+    eval.rangeIndex = 0;
+    eval.ppMetricNames = metric_ptrs.data();
+    eval.numMetrics = metric_ptrs.size();
+    eval.pMetricValues = values.data();
+    if (!check(cuptiProfilerHostEvaluateToGpuValues(&eval), "cuptiProfilerHostEvaluateToGpuValues"))
+      return;
+    std::vector<CounterRecord> out;
+    out.reserve(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out.push_back({c.device_id, launch.correlation_id, metrics[i], values[i]});
+      if (metrics[i] == metric::kDuration && values[i] > 0)
+        launch.duration_ns = static_cast<std::uint64_t>(values[i]);
+    }
+    ++collected;
+    sink(std::move(out), launch);
+  }
+};
+
+// The launch being profiled on this thread (its start time), so its exit callback finishes it.
+thread_local bool t_profiling = false;
+thread_local Clock::time_point t_started;
+thread_local std::uint64_t t_enter_ns = 0;
+thread_local int t_depth = 0;  // a runtime launch may reach the driver's launch callback too
+
+CounterProfiler::CounterProfiler(std::vector<std::string> metrics,
+                                 const CounterSelection& selection, Sink sink, Say say)
+    : impl_(
+          std::make_unique<Impl>(std::move(metrics), selection, std::move(sink), std::move(say))) {}
+
+CounterProfiler::~CounterProfiler() = default;
+
+std::vector<std::uint32_t> CounterProfiler::launch_callbacks(CUpti_CallbackDomain domain) {
+  std::vector<std::uint32_t> out;
+  const std::uint32_t end = domain == CUPTI_CB_DOMAIN_RUNTIME_API
+                                ? std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}
+                                : std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE};
+  for (std::uint32_t cbid = 1; cbid < end; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+    const std::string_view n(name);
+    // Kernel launches only: not graphs, host functions or occupancy queries.
+    const bool launch = n.find("Launch") != std::string_view::npos &&
+                        (n.find("Kernel") != std::string_view::npos || n == "cuLaunchGrid" ||
+                         n == "cuLaunchGridAsync");
+    if (launch && n.find("Graph") == std::string_view::npos &&
+        n.find("Occupancy") == std::string_view::npos && n.find("Host") == std::string_view::npos)
+      out.push_back(cbid);
+  }
+  return out;
+}
+
+void CounterProfiler::on_launch(const CUpti_CallbackData* info, bool capturing) noexcept {
+  try {
+    Impl& m = *impl_;
+    if (info->callbackSite == CUPTI_API_ENTER) {
+      if (t_depth++ > 0 || !capturing || m.off || !info->context) return;
+      std::unique_lock lock(m.mu);
+      const char* symbol = info->symbolName;
+      if (!symbol || !m.selector.select(symbol)) return;
+      Impl::Context* c = m.context_for(info->context);
+      if (!c) return;
+      t_started = Clock::now();
+      if (cuptiGetTimestamp(&t_enter_ns) != CUPTI_SUCCESS) t_enter_ns = 0;
+      if (!m.arm(*c)) return;
+      t_profiling = true;
+      lock.release();  // held until this launch's exit callback, on this thread
+      return;
+    }
+    if (--t_depth > 0 || !t_profiling) return;
+    t_profiling = false;
+    std::unique_lock lock(m.mu, std::adopt_lock);
+    auto it = m.contexts.find(info->context);
+    if (it != m.contexts.end() && it->second.profiler)
+      m.collect(it->second, {info->correlationId, t_enter_ns, 0});
+    m.selector.spent(std::chrono::duration<double>(Clock::now() - t_started).count());
+  } catch (...) {
+  }
+}
+
+std::string CounterProfiler::summary() const {
+  std::lock_guard lock(impl_->mu);
+  return fmt::format(
+      "hardware counters: {} launches of {} kernels profiled, {:.3f} s collecting ({:.3f} s "
+      "set-up), {} metrics each",
+      impl_->collected, impl_->selector.profiled_kernels(), impl_->selector.spent_s(),
+      impl_->setup_s, impl_->metrics.size());
+}
+
+}  // namespace ktune::trace

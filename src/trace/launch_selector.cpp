@@ -1,0 +1,46 @@
+#include "launch_selector.hpp"
+
+#include <fmt/format.h>
+
+#include "ktune/core/error.hpp"
+#include "ktune/trace/ktrace.hpp"
+
+namespace ktune::trace {
+
+LaunchSelector::LaunchSelector(CounterSelection selection) : selection_(std::move(selection)) {
+  if (selection_.every == 0) selection_.every = 1;
+  try {
+    if (!selection_.kernel_regex.empty()) regex_ = std::regex(selection_.kernel_regex);
+  } catch (const std::regex_error& e) {
+    throw Error(
+        fmt::format("--kernel '{}' is not a valid regular expression ({}); fix it, e.g. "
+                    "--kernel 'gemm|nvjet'.",
+                    selection_.kernel_regex, e.what()));
+  }
+}
+
+bool LaunchSelector::select(std::string_view mangled_name) {
+  if (exhausted()) return false;
+  auto it = kernels_.find(mangled_name);
+  if (it == kernels_.end()) {
+    it = kernels_.emplace(std::string(mangled_name), Kernel{}).first;
+    // Matched once per distinct kernel: the demangled form lets users write C++ names.
+    it->second.matches = selection_.kernel_regex.empty() || std::regex_search(it->first, regex_) ||
+                         std::regex_search(demangle(it->first), regex_);
+  }
+  Kernel& k = it->second;
+  if (!k.matches) return false;
+  const std::uint64_t index = k.seen++;
+  if (index < selection_.launch_skip) return false;
+  if ((index - selection_.launch_skip) % selection_.every != 0) return false;
+  if (selection_.launch_count > 0 && k.profiled >= selection_.launch_count) return false;
+  if (k.profiled == 0) {
+    if (selection_.max_kernels > 0 && profiled_kernels_ >= selection_.max_kernels) return false;
+    ++profiled_kernels_;
+  }
+  ++k.profiled;
+  ++profiled_launches_;
+  return true;
+}
+
+}  // namespace ktune::trace

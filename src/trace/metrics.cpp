@@ -1,0 +1,152 @@
+// The metric sets of the counter tier. Set contents are chosen by replay cost as much as by
+// meaning: every pass is one more run of the kernel under kernel replay, so the roofline set keeps
+// to the counters that fit in few passes (see kIssueActivePct) and the expensive ones wait for the
+// sets that ask for them.
+#include "ktune/trace/metrics.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::trace::metric {
+namespace {
+
+std::vector<std::string_view> roofline() {
+  return {kDuration,       kDramThroughputPct, kDramBytesRead,
+          kDramBytesWrite, kFp32Fma,           kFp32Add,
+          kFp32Mul,        kFp64Fma,           kFp64Add,
+          kFp64Mul,        kFp16Fma,           kFp16Add,
+          kFp16Mul,        kTensorGmmaFp16Ops, kTensorGmmaBf16Ops,
+          kTensorPipePct,  kIssueActivePct,    kAchievedOccupancyPct,
+          kSmClockHz};
+}
+
+std::vector<std::string_view> memory() {
+  return {kDuration,
+          kL1HitRatePct,
+          kL2HitRatePct,
+          kDramSectorsRead,
+          kDramSectorsWrite,
+          kL2SectorsFromL1Read,
+          kL2SectorsFromL1Write,
+          kSharedBankConflictsLoad,
+          kSharedBankConflictsStore,
+          kSharedWavefronts,
+          kLocalLoadSectors,
+          kLocalStoreSectors};
+}
+
+// The stall names are built once and live as long as the program: the sets hold views of them.
+const std::vector<std::string>& stall_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (std::string_view reason : kStallReasons)
+      out.push_back(fmt::format("{}{}{}", kStallPrefix, reason, kStallSuffix));
+    return out;
+  }();
+  return names;
+}
+
+std::vector<std::string_view> stalls() {
+  std::vector<std::string_view> out = {kDuration, kIssueActivePct};
+  for (const std::string& name : stall_names()) out.push_back(name);
+  return out;
+}
+
+std::vector<std::string_view> compute() {
+  return {kDuration,   kSmThroughputPct, kIssueActivePct, kTensorAnyPipePct, kTensorPipePct,
+          kFmaPipePct, kAluPipePct,      kFp64PipePct,    kLsuPipePct,       kAchievedOccupancyPct,
+          kTensorInst, kTensorFp16Ops,   kTensorBf16Ops,  kTensorTf32Ops,    kTensorFp8Ops};
+}
+
+void append_unique(std::vector<std::string_view>& to, const std::vector<std::string_view>& from) {
+  for (std::string_view m : from)
+    if (std::find(to.begin(), to.end(), m) == to.end()) to.push_back(m);
+}
+
+std::vector<std::string_view> full() {
+  std::vector<std::string_view> out;
+  for (const auto& part : {roofline(), memory(), stalls(), compute()}) append_unique(out, part);
+  append_unique(out, {kMemoryThroughputPct});
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Perfworks names: lower-case unit, "__", then counter and rollup ("dram__bytes_read.sum").
+bool looks_like_metric(std::string_view s) {
+  const auto sep = s.find("__");
+  if (sep == std::string_view::npos || sep == 0 || sep + 2 >= s.size()) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+  });
+}
+
+std::string known_sets() {
+  std::string out;
+  for (const MetricSet& set : metric_sets())
+    out += (out.empty() ? "" : ", ") + std::string(set.name);
+  return out;
+}
+
+}  // namespace
+
+const std::vector<MetricSet>& metric_sets() {
+  static const std::vector<MetricSet> sets = {
+      {"roofline",
+       "duration, DRAM throughput and bytes, FLOP by precision (FP32/FP64/FP16 instructions, "
+       "tensor "
+       "ops), tensor pipe, issue activity, achieved occupancy, SM clock",
+       roofline()},
+      {"memory",
+       "L1/L2 hit rates, L2<->DRAM and L1<->L2 sectors, shared-memory bank conflicts, local-memory "
+       "traffic",
+       memory()},
+      {"stalls", "warp-state breakdown: warps stalled per issued instruction, by reason", stalls()},
+      {"compute",
+       "SM throughput, tensor/FMA/ALU/FP64/LSU pipe utilisation, issue activity, tensor ops of "
+       "every path (HMMA and GMMA) by precision",
+       compute()},
+      {"full", "every metric of the sets above", full()},
+  };
+  return sets;
+}
+
+std::vector<std::string> resolve_metrics(std::string_view set_or_list) {
+  std::vector<std::string_view> picked;
+  std::size_t items = 0;
+  for (std::size_t at = 0; at <= set_or_list.size();) {
+    const auto comma = std::min(set_or_list.find(',', at), set_or_list.size());
+    const std::string_view item = trim(set_or_list.substr(at, comma - at));
+    at = comma + 1;
+    if (item.empty()) continue;
+    ++items;
+    const auto& sets = metric_sets();
+    const auto set =
+        std::find_if(sets.begin(), sets.end(), [&](const MetricSet& s) { return s.name == item; });
+    if (set != sets.end()) {
+      append_unique(picked, set->metrics);
+    } else if (looks_like_metric(item)) {
+      append_unique(picked, {item});
+    } else {
+      throw Error(fmt::format(
+          "--metrics: '{}' is neither a metric set nor a metric name; use one of {}, or metric "
+          "names like dram__bytes_read.sum, separated by commas.",
+          item, known_sets()));
+    }
+  }
+  if (items == 0)
+    throw Error(
+        fmt::format("--metrics is empty; use one of {}, or metric names like "
+                    "dram__bytes_read.sum, separated by commas.",
+                    known_sets()));
+  return {picked.begin(), picked.end()};
+}
+
+}  // namespace ktune::trace::metric

@@ -1,0 +1,84 @@
+// The counter tier's sampling rules, launch by launch: regex on mangled or demangled names, skip,
+// every K-th, count per kernel, a cap on distinct kernels, and the time box.
+#include <gtest/gtest.h>
+
+#include "ktune/core/error.hpp"
+#include "launch_selector.hpp"
+
+namespace ktune::trace {
+namespace {
+
+std::string picks(LaunchSelector& s, std::string_view name, int launches) {
+  std::string out;
+  for (int i = 0; i < launches; ++i) out += s.select(name) ? 'x' : '.';
+  return out;
+}
+
+TEST(LaunchSelector, DefaultProfilesTheFirstLaunchOfEveryKernel) {
+  LaunchSelector s({});
+  EXPECT_EQ(picks(s, "_Z4gemmPKfS0_Pfi", 3), "x..");
+  EXPECT_EQ(picks(s, "nvjet_tst_128x256", 2), "x.");
+  EXPECT_EQ(s.profiled_kernels(), 2u);
+  EXPECT_EQ(s.profiled_launches(), 2u);
+}
+
+TEST(LaunchSelector, SkipEveryAndCountApplyPerKernel) {
+  CounterSelection c;
+  c.launch_skip = 2;
+  c.every = 3;
+  c.launch_count = 2;
+  LaunchSelector s(c);
+  EXPECT_EQ(picks(s, "a", 12), "..x..x......");
+  EXPECT_EQ(picks(s, "b", 6), "..x..x");
+}
+
+TEST(LaunchSelector, RegexMatchesMangledOrDemangledNames) {
+  CounterSelection c;
+  c.kernel_regex = "^gemm\\(|nvjet";
+  c.launch_count = 0;
+  LaunchSelector s(c);
+  EXPECT_EQ(picks(s, "_Z4gemmPKfS0_Pfi", 2), "xx");  // demangled "gemm(float const*, ...)"
+  EXPECT_EQ(picks(s, "nvjet_hsh_64x8", 1), "x");
+  EXPECT_EQ(picks(s, "_Z10vector_addPfi", 2), "..");
+}
+
+TEST(LaunchSelector, MaxKernelsCapsDistinctKernels) {
+  CounterSelection c;
+  c.max_kernels = 2;
+  c.launch_count = 2;
+  LaunchSelector s(c);
+  EXPECT_EQ(picks(s, "a", 1), "x");
+  EXPECT_EQ(picks(s, "b", 1), "x");
+  EXPECT_EQ(picks(s, "c", 2), "..");
+  EXPECT_EQ(picks(s, "a", 2), "x.");  // kernels already chosen keep their launches
+}
+
+TEST(LaunchSelector, TimeBoxStopsProfiling) {
+  CounterSelection c;
+  c.time_box_s = 0.5;
+  c.launch_count = 0;
+  LaunchSelector s(c);
+  EXPECT_TRUE(s.select("a"));
+  s.spent(0.3);
+  EXPECT_TRUE(s.select("a"));
+  s.spent(0.3);
+  EXPECT_TRUE(s.exhausted());
+  EXPECT_FALSE(s.select("a"));
+  EXPECT_FALSE(s.select("b"));
+}
+
+TEST(LaunchSelector, BadRegexIsOneSentence) {
+  CounterSelection c;
+  c.kernel_regex = "gemm(";
+  try {
+    LaunchSelector s(c);
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--kernel 'gemm(' is not a valid regular expression"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ktune::trace
