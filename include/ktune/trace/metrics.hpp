@@ -36,6 +36,14 @@ inline constexpr std::string_view kAchievedOccupancyPct =
     "sm__warps_active.avg.pct_of_peak_sustained_active";
 inline constexpr std::string_view kSmClockHz = "sm__cycles_elapsed.avg.per_second";
 
+// --- memory (read by analyze/counters for the locality and spill verdicts) ---
+inline constexpr std::string_view kL2HitRatePct = "lts__t_sector_hit_rate.pct";
+// 32-byte sectors of local memory (register spills, local arrays) loaded and stored through L1.
+inline constexpr std::string_view kLocalLoadSectors =
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum";
+inline constexpr std::string_view kLocalStoreSectors =
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum";
+
 struct MetricSet {
   std::string_view name;         // "roofline", "memory", "stalls", "compute", "full"
   std::string_view description;  // one line for --help
