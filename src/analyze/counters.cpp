@@ -124,7 +124,7 @@ void decide(KernelDerivation& d, Reader& r) {
 std::string occupancy_clause(const KernelDerivation& d) {
   if (d.theoretical && d.theoretical->occupancy_pct < threshold::kLowOccupancyPct)
     return fmt::format(
-        "Theoretical occupancy is {}% ({} blocks per SM, limited by {}), too few "
+        "Theoretical occupancy is {}% ({} block(s) per SM, limited by {}), too few "
         "warps to hide memory and pipeline latency.",
         pct(d.theoretical->occupancy_pct), d.theoretical->blocks_per_sm,
         to_string(d.theoretical->limiter));
@@ -234,15 +234,21 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
   if (d.theoretical && d.theoretical->occupancy_pct < kLowOccupancyPct &&
       (d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::locality)) {
     const Occupancy& o = *d.theoretical;
-    std::string how = o.limiter == OccupancyLimiter::registers
-                          ? fmt::format(
-                                "cap registers ({} per thread now: __launch_bounds__ or "
-                                "-maxrregcount)",
-                                d.shape.registers_per_thread)
-                      : o.limiter == OccupancyLimiter::shared_memory
-                          ? fmt::format("use less shared memory per block ({} bytes now)",
-                                        d.shape.shared_mem_bytes)
-                          : "use larger blocks";
+    // Capping registers on a kernel that already spills trades occupancy for more spills.
+    const bool spills = d.local_memory_per_thread_bytes > 0;
+    std::string how =
+        o.limiter == OccupancyLimiter::registers && spills
+            ? fmt::format(
+                  "keep fewer values live ({} registers per thread and it spills "
+                  "already, so a register cap would spill more)",
+                  d.shape.registers_per_thread)
+        : o.limiter == OccupancyLimiter::registers
+            ? fmt::format("cap registers ({} per thread now: __launch_bounds__ or -maxrregcount)",
+                          d.shape.registers_per_thread)
+        : o.limiter == OccupancyLimiter::shared_memory
+            ? fmt::format("use less shared memory per block ({} bytes now)",
+                          d.shape.shared_mem_bytes)
+            : "use larger blocks";
     all.push_back({"Raise theoretical occupancy: " + how,
                    fmt::format("theoretical_occupancy={:.4g}% (limited by {})", o.occupancy_pct,
                                to_string(o.limiter)),
@@ -278,7 +284,9 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
     if (fp32 > d.tensor_flop.value_or(0) && tensor_pct < 10 && c.fp32_flop_per_s > 0 &&
         tensor_peak > c.fp32_flop_per_s)
       all.push_back({"Move the math to tensor cores (TF32/BF16 MMA)",
-                     trigger(metric::kFp32Fma, d.fp32_flop.value_or(0) / 2),
+                     trigger(metric::kFp32Fma, d.metrics.count(metric::kFp32Fma)
+                                                   ? d.metrics.find(metric::kFp32Fma)->second
+                                                   : 0),
                      1 - c.fp32_flop_per_s / tensor_peak});
     if (d.roofline && d.roofline->fraction_of_roof < 0.9)
       all.push_back(
