@@ -472,21 +472,24 @@ std::string roofline_svg(const Analysis& a) {
     if (k.arithmetic_intensity && *k.arithmetic_intensity > 0 && k.flop_per_s) {
       x = *k.arithmetic_intensity;
       y = *k.flop_per_s;
-    } else if (k.dram_bytes_per_s && *k.dram_bytes_per_s > 0) {
+    } else if (k.flop && *k.flop == 0 && k.dram_bytes_per_s && *k.dram_bytes_per_s > 0) {
       x = x_lo;
       y = *k.dram_bytes_per_s * x_lo;
       note = " (no FLOPs: placed by its bandwidth)";
     } else {
-      continue;
+      continue;  // FLOPs not collected: no honest place on the chart
     }
     x = std::clamp(x, x_lo, x_hi);
     y = std::clamp(y, y_lo, std::pow(10, ly1));
+    // Labels near the right edge go on the point's left, inside the chart.
+    const bool right_edge = px(x) > left + plot_w - 160;
     svg += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"6\" fill=\"#d62728\" class=\"kernel\"><title>{}: "
         "{}, {} at {:.3g} FLOP/byte{}</title></circle>"
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"lbl\">{}</text>\n",
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" class=\"lbl\">{}</text>\n",
         px(x), py(y), xml_escape(k.name), analyze::to_string(k.bottleneck), rate(y, "FLOP/s"), x,
-        note, px(x) + 9, py(y) + 4, xml_escape(analyze::base_name(k.name)));
+        note, right_edge ? px(x) - 9 : px(x) + 9, py(y) + 4, right_edge ? "end" : "start",
+        xml_escape(analyze::base_name(k.name)));
   }
   return svg + "</svg>\n";
 }

@@ -156,4 +156,20 @@ struct CounterTraceBuilder : TraceBuilder {
   }
 };
 
+// Every sample kernel above, plus one launch the counter tier skipped, on an H100.
+inline trace::Trace sample_counter_trace() {
+  CounterTraceBuilder b;
+  b.copy();
+  b.fma_loop();
+  b.tensor_gemm();
+  b.tiny_grid();
+  b.tiny_kernel();
+  b.spilling();
+  b.poor_locality();
+  b.kernel("unprofiled_kernel(int)", 9000, 9100, 5);
+  add_h100_identity(b.t);
+  b.t.metadata.tracer_version = "0.9.0-test";
+  return b.t;
+}
+
 }  // namespace ktune::analyze::test
