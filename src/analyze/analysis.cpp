@@ -563,6 +563,7 @@ class Analyzer {
 Analysis analyze(TraceSource& source, const AnalysisOptions& options) {
   Analysis a = Analyzer(source, options).run();
   a.counters = analyze_counters(source, options.ceilings);
+  a.timeline = analyze_timeline(source);
   return a;
 }
 

@@ -175,6 +175,29 @@ json to_json(const Analysis& a) {
   }
   j["backlog"] = {{"target_share", a.backlog_share}, {"share", share}, {"kernels", backlog}};
   j["counters"] = d::counters_json(a.counters);
+  json overlap = json::array();
+  for (const auto& dv : a.timeline.devices)
+    overlap.push_back({{"device", dv.device},
+                       {"copy_ns", dv.copy_ns},
+                       {"copy_under_kernel_ns", dv.copy_under_kernel_ns},
+                       {"collective_ns", dv.collective_ns},
+                       {"collective_exposed_ns", dv.collective_exposed_ns},
+                       {"idle_next_to_collective_ns", dv.idle_next_to_collective_ns},
+                       {"serialized_runs", dv.serialized_runs},
+                       {"serialized_saving_ns", dv.serialized_saving_ns}});
+  json runs = json::array();
+  for (const auto& r : a.timeline.runs)
+    runs.push_back({{"device", r.device},
+                    {"stream", r.stream},
+                    {"start_ns", r.start_ns},
+                    {"end_ns", r.end_ns},
+                    {"kernels", r.kernels},
+                    {"kernel_ns", r.kernel_ns},
+                    {"longest_kernel_ns", r.longest_kernel_ns},
+                    {"first_kernel", r.first_kernel}});
+  j["timeline"] = {{"sm_count_known", a.timeline.sm_count_known},
+                   {"devices", overlap},
+                   {"serialized_runs", runs}};
   j["baseline"] = nullptr;
   return j;
 }
@@ -330,6 +353,41 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
          d::duration(static_cast<double>(s.launch_overhead_ns)),
          analyze::shown_name(s.top_kernel, o.names)});
   out.push_back(storms);
+
+  const auto& tl = a.timeline;
+  const bool overlap_worth_showing =
+      std::any_of(tl.devices.begin(), tl.devices.end(), [](const analyze::DeviceOverlap& d) {
+        return d.copy_ns > 0 || d.collective_ns > 0 || d.serialized_runs > 0;
+      });
+  if (overlap_worth_showing) {
+    Section t{"Overlap",
+              "Copies hidden under kernels; NCCL collectives with no other kernel beside them "
+              "(exposed) and idle time next to them; runs of partial-wave kernels serialized on "
+              "one stream while nothing else ran, and what running them side by side could save."};
+    t.header = {"Device",          "Copies",    "Hidden",
+                "Collectives",     "Exposed",   "Idle next to collectives",
+                "Serialized runs", "Could save"};
+    for (const auto& dv : tl.devices)
+      t.rows.push_back({std::to_string(dv.device), d::duration(double(dv.copy_ns)),
+                        d::percent(d::fraction(dv.copy_under_kernel_ns, dv.copy_ns)),
+                        d::duration(double(dv.collective_ns)),
+                        d::percent(d::fraction(dv.collective_exposed_ns, dv.collective_ns)),
+                        d::duration(double(dv.idle_next_to_collective_ns)),
+                        tl.sm_count_known ? std::to_string(dv.serialized_runs) : "-",
+                        tl.sm_count_known ? d::duration(double(dv.serialized_saving_ns)) : "-"});
+    out.push_back(t);
+  }
+  if (!tl.runs.empty()) {
+    Section r{"Serialized kernels", "Partial-wave kernels back to back on one stream."};
+    r.header = {"Device", "Stream", "At", "Kernels", "GPU time", "Could save", "First kernel"};
+    for (const auto& run : tl.runs)
+      r.rows.push_back({std::to_string(run.device), std::to_string(run.stream),
+                        d::duration(double(run.start_ns - a.origin_ns)),
+                        std::to_string(run.kernels), d::duration(double(run.kernel_ns)),
+                        d::duration(double(run.kernel_ns - run.longest_kernel_ns)),
+                        analyze::shown_name(run.first_kernel, o.names)});
+    out.push_back(r);
+  }
 
   if (!a.nvtx.empty()) {
     Section n{"NVTX ranges", "Kernels are those launched from inside the range (innermost)."};

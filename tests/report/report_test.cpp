@@ -39,9 +39,14 @@ TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
   EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["kind"], "ktune.report");
-  EXPECT_EQ(keys(j),
-            (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps", "group_by",
-                  "kernels", "kind", "nvtx", "schema_version", "storms", "totals", "trace"}));
+  EXPECT_EQ(keys(j), (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps",
+                           "group_by", "kernels", "kind", "nvtx", "schema_version", "storms",
+                           "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j["timeline"]), (Keys{"devices", "serialized_runs", "sm_count_known"}));
+  EXPECT_EQ(
+      keys(j["timeline"]["devices"][0]),
+      (Keys{"collective_exposed_ns", "collective_ns", "copy_ns", "copy_under_kernel_ns", "device",
+            "idle_next_to_collective_ns", "serialized_runs", "serialized_saving_ns"}));
   EXPECT_TRUE(j["baseline"].is_null());
   EXPECT_EQ(keys(j["counters"]),
             (Keys{"ceilings", "kernels", "profiled_launches", "unmatched_launches"}));

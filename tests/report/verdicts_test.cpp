@@ -160,6 +160,24 @@ TEST(ReportCounters, BaselineTableShowsTheChangePerMetric) {
   EXPECT_FALSE(j["baseline"]["metrics"].empty());
 }
 
+TEST(ReportTimeline, OverlapAndSerializedKernelsAreShown) {
+  CounterTraceBuilder b;
+  analyze::test::add_h100_identity(b.t);
+  b.kernel("gemm", 0, 100);
+  b.memcpy("HtoD", 50, 150, 1 << 20);
+  b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 150, 200, 0,
+           9);
+  for (int i = 0; i < 3; ++i)
+    b.kernel("void tiny<1>(int)", 300.0 + 20 * i, 310.0 + 20 * i).grid_x = 8;
+  const std::string t = render_text(analysis_of(b.t), {});
+  for (const char* s : {"Overlap", "Hidden", "Exposed", "Serialized kernels", "tiny", "20.00 us"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  const json j = json::parse(render_json(analysis_of(b.t), {}));
+  EXPECT_EQ(j["timeline"]["devices"][0]["copy_under_kernel_ns"], 50'000);
+  EXPECT_EQ(j["timeline"]["devices"][0]["collective_exposed_ns"], 50'000);
+  EXPECT_EQ(j["timeline"]["serialized_runs"].size(), 1u);
+}
+
 TEST(ReportCounters, HtmlDrawsTheRooflineBesideTheTimeline) {
   const std::string h = render_html(analysis_of(counter_trace()), {});
   EXPECT_NE(h.find("aria-label=\"roofline\""), std::string::npos);

@@ -11,6 +11,7 @@
 #include "ktune/analyze/counters.hpp"
 #include "ktune/analyze/launch_shape.hpp"
 #include "ktune/analyze/source.hpp"
+#include "ktune/analyze/timeline.hpp"
 #include "ktune/core/stats.hpp"
 
 namespace ktune::analyze {
@@ -125,12 +126,15 @@ struct Analysis {
   std::size_t api_call_count = 0;
   trace::SkippedRecords skipped;  // records left out: their times could not be placed
   CounterAnalysis counters;       // the counter tier's verdicts; empty without counters
+  TimelineFindings timeline;      // copy/compute overlap, collectives, serialized kernels
   std::int64_t busy_ns() const;
   std::int64_t window_ns() const;
 };
 
 // Reads each record type once (nvtx, api calls, syncs and copies before kernels) and keeps per
-// kernel only its duration, for the medians. Throws ktune::Error when kernels arrive out of order.
+// kernel only its duration, for the medians; then the counter analysis (counters, and kernels
+// only when there are counters) and the timeline findings (copies and kernels again, one interval
+// per kernel). Throws ktune::Error when kernels arrive out of order.
 Analysis analyze(TraceSource& source, const AnalysisOptions& options = {});
 
 }  // namespace ktune::analyze

@@ -14,7 +14,7 @@
 
 namespace ktune::report {
 
-// 3: "counters" (the per-kernel derivation of the counter tier) and "baseline".
+// 3: "counters" (the per-kernel derivation of the counter tier), "baseline" and "timeline".
 inline constexpr int kReportSchemaVersion = 3;
 
 struct RenderOptions {
