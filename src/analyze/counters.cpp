@@ -1,6 +1,7 @@
 #include "ktune/analyze/counters.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <unordered_map>
 
@@ -155,7 +156,8 @@ void explain(KernelDerivation& d, const Ceilings& c) {
           "Each launch runs {:.2f} us on {} blocks, about what the host spends launching it. "
           "Fusing it with its neighbours or capturing the sequence in a CUDA graph saves more "
           "than tuning its code.",
-          d.duration_ns / 1000, d.shape.grid.x * d.shape.grid.y * d.shape.grid.z);
+          d.duration_ns / 1000,
+          static_cast<double>(d.shape.grid.x) * d.shape.grid.y * d.shape.grid.z);
       break;
     case Bottleneck::memory:
       d.key_issue = "DRAM bandwidth";
@@ -388,9 +390,13 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
 
   const auto& s = d.shape;
   if (device.limits) {
+    // In 64 bits and clamped: a damaged record's dimensions must not overflow int.
+    const std::int64_t threads = std::int64_t{s.block.x} * s.block.y * s.block.z;
     d.theoretical = theoretical_occupancy(
-        *device.limits, {s.block.x * s.block.y * s.block.z,
-                         static_cast<int>(s.registers_per_thread), s.shared_mem_bytes});
+        *device.limits,
+        {static_cast<int>(std::clamp<std::int64_t>(threads, 0, INT32_MAX)),
+         static_cast<int>(std::min<std::uint32_t>(s.registers_per_thread, INT32_MAX)),
+         s.shared_mem_bytes});
     if (device.sm_count > 0 && d.theoretical->blocks_per_sm > 0)
       d.waves_per_sm = static_cast<double>(s.grid.x) * s.grid.y * s.grid.z /
                        (static_cast<double>(d.theoretical->blocks_per_sm) * device.sm_count);

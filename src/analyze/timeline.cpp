@@ -69,7 +69,8 @@ TimelineFindings analyze_timeline(TraceSource& source, std::size_t min_run_kerne
   std::map<int, DeviceOverlap> devices;
   std::map<int, std::vector<Interval>> copies, compute, comm;
   source.memcpys([&](const trace::MemcpyRecord& m) {
-    if (m.end_ns <= m.start_ns) return;
+    // Times past INT64_MAX are no CUPTI clock (a damaged record); they would overflow below.
+    if (m.end_ns <= m.start_ns || m.end_ns > std::uint64_t(INT64_MAX)) return;
     devices[int(m.device_id)].device = int(m.device_id);
     copies[int(m.device_id)].push_back({std::int64_t(m.start_ns), std::int64_t(m.end_ns)});
   });
@@ -84,7 +85,7 @@ TimelineFindings analyze_timeline(TraceSource& source, std::size_t min_run_kerne
     run = SerializedRun{};
   };
   source.kernels([&](const trace::KernelRecord& k) {
-    if (k.end_ns <= k.start_ns) return;
+    if (k.end_ns <= k.start_ns || k.end_ns > std::uint64_t(INT64_MAX)) return;
     const int device = int(k.device_id);
     const std::int64_t start = std::int64_t(k.start_ns), end = std::int64_t(k.end_ns);
     const bool collective = is_collective(display_name(k));

@@ -179,6 +179,18 @@ TEST(Counters, LaunchesOfOneShapeAggregateAndShapesStayApart) {
   EXPECT_EQ(a.unmatched_launches, 1u);
 }
 
+TEST(Counters, DamagedLaunchDimensionsDoNotOverflow) {
+  CounterTraceBuilder b;
+  trace::KernelRecord& k =
+      b.launch("damaged(int)", 100, 65536, 65536, 4'000'000'000u, 0, {{m::kDuration, 100'000}});
+  k.block_y = 65536;
+  k.grid_y = k.grid_z = 65536;
+  const KernelDerivation d = only(run(b));
+  ASSERT_TRUE(d.theoretical);
+  EXPECT_EQ(d.theoretical->blocks_per_sm, 0);
+  EXPECT_EQ(d.theoretical->limiter, OccupancyLimiter::block_size);
+}
+
 TEST(Counters, TraceWithoutCountersHasNoDerivation) {
   TraceBuilder b;
   b.kernel("k", 0, 10);
