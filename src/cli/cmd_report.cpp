@@ -9,6 +9,8 @@
 
 #include "command.hpp"
 #include "ktune/analyze/analysis.hpp"
+#include "ktune/analyze/merge.hpp"
+#include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/report/report.hpp"
 #include "ktune/store/store.hpp"
@@ -20,6 +22,7 @@ struct ReportOptions {
   std::vector<std::string> traces;
   std::string format = "text", by = "name", output, names = "base";
   std::size_t top = 25;
+  bool merge = false;
 };
 
 // The newest calibration of the traced GPU, for the roofline; none when the trace has no identity
@@ -47,6 +50,14 @@ analyze::Analysis analyze_file(const std::string& path, analyze::AnalysisOptions
   return analyze::analyze(source, options);
 }
 
+int emit(const std::string& text, const std::string& output) {
+  if (output.empty())
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  else
+    write_file_atomic(output, text);
+  return 0;
+}
+
 const bool registered = register_command(
     {"report",
      "Summarise a .ktrace: top kernels, GPU busy/idle, gap causes, roofline verdicts, what to "
@@ -55,9 +66,11 @@ const bool registered = register_command(
        auto o = std::make_shared<ReportOptions>();
        app.add_option("traces", o->traces,
                       "The .ktrace file written by ktune profile; with two, OLD NEW: NEW is "
-                      "reported and compared with OLD")
-           ->required()
-           ->expected(1, 2);
+                      "reported and compared with OLD; with --merge, the ranks of one job")
+           ->required();
+       app.add_flag("--merge", o->merge,
+                    "Report the traces as the ranks of one job (run.*.ktrace), each rank's GPUs "
+                    "as devices of their own");
        app.add_option("--format", o->format,
                       "text (terminal), md (pull requests), json (schema_version " +
                           std::to_string(report::kReportSchemaVersion) +
@@ -85,18 +98,25 @@ const bool registered = register_command(
          render.names = analyze::parse_name_style(o->names);
          analyze::AnalysisOptions options;
          options.group_by = analyze::parse_group_by(o->by);
+         if (o->merge) {
+           std::vector<trace::Trace> ranks;
+           for (const std::string& path : o->traces) ranks.push_back(trace::read_ktrace(path));
+           analyze::MemorySource source(analyze::merge_ranks(std::move(ranks)));
+           options.ceilings = stored_ceilings(source.metadata(), globals.db);
+           return emit(format.render(analyze::analyze(source, options), render), o->output);
+         }
+         if (o->traces.size() > 2)
+           throw Error(
+               fmt::format("ktune report takes one trace, or two (OLD NEW), not {}; to "
+                           "report the ranks of one job together, add --merge.",
+                           o->traces.size()));
          std::optional<analyze::Analysis> baseline;
          if (o->traces.size() == 2) {
            baseline = analyze_file(o->traces[0], options, globals.db);
            render.baseline = &*baseline;
          }
          const analyze::Analysis analysis = analyze_file(o->traces.back(), options, globals.db);
-         const std::string text = format.render(analysis, render);
-         if (o->output.empty())
-           std::fwrite(text.data(), 1, text.size(), stdout);
-         else
-           write_file_atomic(o->output, text);
-         return 0;
+         return emit(format.render(analysis, render), o->output);
        };
      }});
 

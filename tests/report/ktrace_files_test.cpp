@@ -232,6 +232,20 @@ TEST(Cli, ReportComparesOldWithNewAndPrintsTheContract) {
             json::parse(r.out)["totals"]["kernel_time_ns"]);
 }
 
+TEST(Cli, ReportMergesTheRanksOfOneJob) {
+  TempDir dir;
+  const fs::path r0 = dir.path / "run.0.ktrace", r1 = dir.path / "run.1.ktrace";
+  trace::write_ktrace(r0, busy_trace());
+  trace::write_ktrace(r1, busy_trace());
+  const auto r = test::run_ktune(
+      "report --merge " + r0.string() + " " + r1.string() + " " + r0.string() + " --format json",
+      "KTUNE_HOME=" + (dir.path / "home").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["totals"]["kernel_count"], 3 * 32);
+  EXPECT_EQ(j["devices"].size(), 3u);
+}
+
 TEST(Cli, BadInputFailsWithOneLine) {
   TempDir dir;
   const fs::path t = dir.path / "busy.ktrace";
