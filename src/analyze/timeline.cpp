@@ -46,6 +46,10 @@ std::int64_t overlap(const std::vector<Interval>& a, const std::vector<Interval>
 
 // A run of partial-wave kernels being followed on one device, while kernels stream by in start
 // order; only a run's first kernel name is kept, so a large trace holds no name per kernel.
+// Two kernels on one stream this close were both queued on the GPU: the second waited only for
+// the first (a kernel's own start-up on the GPU takes about a microsecond).
+constexpr std::int64_t kBackToBackNs = 2000;
+
 struct RunState {
   SerializedRun run;
   std::int64_t running_until = INT64_MIN;  // latest end of any kernel started so far
@@ -102,7 +106,10 @@ TimelineFindings analyze_timeline(TraceSource& source, std::size_t min_run_kerne
     const bool small = blocks > 0 && blocks < sms->second && !collective;
     const bool alone = start >= state.running_until;
     state.running_until = std::max(state.running_until, end);
-    if (!(run.kernels > 0 && small && alone && k.stream_id == run.stream)) {
+    // Back to back: queued on the GPU before the previous one ended. A longer gap means the host
+    // was late, and more streams would not help (the storm and gap analysis report that case).
+    const bool back_to_back = run.kernels > 0 && start - run.end_ns <= kBackToBackNs;
+    if (!(back_to_back && small && alone && k.stream_id == run.stream)) {
       close(d, run);
       if (!(small && alone)) return;
       run.device = device;

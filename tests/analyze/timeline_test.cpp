@@ -43,7 +43,7 @@ TEST(Timeline, SmallKernelsSerializedOnOneStreamCouldOverlap) {
   TraceBuilder b;
   add_h100_identity(b.t);  // 132 SMs
   for (int i = 0; i < 4; ++i)
-    b.kernel("small_" + std::to_string(i), 20.0 * i, 20.0 * i + 10).grid_x = 8;
+    b.kernel("small_" + std::to_string(i), 11.0 * i, 11.0 * i + 10).grid_x = 8;  // 1 us apart
   b.kernel("big", 100, 200).grid_x = 1024;  // a full wave ends the run
   for (int i = 0; i < 2; ++i) b.kernel("tail", 300.0 + 20 * i, 310.0 + 20 * i).grid_x = 8;
   const TimelineFindings f = run(b);
@@ -59,7 +59,14 @@ TEST(Timeline, KernelsAlreadyOverlappingAreNoSerializedRun) {
   TraceBuilder b;
   add_h100_identity(b.t);
   b.kernel("long_other_stream", 0, 100, 0, 9);
-  for (int i = 0; i < 4; ++i) b.kernel("small", 10.0 + 20 * i, 20.0 + 20 * i).grid_x = 8;
+  for (int i = 0; i < 4; ++i) b.kernel("small", 10.0 + 11 * i, 20.0 + 11 * i).grid_x = 8;
+  EXPECT_TRUE(run(b).runs.empty());
+}
+
+TEST(Timeline, KernelsTheHostLaunchedLateAreNoSerializedRun) {
+  TraceBuilder b;
+  add_h100_identity(b.t);
+  for (int i = 0; i < 5; ++i) b.kernel("tiny", 20.0 * i, 20.0 * i + 1).grid_x = 1;  // 19 us gaps
   EXPECT_TRUE(run(b).runs.empty());
 }
 

@@ -168,7 +168,7 @@ TEST(ReportTimeline, OverlapAndSerializedKernelsAreShown) {
   b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 150, 200, 0,
            9);
   for (int i = 0; i < 3; ++i)
-    b.kernel("void tiny<1>(int)", 300.0 + 20 * i, 310.0 + 20 * i).grid_x = 8;
+    b.kernel("void tiny<1>(int)", 300.0 + 11 * i, 310.0 + 11 * i).grid_x = 8;
   const std::string t = render_text(analysis_of(b.t), {});
   for (const char* s : {"Overlap", "Hidden", "Exposed", "Serialized kernels", "tiny", "20.00 us"})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
