@@ -5,7 +5,8 @@ set -euo pipefail
 PACKAGES=(cmake ninja-build g++ git pkg-config
           nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libpq-dev
           libgtest-dev libgmock-dev zlib1g-dev postgresql clang-format python3
-          clang-14 libclang-rt-14-dev)  # clang + libFuzzer: scripts/fuzz.sh
+          clang-14 libclang-rt-14-dev  # clang + libFuzzer: scripts/fuzz.sh
+          chromium-headless-shell)     # renders the HTML report's roofline in report_tests
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

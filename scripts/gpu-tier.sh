@@ -30,6 +30,8 @@ summary=()
 } 2>&1 | tee "$out/identity.txt"
 
 if [ -z "${KTUNE_GPU_SKIP_TESTS:-}" ]; then
+  # OccupancyGpu records the driver's occupancy answers here (commit as tests/fixtures/occupancy/).
+  export KTUNE_RECORD_OCCUPANCY=$out/occupancy
   # Host tests in parallel; tests that time the GPU one at a time, so they do not disturb each other.
   gpu_tests='Gpu|JitLauncher|example_runtime'
   ctest --test-dir "$bundle" -j8 --timeout 300 --output-on-failure -E "$gpu_tests" >"$out/ctest.log" 2>&1

@@ -561,7 +561,10 @@ class Analyzer {
 }  // namespace
 
 Analysis analyze(TraceSource& source, const AnalysisOptions& options) {
-  return Analyzer(source, options).run();
+  Analysis a = Analyzer(source, options).run();
+  a.counters = analyze_counters(source, options.ceilings);
+  a.timeline = analyze_timeline(source);
+  return a;
 }
 
 }  // namespace ktune::analyze

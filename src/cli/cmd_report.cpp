@@ -1,53 +1,122 @@
-// ktune report TRACE: kernels by GPU time, busy/idle, gap causes, storms, NVTX, tuning backlog.
+// ktune report TRACE: kernels by GPU time, busy/idle, gap causes, storms, NVTX, tuning backlog, and
+// with the counter tier the roofline verdicts. ktune report OLD NEW compares NEW with OLD.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "command.hpp"
 #include "ktune/analyze/analysis.hpp"
+#include "ktune/analyze/merge.hpp"
+#include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/report/report.hpp"
+#include "ktune/store/store.hpp"
 
 namespace ktune::cli {
 namespace {
 
 struct ReportOptions {
-  std::string trace, format = "text", by = "name", output;
+  std::vector<std::string> traces;
+  std::string format = "text", by = "name", output, names = "base";
   std::size_t top = 25;
+  bool merge = false;
 };
 
+// The newest calibration of the traced GPU, for the roofline; none when the trace has no identity
+// block or nothing was calibrated. A missing default store is no error: nothing was calibrated.
+analyze::Ceilings stored_ceilings(const trace::TraceMetadata& metadata, const std::string& db) {
+  analyze::Ceilings c;
+  if (!metadata.identity || metadata.identity->devices.empty()) return c;
+  if (db.empty() && !std::filesystem::exists(default_db_path())) return c;
+  const auto store = store::Store::open(db, store::Access::read_only);
+  const auto& device = metadata.identity->devices.front();
+  const auto record = store->latest_calibration(device.uuid);
+  if (!record) return c;
+  c.dram_bytes_per_s = record->dram_bytes_per_s;
+  c.fp32_flop_per_s = record->fp32_flop_per_s;
+  c.bf16_flop_per_s = record->bf16_flop_per_s;
+  c.fp16_flop_per_s = record->fp16_flop_per_s;
+  c.source = fmt::format("ktune calibrate on {} at {}", record->device_name, record->measured_at);
+  return c;
+}
+
+analyze::Analysis analyze_file(const std::string& path, analyze::AnalysisOptions options,
+                               const std::string& db) {
+  analyze::KtraceSource source(path);
+  options.ceilings = stored_ceilings(source.metadata(), db);
+  return analyze::analyze(source, options);
+}
+
+int emit(const std::string& text, const std::string& output) {
+  if (output.empty())
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  else
+    write_file_atomic(output, text);
+  return 0;
+}
+
 const bool registered = register_command(
-    {"report", "Summarise a .ktrace: top kernels, GPU busy/idle, gap causes, what to tune next", 30,
-     [](CLI::App& app, const GlobalOptions&) -> Runner {
+    {"report",
+     "Summarise a .ktrace: top kernels, GPU busy/idle, gap causes, roofline verdicts, what to "
+     "tune next",
+     30, [](CLI::App& app, const GlobalOptions& globals) -> Runner {
        auto o = std::make_shared<ReportOptions>();
-       app.add_option("trace", o->trace, "The .ktrace file written by ktune profile")->required();
+       app.add_option("traces", o->traces,
+                      "The .ktrace file written by ktune profile; with two, OLD NEW: NEW is "
+                      "reported and compared with OLD; with --merge, the ranks of one job")
+           ->required();
+       app.add_flag("--merge", o->merge,
+                    "Report the traces as the ranks of one job (run.*.ktrace), each rank's GPUs "
+                    "as devices of their own");
        app.add_option("--format", o->format,
                       "text (terminal), md (pull requests), json (schema_version " +
                           std::to_string(report::kReportSchemaVersion) +
-                          ") or html (one self-contained file)")
+                          "), html (one self-contained file) or contract (the profile contract "
+                          "in markdown)")
            ->capture_default_str();
        app.add_option("--by", o->by,
                       "Group kernels by name, or by name+launch (grid, block, shared memory, "
                       "registers)")
            ->capture_default_str();
+       app.add_option("--names", o->names,
+                      "Kernel names in tables: base (templates and arguments elided) or full; "
+                      "JSON and HTML keep the full name")
+           ->capture_default_str();
        app.add_option("--top", o->top, "Kernel rows in text, md and html (json lists all)")
            ->capture_default_str()
            ->check(CLI::Range(0, 1'000'000));  // unchecked, "-1" wrapped to 2^64 - 1
        app.add_option("-o,--output", o->output, "Write to this file instead of stdout");
-       return [o] {
-         if (!o->output.empty()) check_output_path(o->output, {o->trace});
+       return [o, &globals] {
+         if (!o->output.empty())
+           for (const std::string& trace : o->traces) check_output_path(o->output, {trace});
          const report::Format& format = report::find_format(o->format);
+         report::RenderOptions render;
+         render.top_kernels = o->top;
+         render.names = analyze::parse_name_style(o->names);
          analyze::AnalysisOptions options;
          options.group_by = analyze::parse_group_by(o->by);
-         analyze::KtraceSource source(o->trace);
-         const analyze::Analysis analysis = analyze::analyze(source, options);
-         const std::string text = format.render(analysis, {o->top});
-         if (o->output.empty())
-           std::fwrite(text.data(), 1, text.size(), stdout);
-         else
-           write_file_atomic(o->output, text);
-         return 0;
+         if (o->merge) {
+           std::vector<trace::Trace> ranks;
+           for (const std::string& path : o->traces) ranks.push_back(trace::read_ktrace(path));
+           analyze::MemorySource source(analyze::merge_ranks(std::move(ranks)));
+           options.ceilings = stored_ceilings(source.metadata(), globals.db);
+           return emit(format.render(analyze::analyze(source, options), render), o->output);
+         }
+         if (o->traces.size() > 2)
+           throw Error(
+               fmt::format("ktune report takes one trace, or two (OLD NEW), not {}; to "
+                           "report the ranks of one job together, add --merge.",
+                           o->traces.size()));
+         std::optional<analyze::Analysis> baseline;
+         if (o->traces.size() == 2) {
+           baseline = analyze_file(o->traces[0], options, globals.db);
+           render.baseline = &*baseline;
+         }
+         const analyze::Analysis analysis = analyze_file(o->traces.back(), options, globals.db);
+         return emit(format.render(analysis, render), o->output);
        };
      }});
 

@@ -102,7 +102,10 @@ std::string timelines(const Analysis& a) {
 
 }  // namespace
 
-std::string render_html(const Analysis& a, const RenderOptions& o) {
+std::string render_html(const Analysis& a, const RenderOptions& options) {
+  // HTML keeps the full demangled names: the page has room, and a title shows them on hover.
+  RenderOptions o = options;
+  o.names = analyze::NameStyle::full;
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<title>ktune report</title>\n<style>\n"
@@ -111,11 +114,19 @@ std::string render_html(const Analysis& a, const RenderOptions& o) {
       "th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;white-space:nowrap}"
       "td:last-child{white-space:normal}th{background:#f3f3f3}"
       ".lbl{font:12px monospace}.legend span{display:inline-block;width:12px;height:12px;"
-      "margin:0 4px 0 12px;vertical-align:middle}code{background:#f3f3f3}\n"
+      "margin:0 4px 0 12px;vertical-align:middle}code{background:#f3f3f3}"
+      ".row{display:flex;flex-wrap:wrap;gap:2em;align-items:flex-start}.axis{font:13px "
+      "sans-serif}\n"
       "</style></head><body>\n";
   out += fmt::format("<h1>ktune report</h1>\n<p><code>{}</code></p>\n<p><b>{}</b></p>\n",
                      xml_escape(d::capture_line(a)), xml_escape(d::headline(a)));
-  out += "<h2>Timeline</h2>\n" + timelines(a);
+  const std::string roofline = roofline_svg(a);
+  if (roofline.empty()) {
+    out += "<h2>Timeline</h2>\n" + timelines(a);
+  } else {
+    out += "<div class=\"row\"><div><h2>Timeline</h2>\n" + timelines(a) +
+           "</div><div><h2>Roofline</h2>\n" + roofline + "</div></div>\n";
+  }
   out += "<h2>Top kernels</h2>\n" + kernel_bars(a, std::min<std::size_t>(o.top_kernels, 20));
   for (const d::Section& s : d::sections(a, o)) {
     out += fmt::format("<h2>{}</h2>\n", xml_escape(s.title));

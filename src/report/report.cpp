@@ -20,8 +20,10 @@ const std::vector<Format>& formats() {
   static const std::vector<Format> all = {
       {"text", "tables for a terminal", render_text},
       {"md", "markdown for a pull request", render_markdown},
-      {"json", "JSON for tools (schema_version 1)", render_json},
+      {"json", "JSON for tools (schema_version 3)", render_json},
       {"html", "one self-contained HTML file with SVG charts", render_html},
+      {"contract", "the profile contract in markdown (bottleneck, root cause, top 3 fixes)",
+       render_contract},
   };
   return all;
 }
@@ -172,27 +174,58 @@ json to_json(const Analysis& a) {
     share += a.kernels[i].share;
   }
   j["backlog"] = {{"target_share", a.backlog_share}, {"share", share}, {"kernels", backlog}};
+  j["counters"] = d::counters_json(a.counters);
+  json overlap = json::array();
+  for (const auto& dv : a.timeline.devices)
+    overlap.push_back({{"device", dv.device},
+                       {"copy_ns", dv.copy_ns},
+                       {"copy_under_kernel_ns", dv.copy_under_kernel_ns},
+                       {"collective_ns", dv.collective_ns},
+                       {"collective_exposed_ns", dv.collective_exposed_ns},
+                       {"idle_next_to_collective_ns", dv.idle_next_to_collective_ns},
+                       {"serialized_runs", dv.serialized_runs},
+                       {"serialized_saving_ns", dv.serialized_saving_ns}});
+  json runs = json::array();
+  for (const auto& r : a.timeline.runs)
+    runs.push_back({{"device", r.device},
+                    {"stream", r.stream},
+                    {"start_ns", r.start_ns},
+                    {"end_ns", r.end_ns},
+                    {"kernels", r.kernels},
+                    {"kernel_ns", r.kernel_ns},
+                    {"longest_kernel_ns", r.longest_kernel_ns},
+                    {"first_kernel", r.first_kernel}});
+  j["timeline"] = {{"sm_count_known", a.timeline.sm_count_known},
+                   {"devices", overlap},
+                   {"serialized_runs", runs}};
+  j["baseline"] = nullptr;
   return j;
 }
 
-std::string render_json(const Analysis& a, const RenderOptions&) {
+std::string render_json(const Analysis& a, const RenderOptions& o) {
+  json j = to_json(a);
+  if (o.baseline) j["baseline"] = d::baseline_json(a, *o.baseline);
   // Names come from the traced program (NVTX messages, argv) and need not be UTF-8; JSON must be.
-  return to_json(a).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {
 
 // Columns of the kernel table, shared by text and markdown.
-std::vector<std::string> kernel_row(const analyze::KernelGroup& g) {
+std::vector<std::string> kernel_row(const analyze::KernelGroup& g, analyze::NameStyle names) {
   const Summary& s = g.duration_ns;
   return {d::percent(g.share),     d::duration(static_cast<double>(g.total_ns)),
           std::to_string(s.count), d::duration(s.mean),
           d::duration(s.median),   d::duration(s.min),
           d::duration(s.max),      d::duration(s.stddev),
-          d::shape_text(g),        g.name};
+          d::shape_text(g),        analyze::shown_name(g.name, names)};
 }
 const std::vector<std::string> kKernelHeader = {"Time", "Total", "Count",  "Mean",       "Median",
                                                 "Min",  "Max",   "StdDev", "Grid Block", "Name"};
+
+}  // namespace
+
+namespace detail {
 
 // Left-aligned columns padded to their widest cell; the last column is not padded.
 std::string text_table(const std::vector<std::string>& header,
@@ -242,10 +275,6 @@ std::string md_table(const std::vector<std::string>& header,
   return out;
 }
 
-}  // namespace
-
-namespace detail {
-
 std::string capture_line(const Analysis& a) {
   const auto& m = a.metadata;
   std::string cmd = m.command_line.empty() ? std::string("(command unknown)")
@@ -288,8 +317,9 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
                 : ""};
   k.header = kKernelHeader;
   for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i)
-    k.rows.push_back(kernel_row(a.kernels[i]));
+    k.rows.push_back(kernel_row(a.kernels[i], o.names));
   out.push_back(k);
+  for (Section& s : counter_sections(a, o)) out.push_back(std::move(s));
 
   Section gaps{"Idle gaps by cause",
                fmt::format("{} gaps, {} idle.", a.gap_count, d::duration(double(window - busy)))};
@@ -307,7 +337,7 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
       big.rows.push_back({std::to_string(g.device),
                           d::duration(static_cast<double>(g.start_ns - a.origin_ns)),
                           d::duration(static_cast<double>(g.duration_ns())), d::cause_text(g.cause),
-                          g.next_kernel});
+                          analyze::shown_name(g.next_kernel, o.names)});
     out.push_back(big);
   }
 
@@ -320,8 +350,44 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
         {std::to_string(s.device), d::duration(static_cast<double>(s.start_ns - a.origin_ns)),
          std::to_string(s.kernels), d::duration(static_cast<double>(s.end_ns - s.start_ns)),
          d::duration(static_cast<double>(s.kernel_ns)),
-         d::duration(static_cast<double>(s.launch_overhead_ns)), s.top_kernel});
+         d::duration(static_cast<double>(s.launch_overhead_ns)),
+         analyze::shown_name(s.top_kernel, o.names)});
   out.push_back(storms);
+
+  const auto& tl = a.timeline;
+  const bool overlap_worth_showing =
+      std::any_of(tl.devices.begin(), tl.devices.end(), [](const analyze::DeviceOverlap& d) {
+        return d.copy_ns > 0 || d.collective_ns > 0 || d.serialized_runs > 0;
+      });
+  if (overlap_worth_showing) {
+    Section t{"Overlap",
+              "Copies hidden under kernels; NCCL collectives with no other kernel beside them "
+              "(exposed) and idle time next to them; runs of partial-wave kernels serialized on "
+              "one stream while nothing else ran, and what running them side by side could save."};
+    t.header = {"Device",          "Copies",    "Hidden",
+                "Collectives",     "Exposed",   "Idle next to collectives",
+                "Serialized runs", "Could save"};
+    for (const auto& dv : tl.devices)
+      t.rows.push_back({std::to_string(dv.device), d::duration(double(dv.copy_ns)),
+                        d::percent(d::fraction(dv.copy_under_kernel_ns, dv.copy_ns)),
+                        d::duration(double(dv.collective_ns)),
+                        d::percent(d::fraction(dv.collective_exposed_ns, dv.collective_ns)),
+                        d::duration(double(dv.idle_next_to_collective_ns)),
+                        tl.sm_count_known ? std::to_string(dv.serialized_runs) : "-",
+                        tl.sm_count_known ? d::duration(double(dv.serialized_saving_ns)) : "-"});
+    out.push_back(t);
+  }
+  if (!tl.runs.empty()) {
+    Section r{"Serialized kernels", "Partial-wave kernels back to back on one stream."};
+    r.header = {"Device", "Stream", "At", "Kernels", "GPU time", "Could save", "First kernel"};
+    for (const auto& run : tl.runs)
+      r.rows.push_back({std::to_string(run.device), std::to_string(run.stream),
+                        d::duration(double(run.start_ns - a.origin_ns)),
+                        std::to_string(run.kernels), d::duration(double(run.kernel_ns)),
+                        d::duration(double(run.kernel_ns - run.longest_kernel_ns)),
+                        analyze::shown_name(run.first_kernel, o.names)});
+    out.push_back(r);
+  }
 
   if (!a.nvtx.empty()) {
     Section n{"NVTX ranges", "Kernels are those launched from inside the range (innermost)."};
@@ -351,8 +417,10 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
                         d::percent(share), d::percent(a.backlog_share))};
   b.header = {"#", "Time", "Kernel"};
   for (std::size_t i = 0; i < a.backlog_size; ++i)
-    b.rows.push_back({std::to_string(i + 1), d::percent(a.kernels[i].share), a.kernels[i].name});
+    b.rows.push_back({std::to_string(i + 1), d::percent(a.kernels[i].share),
+                      analyze::shown_name(a.kernels[i].name, o.names)});
   out.push_back(b);
+  for (Section& s : baseline_sections(a, o)) out.push_back(std::move(s));
   return out;
 }
 
@@ -368,8 +436,11 @@ std::string headline(const Analysis& a) {
 
 using detail::capture_line;
 using detail::headline;
+using detail::md_cell;
+using detail::md_table;
 using detail::Section;
 using detail::sections;
+using detail::text_table;
 
 std::string render_text(const Analysis& a, const RenderOptions& o) {
   std::string out = fmt::format("ktune report: {}\n{}\n", capture_line(a), headline(a));

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ktune/analyze/analysis.hpp"
 #include "ktune/report/report.hpp"
 
@@ -21,5 +23,19 @@ std::vector<Section> sections(const analyze::Analysis& a, const RenderOptions& o
 std::string capture_line(const analyze::Analysis& a);
 // One sentence: kernels, GPU time, busy and idle.
 std::string headline(const analyze::Analysis& a);
+
+// The counter tier's sections (verdicts, opportunities, what could not be concluded); none when
+// the trace has no counters. And the "vs baseline" section when o.baseline is set.
+std::vector<Section> counter_sections(const analyze::Analysis& a, const RenderOptions& o);
+std::vector<Section> baseline_sections(const analyze::Analysis& a, const RenderOptions& o);
+// The JSON of the counter tier's derivation, and of the comparison with a baseline.
+nlohmann::json counters_json(const analyze::CounterAnalysis& c);
+nlohmann::json baseline_json(const analyze::Analysis& a, const analyze::Analysis& baseline);
+// Tables as text, shared by the renderers.
+std::string text_table(const std::vector<std::string>& header,
+                       const std::vector<std::vector<std::string>>& rows);
+std::string md_table(const std::vector<std::string>& header,
+                     const std::vector<std::vector<std::string>>& rows);
+std::string md_cell(std::string s);
 
 }  // namespace ktune::report::detail

@@ -211,13 +211,49 @@ TEST(Cli, ReportAndExportATrace) {
   EXPECT_NO_THROW(json::parse(read_file(dir.path / "c.json")));
 }
 
+TEST(Cli, ReportComparesOldWithNewAndPrintsTheContract) {
+  TempDir dir;
+  const fs::path old_trace = dir.path / "old.ktrace", new_trace = dir.path / "new.ktrace";
+  trace::write_ktrace(old_trace, busy_trace());
+  trace::write_ktrace(new_trace, busy_trace());
+  // An empty home: no store, so no calibration and no error for its absence.
+  const std::string env = "KTUNE_HOME=" + (dir.path / "home").string();
+  auto r = test::run_ktune(
+      "report " + old_trace.string() + " " + new_trace.string() + " --format contract", env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"# Profile contract", "## Stages", "No counters in this trace",
+                        "none stored: run ktune calibrate", "## vs baseline", "| +0.0 % |"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  r = test::run_ktune(
+      "report " + old_trace.string() + " " + new_trace.string() + " --format json --names full",
+      env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["baseline"]["kernel_time_ns"],
+            json::parse(r.out)["totals"]["kernel_time_ns"]);
+}
+
+TEST(Cli, ReportMergesTheRanksOfOneJob) {
+  TempDir dir;
+  const fs::path r0 = dir.path / "run.0.ktrace", r1 = dir.path / "run.1.ktrace";
+  trace::write_ktrace(r0, busy_trace());
+  trace::write_ktrace(r1, busy_trace());
+  const auto r = test::run_ktune(
+      "report --merge " + r0.string() + " " + r1.string() + " " + r0.string() + " --format json",
+      "KTUNE_HOME=" + (dir.path / "home").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["totals"]["kernel_count"], 3 * 32);
+  EXPECT_EQ(j["devices"].size(), 3u);
+}
+
 TEST(Cli, BadInputFailsWithOneLine) {
   TempDir dir;
   const fs::path t = dir.path / "busy.ktrace";
   trace::write_ktrace(t, busy_trace());
   for (const std::string& args :
        {"report " + (dir.path / "nope.ktrace").string(), "report " + t.string() + " --format pdf",
-        "report " + t.string() + " --by launch", "export " + t.string(),
+        "report " + t.string() + " --by launch", "report " + t.string() + " --names short",
+        "report " + t.string() + " " + t.string() + " " + t.string(), "export " + t.string(),
         "export " + (dir.path / "nope.ktrace").string() + " --chrome x.json",
         "export " + t.string() + " --chrome " + (dir.path / "no/such/dir/x.json").string()}) {
     const auto r = test::run_ktune(args);

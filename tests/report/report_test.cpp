@@ -37,10 +37,20 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["kind"], "ktune.report");
-  EXPECT_EQ(keys(j), (Keys{"backlog", "copies", "devices", "gaps", "group_by", "kernels", "kind",
-                           "nvtx", "schema_version", "storms", "totals", "trace"}));
+  EXPECT_EQ(keys(j), (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps",
+                           "group_by", "kernels", "kind", "nvtx", "schema_version", "storms",
+                           "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j["timeline"]), (Keys{"devices", "serialized_runs", "sm_count_known"}));
+  EXPECT_EQ(
+      keys(j["timeline"]["devices"][0]),
+      (Keys{"collective_exposed_ns", "collective_ns", "copy_ns", "copy_under_kernel_ns", "device",
+            "idle_next_to_collective_ns", "serialized_runs", "serialized_saving_ns"}));
+  EXPECT_TRUE(j["baseline"].is_null());
+  EXPECT_EQ(keys(j["counters"]),
+            (Keys{"ceilings", "kernels", "profiled_launches", "unmatched_launches"}));
+  EXPECT_TRUE(j["counters"]["kernels"].empty());
   EXPECT_EQ(keys(j["totals"]), (Keys{"api_calls", "busy_ns", "busy_pct", "idle_ns", "idle_pct",
                                      "kernel_count", "kernel_time_ns", "window_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]),
@@ -145,12 +155,14 @@ TEST(ReportHtml, IsOneSelfContainedFile) {
 }
 
 TEST(ReportFormats, AreRegisteredByName) {
-  for (const char* name : {"text", "md", "json", "html"}) EXPECT_EQ(find_format(name).name, name);
+  for (const char* name : {"text", "md", "json", "html", "contract"})
+    EXPECT_EQ(find_format(name).name, name);
   try {
     find_format("pdf");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("text, md, json, html"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("text, md, json, html, contract"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -1,30 +1,20 @@
 #pragma once
 // The report's numbers, computed in one streaming pass over a TraceSource: kernels ranked by GPU
 // time, GPU busy/idle per device, idle gaps with their cause, storms of tiny kernels, time per NVTX
-// range, copies, and the tuning backlog. Plain data; report/ renders it.
+// range, copies, the tuning backlog, and (with the counter tier) the per-kernel roofline verdicts.
+// Plain data; report/ renders it.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ktune/analyze/counters.hpp"
+#include "ktune/analyze/launch_shape.hpp"
 #include "ktune/analyze/source.hpp"
+#include "ktune/analyze/timeline.hpp"
 #include "ktune/core/stats.hpp"
 
 namespace ktune::analyze {
-
-struct Dim3 {
-  std::int32_t x = 0, y = 0, z = 0;
-  friend bool operator==(const Dim3&, const Dim3&) = default;
-};
-
-// What a kernel was launched with: the second half of the `--by name+launch` key.
-struct LaunchShape {
-  Dim3 grid, block;
-  std::int32_t shared_mem_bytes = 0;  // static + dynamic
-  std::uint32_t registers_per_thread = 0;
-  friend bool operator==(const LaunchShape&, const LaunchShape&) = default;
-};
-LaunchShape launch_shape(const trace::KernelRecord& k);
 
 // How a host API call matters to gap attribution, decided from its name.
 enum class ApiRole { launch, synchronize, copy, other };
@@ -43,6 +33,7 @@ struct AnalysisOptions {
   std::size_t top_gaps = 20;        // largest gaps kept with their details
   std::size_t top_storms = 20;      // longest storms kept
   std::size_t timeline_bins = 400;  // resolution of the per-device utilisation strip
+  Ceilings ceilings;                // this GPU's calibrated ceilings, for the roofline verdicts
 };
 
 struct KernelGroup {
@@ -134,12 +125,16 @@ struct Analysis {
   std::vector<CopyGroup> copies;  // by total_ns, descending
   std::size_t api_call_count = 0;
   trace::SkippedRecords skipped;  // records left out: their times could not be placed
+  CounterAnalysis counters;       // the counter tier's verdicts; empty without counters
+  TimelineFindings timeline;      // copy/compute overlap, collectives, serialized kernels
   std::int64_t busy_ns() const;
   std::int64_t window_ns() const;
 };
 
 // Reads each record type once (nvtx, api calls, syncs and copies before kernels) and keeps per
-// kernel only its duration, for the medians. Throws ktune::Error when kernels arrive out of order.
+// kernel only its duration, for the medians; then the counter analysis (counters, and kernels
+// only when there are counters) and the timeline findings (copies and kernels again, one interval
+// per kernel). Throws ktune::Error when kernels arrive out of order.
 Analysis analyze(TraceSource& source, const AnalysisOptions& options = {});
 
 }  // namespace ktune::analyze

@@ -10,13 +10,18 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ktune/analyze/analysis.hpp"
+#include "ktune/analyze/kernel_name.hpp"
 
 namespace ktune::report {
 
-inline constexpr int kReportSchemaVersion = 2;
+// 3: "counters" (the per-kernel derivation of the counter tier), "baseline" and "timeline".
+inline constexpr int kReportSchemaVersion = 3;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all
+  analyze::NameStyle names = analyze::NameStyle::base;  // tables; JSON and HTML keep full names
+  // `ktune report OLD NEW`: the run compared against (not owned); null: no comparison.
+  const analyze::Analysis* baseline = nullptr;
 };
 
 struct Format {
@@ -25,7 +30,7 @@ struct Format {
   std::string (*render)(const analyze::Analysis&, const RenderOptions&);
 };
 
-// text, md, json, html.
+// text, md, json, html, contract.
 const std::vector<Format>& formats();
 // ktune::Error naming the known formats when `name` is not one of them.
 const Format& find_format(std::string_view name);
@@ -35,5 +40,11 @@ std::string render_text(const analyze::Analysis& analysis, const RenderOptions& 
 std::string render_markdown(const analyze::Analysis& analysis, const RenderOptions& options);
 std::string render_json(const analyze::Analysis& analysis, const RenderOptions& options);
 std::string render_html(const analyze::Analysis& analysis, const RenderOptions& options);
+// The profile contract in markdown: configuration, stages, bottleneck and root cause, the top
+// three opportunities of the run, and the change against a baseline when one is given.
+std::string render_contract(const analyze::Analysis& analysis, const RenderOptions& options);
+// The roofline as one inline SVG (calibrated ceilings, one point per derived kernel); empty
+// without counters.
+std::string roofline_svg(const analyze::Analysis& analysis);
 
 }  // namespace ktune::report

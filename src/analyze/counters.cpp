@@ -1,0 +1,477 @@
+#include "ktune/analyze/counters.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ktune/trace/metrics.hpp"
+
+namespace ktune::analyze {
+namespace metric = trace::metric;
+namespace {
+
+// The value of a metric the derivation reads, or the sentence saying it was not collected.
+struct Reader {
+  const KernelCounters& counters;
+  KernelDerivation& out;
+  std::optional<double> get(std::string_view name) const { return counters.mean(name); }
+  void cannot(std::string what, std::string_view missing) {
+    std::string line = fmt::format("{}: {} was not collected", what, missing);
+    if (std::find(out.unknown.begin(), out.unknown.end(), line) == out.unknown.end())
+      out.unknown.push_back(std::move(line));
+  }
+};
+
+std::optional<double> add(std::optional<double> a, std::optional<double> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return *a + *b;
+}
+
+// FMA = 2 FLOP; an add or a multiply, 1. Empty when none of the three counters was collected.
+std::optional<double> flop_of(const Reader& r, std::string_view fma, std::string_view add_name,
+                              std::string_view mul) {
+  const auto f = r.get(fma);
+  return add(f ? std::optional<double>(2 * *f) : std::nullopt, add(r.get(add_name), r.get(mul)));
+}
+
+std::string pct(double v) {
+  return fmt::format("{:.1f}", v);
+}
+std::string si(double v) {
+  const char* units[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (std::abs(v) >= 1000 && i < 5) {
+    v /= 1000;
+    ++i;
+  }
+  return fmt::format("{:.3g} {}", v, units[i]);
+}
+std::string trigger(std::string_view name, double value) {
+  return fmt::format("{}={:.4g}", name, value);
+}
+
+void place_on_roofline(KernelDerivation& d, const Ceilings& c) {
+  if (c.dram_bytes_per_s <= 0 || !d.flop || !d.dram_bytes || *d.dram_bytes <= 0) return;
+  RooflinePoint p;
+  const double fp32 = d.fp32_flop.value_or(0) + d.fp64_flop.value_or(0);
+  const double fp16 = d.fp16_flop.value_or(0);
+  const double tensor = d.tensor_flop.value_or(0);
+  if (tensor > 0 && tensor >= fp32 && tensor >= fp16) {
+    p.precision = "bf16";
+    p.peak_flop_per_s = std::max(c.bf16_flop_per_s, c.fp16_flop_per_s);
+    p.flop_from_tensor_pipe = true;
+  } else {
+    // Scalar half precision has no calibrated roof of its own; it is read against FP32's.
+    p.precision = fp16 > fp32 ? "fp16" : "fp32";
+    p.peak_flop_per_s = c.fp32_flop_per_s;
+  }
+  if (p.peak_flop_per_s <= 0) return;
+  p.ridge_flop_per_byte = p.peak_flop_per_s / c.dram_bytes_per_s;
+  const double intensity = *d.flop / *d.dram_bytes;
+  p.attainable_flop_per_s = std::min(p.peak_flop_per_s, intensity * c.dram_bytes_per_s);
+  // A kernel with no FLOPs (a copy) sits on the memory roof by its bandwidth alone.
+  p.fraction_of_roof = *d.flop > 0 && p.attainable_flop_per_s > 0
+                           ? d.flop_per_s.value_or(0) / p.attainable_flop_per_s
+                           : d.dram_bytes_per_s.value_or(0) / c.dram_bytes_per_s;
+  d.roofline = p;
+}
+
+void decide(KernelDerivation& d, Reader& r) {
+  using namespace threshold;
+  const bool tiny = d.duration_ns > 0 && d.duration_ns < kLaunchBoundNs;
+  if (tiny && (!d.waves_per_sm || *d.waves_per_sm <= kLaunchBoundMaxWaves)) {
+    d.bottleneck = Bottleneck::launch;
+    if (!d.waves_per_sm)
+      r.cannot("launch-bound from duration alone (the grid's waves need the GPU's SM count)",
+               "the trace identity block");
+    return;
+  }
+  const std::optional<double> compute =
+      d.sm_pct || d.tensor_pct
+          ? std::optional<double>(std::max(d.sm_pct.value_or(0), d.tensor_pct.value_or(0)))
+          : std::nullopt;
+  const std::optional<double> memory =
+      d.dram_pct || d.memory_pct
+          ? std::optional<double>(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0)))
+          : std::nullopt;
+  if (!compute) r.cannot("no compute throughput, so no verdict", metric::kSmThroughputPct);
+  if (!memory) r.cannot("no memory throughput, so no verdict", metric::kDramThroughputPct);
+  if (!compute || !memory) return;
+  if (*compute < kBoundPct && *memory < kBoundPct) {
+    d.bottleneck = Bottleneck::latency;
+    return;
+  }
+  if (*compute >= *memory) {
+    d.bottleneck = Bottleneck::compute;
+    return;
+  }
+  d.bottleneck = Bottleneck::memory;
+  // Locality: DRAM is the busy unit, the data is reused, yet L2 misses most of it.
+  if (!d.l2_hit_pct) {
+    r.cannot("cannot tell a locality problem from plain memory-bound", metric::kL2HitRatePct);
+  } else if (!d.arithmetic_intensity) {
+    r.cannot("cannot tell a locality problem from plain memory-bound (no FLOP count)",
+             metric::kFp32Fma);
+  } else if (*d.l2_hit_pct < kLowL2HitPct && *d.arithmetic_intensity >= kReuseFlopPerByte &&
+             d.dram_pct.value_or(0) >= d.memory_pct.value_or(0) * 0.9) {
+    d.bottleneck = Bottleneck::locality;
+  }
+}
+
+std::string occupancy_clause(const KernelDerivation& d) {
+  if (d.theoretical && d.theoretical->occupancy_pct < threshold::kLowOccupancyPct)
+    return fmt::format(
+        "Theoretical occupancy is {}% ({} block(s) per SM, limited by {}), too few "
+        "warps to hide memory and pipeline latency.",
+        pct(d.theoretical->occupancy_pct), d.theoretical->blocks_per_sm,
+        to_string(d.theoretical->limiter));
+  if (d.waves_per_sm && *d.waves_per_sm < 1)
+    return fmt::format("The grid fills {:.0f}% of one wave, so most SMs idle.",
+                       100 * *d.waves_per_sm);
+  if (d.achieved_occupancy_pct && d.theoretical &&
+      *d.achieved_occupancy_pct < 0.8 * d.theoretical->occupancy_pct)
+    return fmt::format(
+        "Achieved occupancy ({}%) is well below the theoretical {}%: uneven "
+        "blocks or a tail leave warps slots empty.",
+        pct(*d.achieved_occupancy_pct), pct(d.theoretical->occupancy_pct));
+  return "Warps stall on dependencies (the stalls set tells which) rather than waiting on a "
+         "busy unit.";
+}
+
+void explain(KernelDerivation& d, const Ceilings& c) {
+  const std::string intensity =
+      d.arithmetic_intensity ? fmt::format("{:.3g} FLOP per DRAM byte", *d.arithmetic_intensity)
+                             : std::string("an unknown FLOP per byte");
+  const std::string ridge =
+      d.roofline ? fmt::format(" (the ridge point is {:.3g})", d.roofline->ridge_flop_per_byte)
+                 : "";
+  switch (d.bottleneck) {
+    case Bottleneck::launch:
+      d.key_issue = "launch overhead";
+      d.root_cause = fmt::format(
+          "Each launch runs {:.2f} us on {} blocks, about what the host spends launching it. "
+          "Fusing it with its neighbours or capturing the sequence in a CUDA graph saves more "
+          "than tuning its code.",
+          d.duration_ns / 1000,
+          static_cast<double>(d.shape.grid.x) * d.shape.grid.y * d.shape.grid.z);
+      break;
+    case Bottleneck::memory:
+      d.key_issue = "DRAM bandwidth";
+      d.root_cause = fmt::format(
+          "Memory throughput is at {}% of peak{}, with {}{}. The kernel waits on data: only "
+          "moving fewer bytes (fusion, narrower types, reuse) makes it much faster.",
+          pct(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0))),
+          d.dram_bytes_per_s && c.dram_bytes_per_s > 0
+              ? fmt::format(" ({}B/s of the calibrated {}B/s)", si(*d.dram_bytes_per_s),
+                            si(c.dram_bytes_per_s))
+              : "",
+          intensity, ridge);
+      break;
+    case Bottleneck::locality:
+      d.key_issue = "L2 misses";
+      d.root_cause = fmt::format(
+          "DRAM is the busy unit at {}% of peak while L2 hits only {}% of accesses, although "
+          "the kernel reuses its data ({}). Tiling or an access order that keeps the working set "
+          "in L2 or shared memory would turn DRAM traffic into hits.",
+          pct(d.dram_pct.value_or(0)), pct(d.l2_hit_pct.value_or(0)), intensity);
+      break;
+    case Bottleneck::compute:
+      d.key_issue =
+          d.tensor_pct && *d.tensor_pct >= threshold::kBoundPct ? "tensor pipe" : "SM throughput";
+      d.root_cause = fmt::format(
+          "The SM is at {}% of peak (tensor pipe {}), with {}{}. Math throughput bounds it: "
+          "fewer or cheaper instructions (tensor cores, lower precision) is what speeds it up.",
+          pct(d.sm_pct.value_or(0)), d.tensor_pct ? pct(*d.tensor_pct) + "%" : "not collected",
+          intensity, ridge);
+      break;
+    case Bottleneck::latency:
+      d.key_issue = d.theoretical && d.theoretical->occupancy_pct < threshold::kLowOccupancyPct
+                        ? fmt::format("occupancy ({})", to_string(d.theoretical->limiter))
+                    : d.waves_per_sm && *d.waves_per_sm < 1 ? "small grid"
+                                                            : "latency";
+      d.root_cause = fmt::format(
+          "Neither the SM ({}%) nor memory ({}%) reaches {:.0f}% of peak, so the kernel is "
+          "latency-bound. {}",
+          pct(d.sm_pct.value_or(0)),
+          pct(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0))), threshold::kBoundPct,
+          occupancy_clause(d));
+      break;
+    case Bottleneck::unknown:
+      d.key_issue = "not enough counters";
+      d.root_cause =
+          "The counters collected do not decide the bottleneck. Profile with --metrics roofline.";
+      break;
+  }
+}
+
+void find_opportunities(KernelDerivation& d, const Ceilings& c) {
+  using namespace threshold;
+  std::vector<Opportunity> all;
+  const double busiest = std::max({d.sm_pct.value_or(0), d.tensor_pct.value_or(0),
+                                   d.dram_pct.value_or(0), d.memory_pct.value_or(0)});
+  // The share of time a latency fix can win: what the busiest unit leaves idle.
+  const double headroom = std::clamp(1 - busiest / 100, 0.0, 1.0);
+
+  if (d.bottleneck == Bottleneck::launch) {
+    // Fusing removes one launch's host cost, assumed equal to kLaunchBoundNs at most.
+    const double overhead = 4000;
+    all.push_back({"Fuse with neighbouring kernels or launch the sequence as a CUDA graph",
+                   trigger(metric::kDuration, d.duration_ns),
+                   overhead / (overhead + d.duration_ns)});
+  }
+  if (d.waves_per_sm && *d.waves_per_sm < 1 && d.bottleneck != Bottleneck::launch)
+    all.push_back({"Launch more, smaller blocks (or split the work, e.g. split-K) to fill every SM",
+                   trigger("waves_per_sm", *d.waves_per_sm), 1 - *d.waves_per_sm});
+  else if (d.waves_per_sm && *d.waves_per_sm >= 1 && *d.waves_per_sm < 4) {
+    // The last, partial wave runs with idle SMs; it matters while waves are few.
+    const double waves = *d.waves_per_sm;
+    const double tail = 1 - waves / std::ceil(waves);
+    all.push_back({"Resize the grid or the blocks so the last wave is full (tail effect)",
+                   trigger("waves_per_sm", waves), tail});
+  }
+  if (d.theoretical && d.theoretical->occupancy_pct < kLowOccupancyPct &&
+      (d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::locality)) {
+    const Occupancy& o = *d.theoretical;
+    // Capping registers on a kernel that already spills trades occupancy for more spills.
+    const bool spills = d.local_memory_per_thread_bytes > 0;
+    std::string how =
+        o.limiter == OccupancyLimiter::registers && spills
+            ? fmt::format(
+                  "keep fewer values live ({} registers per thread and it spills "
+                  "already, so a register cap would spill more)",
+                  d.shape.registers_per_thread)
+        : o.limiter == OccupancyLimiter::registers
+            ? fmt::format("cap registers ({} per thread now: __launch_bounds__ or -maxrregcount)",
+                          d.shape.registers_per_thread)
+        : o.limiter == OccupancyLimiter::shared_memory
+            ? fmt::format("use less shared memory per block ({} bytes now)",
+                          d.shape.shared_mem_bytes)
+            : "use larger blocks";
+    all.push_back({"Raise theoretical occupancy: " + how,
+                   fmt::format("theoretical_occupancy={:.4g}% (limited by {})", o.occupancy_pct,
+                               to_string(o.limiter)),
+                   (1 - o.occupancy_pct / 100) * headroom});
+  }
+  if (d.achieved_occupancy_pct && d.theoretical && d.theoretical->occupancy_pct > 0 &&
+      *d.achieved_occupancy_pct < 0.8 * d.theoretical->occupancy_pct &&
+      d.bottleneck == Bottleneck::latency && d.waves_per_sm && *d.waves_per_sm >= 1)
+    all.push_back({"Balance work across blocks so achieved occupancy nears the theoretical",
+                   trigger(metric::kAchievedOccupancyPct, *d.achieved_occupancy_pct),
+                   (1 - *d.achieved_occupancy_pct / d.theoretical->occupancy_pct) * headroom});
+  if (d.bottleneck == Bottleneck::memory) {
+    const double dram = d.dram_pct.value_or(d.memory_pct.value_or(0));
+    // What-if: half the bytes (fp32 -> bf16 storage, or fusing away one pass of two).
+    all.push_back({"Move fewer bytes: fuse with the producer or consumer, or store narrower types",
+                   trigger(metric::kDramThroughputPct, dram), 0.5 * dram / 100});
+    if (dram < 90)
+      all.push_back({"Coalesce and vectorise accesses to reach the DRAM roof",
+                     trigger(metric::kDramThroughputPct, dram), 1 - dram / 90});
+  }
+  if (d.bottleneck == Bottleneck::locality && d.l2_hit_pct) {
+    // If L2 hit kGoodL2HitPct, DRAM traffic (and the time it bounds) would shrink by this much.
+    const double miss = 1 - *d.l2_hit_pct / 100, target_miss = 1 - kGoodL2HitPct / 100;
+    const double gain =
+        miss > target_miss ? (1 - target_miss / miss) * d.dram_pct.value_or(0) / 100 : 0;
+    all.push_back({"Tile for reuse (shared memory, thread-block swizzle) so L2 serves the re-reads",
+                   trigger(metric::kL2HitRatePct, *d.l2_hit_pct), gain});
+  }
+  if (d.bottleneck == Bottleneck::compute) {
+    const double fp32 = d.fp32_flop.value_or(0);
+    const double tensor_pct = d.tensor_pct.value_or(0);
+    const double tensor_peak = std::max(c.bf16_flop_per_s, c.fp16_flop_per_s);
+    if (fp32 > d.tensor_flop.value_or(0) && tensor_pct < 10 && c.fp32_flop_per_s > 0 &&
+        tensor_peak > c.fp32_flop_per_s)
+      all.push_back({"Move the math to tensor cores (TF32/BF16 MMA)",
+                     trigger(metric::kFp32Fma, d.metrics.count(metric::kFp32Fma)
+                                                   ? d.metrics.find(metric::kFp32Fma)->second
+                                                   : 0),
+                     1 - c.fp32_flop_per_s / tensor_peak});
+    if (d.roofline && d.roofline->fraction_of_roof < 0.9)
+      all.push_back(
+          {"Close the gap to the compute roof: more work per instruction, fewer "
+           "non-math instructions, pipelined loads",
+           fmt::format("fraction_of_roof={:.3g}", d.roofline->fraction_of_roof),
+           1 - d.roofline->fraction_of_roof / 0.9});
+  }
+  // Spills: each spilled byte is stored and loaded at least once per thread.
+  const double threads = static_cast<double>(d.shape.grid.x) * d.shape.grid.y * d.shape.grid.z *
+                         d.shape.block.x * d.shape.block.y * d.shape.block.z;
+  const double spill_traffic =
+      d.local_memory_bytes.value_or(2.0 * d.local_memory_per_thread_bytes * threads);
+  if (spill_traffic > 0) {
+    const double memory_side = d.dram_bytes.value_or(0) + spill_traffic;
+    const double share = d.dram_bytes ? spill_traffic / memory_side : 0.25;
+    const double gain = share * std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(50)) / 100;
+    all.push_back({"Remove register spills: fewer live values, or allow more registers",
+                   d.local_memory_bytes
+                       ? trigger("local_memory_bytes", *d.local_memory_bytes)
+                       : trigger("local_memory_per_thread_bytes", d.local_memory_per_thread_bytes),
+                   gain});
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Opportunity& a, const Opportunity& b) {
+    return a.estimated_gain > b.estimated_gain;
+  });
+  for (Opportunity& o : all) {
+    if (d.opportunities.size() == 3 || o.estimated_gain < kMinGain) break;
+    o.estimated_gain = std::min(o.estimated_gain, 1.0);
+    d.opportunities.push_back(std::move(o));
+  }
+}
+
+}  // namespace
+
+const char* to_string(Bottleneck b) {
+  switch (b) {
+    case Bottleneck::memory:
+      return "memory-bound";
+    case Bottleneck::compute:
+      return "compute-bound";
+    case Bottleneck::latency:
+      return "latency-bound";
+    case Bottleneck::locality:
+      return "locality";
+    case Bottleneck::launch:
+      return "launch-bound";
+    case Bottleneck::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::optional<double> KernelCounters::mean(std::string_view metric) const {
+  const auto it = values.find(metric);
+  if (it == values.end() || it->second.launches == 0) return std::nullopt;
+  return it->second.total / static_cast<double>(it->second.launches);
+}
+
+KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings,
+                        const DeviceFacts& device) {
+  KernelDerivation d;
+  d.name = counters.name;
+  d.shape = counters.shape;
+  d.device_id = counters.device_id;
+  d.launches = counters.launches;
+  for (const auto& [name, sum] : counters.values)
+    if (sum.launches > 0) d.metrics[name] = sum.total / static_cast<double>(sum.launches);
+  Reader r{counters, d};
+
+  if (const auto ns = r.get(metric::kDuration))
+    d.duration_ns = *ns;
+  else if (counters.launches > 0)
+    d.duration_ns = static_cast<double>(counters.activity_ns) / counters.launches;
+  const double seconds = d.duration_ns * 1e-9;
+
+  d.sm_pct = r.get(metric::kSmThroughputPct);
+  d.memory_pct = r.get(metric::kMemoryThroughputPct);
+  d.dram_pct = r.get(metric::kDramThroughputPct);
+  d.tensor_pct = r.get(metric::kTensorPipePct);
+  d.l2_hit_pct = r.get(metric::kL2HitRatePct);
+  d.achieved_occupancy_pct = r.get(metric::kAchievedOccupancyPct);
+
+  d.dram_bytes = add(r.get(metric::kDramBytesRead), r.get(metric::kDramBytesWrite));
+  if (!d.dram_bytes) r.cannot("no bytes/s or arithmetic intensity", metric::kDramBytesRead);
+  d.fp32_flop = flop_of(r, metric::kFp32Fma, metric::kFp32Add, metric::kFp32Mul);
+  d.fp64_flop = flop_of(r, metric::kFp64Fma, metric::kFp64Add, metric::kFp64Mul);
+  d.fp16_flop = flop_of(r, metric::kFp16Fma, metric::kFp16Add, metric::kFp16Mul);
+  const double tensor_peak = std::max(ceilings.bf16_flop_per_s, ceilings.fp16_flop_per_s);
+  if (d.tensor_pct && *d.tensor_pct > 0 && tensor_peak > 0)
+    d.tensor_flop = *d.tensor_pct / 100 * tensor_peak * seconds;
+  d.flop = add(add(d.fp32_flop, d.fp64_flop), add(d.fp16_flop, d.tensor_flop));
+  if (!d.flop) r.cannot("no FLOP/s or arithmetic intensity", metric::kFp32Fma);
+  if (seconds > 0) {
+    if (d.flop) d.flop_per_s = *d.flop / seconds;
+    if (d.dram_bytes) d.dram_bytes_per_s = *d.dram_bytes / seconds;
+  }
+  if (d.flop && d.dram_bytes && *d.dram_bytes > 0) d.arithmetic_intensity = *d.flop / *d.dram_bytes;
+
+  const auto& s = d.shape;
+  if (device.limits) {
+    // In 64 bits and clamped: a damaged record's dimensions must not overflow int.
+    const std::int64_t threads = std::int64_t{s.block.x} * s.block.y * s.block.z;
+    d.theoretical = theoretical_occupancy(
+        *device.limits,
+        {static_cast<int>(std::clamp<std::int64_t>(threads, 0, INT32_MAX)),
+         static_cast<int>(std::min<std::uint32_t>(s.registers_per_thread, INT32_MAX)),
+         s.shared_mem_bytes});
+    if (device.sm_count > 0 && d.theoretical->blocks_per_sm > 0)
+      d.waves_per_sm = static_cast<double>(s.grid.x) * s.grid.y * s.grid.z /
+                       (static_cast<double>(d.theoretical->blocks_per_sm) * device.sm_count);
+  } else {
+    r.cannot("no theoretical occupancy or waves", "the GPU's arch (trace identity block)");
+  }
+  d.local_memory_per_thread_bytes = counters.first.local_memory_per_thread_bytes;
+  const auto local_sectors =
+      add(r.get(metric::kLocalLoadSectors), r.get(metric::kLocalStoreSectors));
+  if (local_sectors) d.local_memory_bytes = *local_sectors * 32;
+
+  if (ceilings.empty()) r.cannot("no roofline position", "a calibration (ktune calibrate)");
+  place_on_roofline(d, ceilings);
+  decide(d, r);
+  explain(d, ceilings);
+  find_opportunities(d, ceilings);
+  return d;
+}
+
+DeviceFacts device_facts(const trace::TraceMetadata& metadata, std::uint32_t device_id) {
+  DeviceFacts f;
+  if (!metadata.identity) return f;
+  for (const DeviceIdentity& dev : metadata.identity->devices)
+    if (dev.ordinal == static_cast<int>(device_id) && dev.cc_major > 0) {
+      f.limits = sm_limits(dev.arch());
+      f.sm_count = dev.sm_count;
+    }
+  return f;
+}
+
+CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings) {
+  CounterAnalysis out;
+  out.ceilings = ceilings;
+  // Only profiled launches carry counters: few, so they are held by correlation id.
+  std::unordered_map<std::uint32_t, std::vector<std::pair<std::string, double>>> by_launch;
+  source.counters([&](const trace::CounterRecord& c) {
+    by_launch[c.correlation_id].emplace_back(c.metric, c.value);
+  });
+  if (by_launch.empty()) return out;
+
+  std::vector<KernelCounters> groups;
+  source.kernels([&](const trace::KernelRecord& k) {
+    const auto it = by_launch.find(k.correlation_id);
+    if (it == by_launch.end()) return;
+    const LaunchShape shape = launch_shape(k);
+    const std::string& name = display_name(k);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const KernelCounters& x) {
+      return x.device_id == k.device_id && x.shape == shape && x.name == name;
+    });
+    if (g == groups.end()) {
+      groups.push_back({});
+      g = groups.end() - 1;
+      g->name = name;
+      g->shape = shape;
+      g->device_id = k.device_id;
+      g->first = k;
+    }
+    ++g->launches;
+    g->activity_ns += k.duration_ns();
+    for (const auto& [metric_name, value] : it->second) {
+      auto& sum = g->values[metric_name];
+      sum.total += value;
+      ++sum.launches;
+    }
+    ++out.profiled_launches;
+    by_launch.erase(it);
+  });
+  out.unmatched_launches = by_launch.size();
+  for (const KernelCounters& g : groups)
+    out.kernels.push_back(derive(g, ceilings, device_facts(source.metadata(), g.device_id)));
+  std::stable_sort(out.kernels.begin(), out.kernels.end(),
+                   [](const KernelDerivation& a, const KernelDerivation& b) {
+                     return a.duration_ns * a.launches > b.duration_ns * b.launches;
+                   });
+  return out;
+}
+
+}  // namespace ktune::analyze

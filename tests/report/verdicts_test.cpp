@@ -1,0 +1,198 @@
+// The counter tier in the reports: the verdict table, the JSON derivation (shape pinned), the
+// profile contract (golden), names, and the comparison with a baseline.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "counter_samples.hpp"
+#include "ktune/report/report.hpp"
+
+namespace ktune::report {
+namespace {
+
+using analyze::test::CounterTraceBuilder;
+using nlohmann::json;
+using Keys = std::vector<std::string>;
+
+trace::Trace counter_trace() {
+  return analyze::test::sample_counter_trace();
+}
+
+analyze::Analysis analysis_of(trace::Trace t) {
+  analyze::MemorySource source(std::move(t));
+  analyze::AnalysisOptions options;
+  options.ceilings = analyze::test::h100_ceilings();
+  return analyze::analyze(source, options);
+}
+
+std::vector<std::string> keys(const json& j) {
+  std::vector<std::string> out;
+  for (auto it = j.begin(); it != j.end(); ++it) out.push_back(it.key());
+  return out;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(ReportCounters, TextShowsTheVerdictTableWithBaseNames) {
+  const std::string t = render_text(analysis_of(counter_trace()), {});
+  for (const char* s :
+       {"Why it is slow (counter tier)", "Bottleneck", "Key issue", "TC %", "DRAM %",
+        "memory-bound", "compute-bound", "latency-bound", "launch-bound", "locality", "tensor pipe",
+        "occupancy (registers)", "12.2 of 12.5 % (registers)", "What to change",
+        "waves_per_sm=", "vectorized_elementwise_kernel", "attention_fwd"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  // Tables show base names: no template arguments, no parameters.
+  EXPECT_EQ(t.find("at::native::FillFunctor"), std::string::npos) << t;
+  EXPECT_EQ(t.find("attention_fwd<128"), std::string::npos) << t;
+}
+
+TEST(ReportCounters, FullNamesOnRequest) {
+  RenderOptions o;
+  o.names = analyze::NameStyle::full;
+  const std::string t = render_text(analysis_of(counter_trace()), o);
+  EXPECT_NE(t.find("attention_fwd<128, 64>(Params)"), std::string::npos) << t;
+}
+
+TEST(ReportCounters, WithoutCountersThereIsNoVerdictTable) {
+  CounterTraceBuilder b;
+  b.kernel("k(int)", 0, 10);
+  const std::string t = render_text(analysis_of(b.t), {});
+  EXPECT_EQ(t.find("Why it is slow"), std::string::npos) << t;
+}
+
+// Pins the derivation's JSON shape: a change here needs a new report schema_version.
+TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
+  const json j = json::parse(render_json(analysis_of(counter_trace()), {}));
+  EXPECT_EQ(j["schema_version"], 3);
+  const json& c = j["counters"];
+  EXPECT_EQ(keys(c["ceilings"]), (Keys{"bf16_flop_per_s", "dram_bytes_per_s", "fp16_flop_per_s",
+                                       "fp32_flop_per_s", "source"}));
+  EXPECT_EQ(c["profiled_launches"], 7);
+  ASSERT_EQ(c["kernels"].size(), 7u);
+  const json& k = c["kernels"][0];  // the longest: the locality GEMM (2 ms)
+  EXPECT_EQ(keys(k), (Keys{"achieved_occupancy_pct",
+                           "arithmetic_intensity",
+                           "bottleneck",
+                           "device",
+                           "dram_bytes",
+                           "dram_bytes_per_s",
+                           "dram_pct",
+                           "duration_ns",
+                           "flop",
+                           "flop_per_s",
+                           "fp16_flop",
+                           "fp32_flop",
+                           "fp64_flop",
+                           "key_issue",
+                           "l2_hit_pct",
+                           "launch",
+                           "launches",
+                           "local_memory_bytes",
+                           "local_memory_per_thread_bytes",
+                           "memory_pct",
+                           "metrics",
+                           "name",
+                           "opportunities",
+                           "roofline",
+                           "root_cause",
+                           "sm_pct",
+                           "tensor_flop",
+                           "tensor_pct",
+                           "theoretical_occupancy",
+                           "unknown",
+                           "waves_per_sm"}));
+  EXPECT_EQ(k["name"], "sgemm_naive(float const*, float const*, float*, int)");
+  EXPECT_EQ(k["bottleneck"], "locality");
+  EXPECT_EQ(keys(k["theoretical_occupancy"]),
+            (Keys{"active_warps_per_sm", "blocks_per_sm", "limiter", "occupancy_pct"}));
+  EXPECT_EQ(keys(k["roofline"]),
+            (Keys{"attainable_flop_per_s", "flop_from_tensor_pipe", "fraction_of_roof",
+                  "peak_flop_per_s", "precision", "ridge_flop_per_byte"}));
+  EXPECT_EQ(keys(k["opportunities"][0]), (Keys{"action", "estimated_gain", "trigger"}));
+  EXPECT_TRUE(k["fp16_flop"].is_null());  // not collected: null, not 0
+  bool full_name = false;
+  for (const auto& x : c["kernels"]) full_name |= x["name"] == "attention_fwd<128, 64>(Params)";
+  EXPECT_TRUE(full_name);
+}
+
+// The profile contract is pinned line by line. KTUNE_UPDATE_GOLDEN=1 rewrites the golden file
+// (review its diff like code).
+TEST(ReportCounters, ContractMatchesTheGoldenFile) {
+  const std::string path = std::string(KTUNE_SOURCE_DIR) + "/tests/report/golden/contract.md";
+  const std::string md = render_contract(analysis_of(counter_trace()), {});
+  if (std::getenv("KTUNE_UPDATE_GOLDEN")) std::ofstream(path) << md;
+  EXPECT_EQ(md, read(path));
+  for (const char* s : {"# Profile contract", "## Configuration", "## Stages",
+                        "## Bottleneck and root cause", "## Top 3 opportunities"})
+    EXPECT_NE(md.find(s), std::string::npos) << s;
+}
+
+TEST(ReportCounters, BaselineTableShowsTheChangePerMetric) {
+  trace::Trace old_trace = counter_trace();
+  trace::Trace new_trace = counter_trace();
+  // The new run's copy is 10 % faster and reaches more of DRAM.
+  for (auto& c : new_trace.counters) {
+    if (c.correlation_id != 1000) continue;
+    if (c.metric == trace::metric::kDuration) c.value = 166'500;
+    if (c.metric == trace::metric::kDramThroughputPct) c.value = 96.8;
+  }
+  const analyze::Analysis before = analysis_of(old_trace), after = analysis_of(new_trace);
+  RenderOptions o;
+  o.baseline = &before;
+  const std::string t = render_text(after, o);
+  EXPECT_NE(t.find("vs baseline"), std::string::npos) << t;
+  EXPECT_NE(t.find("-10.0 %"), std::string::npos) << t;  // copy duration
+  EXPECT_NE(t.find("+10.0 %"), std::string::npos) << t;  // its DRAM %
+  const std::string md = render_contract(after, o);
+  EXPECT_NE(md.find("## vs baseline"), std::string::npos) << md;
+  const json j = json::parse(render_json(after, o));
+  EXPECT_EQ(keys(j["baseline"]),
+            (Keys{"command_line", "kernel_time_ns", "kernels", "metrics", "started_at"}));
+  EXPECT_FALSE(j["baseline"]["metrics"].empty());
+}
+
+TEST(ReportTimeline, OverlapAndSerializedKernelsAreShown) {
+  CounterTraceBuilder b;
+  analyze::test::add_h100_identity(b.t);
+  b.kernel("gemm", 0, 100);
+  b.memcpy("HtoD", 50, 150, 1 << 20);
+  b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 150, 200, 0,
+           9);
+  for (int i = 0; i < 3; ++i)
+    b.kernel("void tiny<1>(int)", 300.0 + 11 * i, 310.0 + 11 * i).grid_x = 8;
+  const std::string t = render_text(analysis_of(b.t), {});
+  for (const char* s : {"Overlap", "Hidden", "Exposed", "Serialized kernels", "tiny", "20.00 us"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  const json j = json::parse(render_json(analysis_of(b.t), {}));
+  EXPECT_EQ(j["timeline"]["devices"][0]["copy_under_kernel_ns"], 50'000);
+  EXPECT_EQ(j["timeline"]["devices"][0]["collective_exposed_ns"], 50'000);
+  EXPECT_EQ(j["timeline"]["serialized_runs"].size(), 1u);
+}
+
+TEST(ReportCounters, HtmlDrawsTheRooflineBesideTheTimeline) {
+  const std::string h = render_html(analysis_of(counter_trace()), {});
+  EXPECT_NE(h.find("aria-label=\"roofline\""), std::string::npos);
+  EXPECT_NE(h.find("Arithmetic intensity (FLOP/byte)"), std::string::npos);
+  for (const char* roof : {"BF16 660 TFLOP/s", "FP32 51 TFLOP/s", "DRAM 3 TB/s"})
+    EXPECT_NE(h.find(roof), std::string::npos) << roof;
+  std::size_t points = 0;
+  for (std::size_t at = h.find("class=\"kernel\""); at != std::string::npos;
+       at = h.find("class=\"kernel\"", at + 1))
+    ++points;
+  EXPECT_EQ(points, 6u);  // the tiny kernel's FLOPs were not collected: it has no place
+  EXPECT_NE(h.find("attention_fwd&lt;128, 64&gt;(Params)"), std::string::npos);  // full names
+  EXPECT_LT(h.find("<h2>Timeline</h2>"), h.find("<h2>Roofline</h2>"));
+  EXPECT_EQ(h.find("<script"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ktune::report
