@@ -39,6 +39,23 @@ double normal_two_sided_p(double z) {
   return std::erfc(std::fabs(z) / std::sqrt(2.0));
 }
 
+// Upper quantile z with P(Z > z) = tail, by bisection on erfc (called once per estimate).
+double normal_upper_quantile(double tail) {
+  double lo = 0, hi = 10;
+  for (int i = 0; i < 80; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(mid / std::sqrt(2.0)) > tail ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// Student's t upper quantile from z by the Cornish-Fisher expansion (good to ~1 % for df >= 3).
+double t_upper_quantile(double tail, double df) {
+  const double z = normal_upper_quantile(tail), z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z;
+  return z + (z3 + z) / (4 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96 * df * df) +
+         (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df * df * df);
+}
+
 // Two-sided p of U for sizes (na, nb) from the exact null distribution. The count of orderings
 // with U = u obeys f(i, j, u) = f(i-1, j, u) + f(i, j-1, u-i): the largest element is from a
 // (above every b, adding no pair), or from b (above all i of a).
@@ -183,14 +200,20 @@ Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& 
   s.change = s.ci_low = s.ci_high = std::expm1(change_log);
 
   // Residuals of run medians around their side's mean, pooled: two fitted means leave N - 2
-  // degrees of freedom, so they are scaled up to estimate the run-to-run spread without bias.
+  // degrees of freedom, so they are scaled up to estimate the run-to-run spread without bias. A
+  // percentile bootstrap from so few runs is too narrow (it acts as if the spread were known), so
+  // residuals are widened further by t(N - 2) / z at the interval's level, as a t-interval would
+  // be.
   const std::size_t n = bm.size() + cm.size();
   if (n < 3) return s;
   s.interval_known = true;
   const auto mean = [](const std::vector<double>& v) {
     return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
   };
-  const double scale = std::sqrt(static_cast<double>(n) / static_cast<double>(n - 2));
+  const double tail = (1 - rule.confidence) / 2;
+  const double df = static_cast<double>(n - 2);
+  const double scale = std::sqrt(static_cast<double>(n) / df) * t_upper_quantile(tail, df) /
+                       normal_upper_quantile(tail);
   std::vector<double> residuals;
   for (double x : bm) residuals.push_back((x - mean(bm)) * scale);
   for (double x : cm) residuals.push_back((x - mean(cm)) * scale);
@@ -203,7 +226,6 @@ Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& 
     replicates.push_back(hl_into(rb, rc, diffs));
   }
   std::sort(replicates.begin(), replicates.end());
-  const double tail = (1 - rule.confidence) / 2;
   s.ci_low = std::expm1(quantile_sorted(replicates, tail));
   s.ci_high = std::expm1(quantile_sorted(replicates, 1 - tail));
   return s;

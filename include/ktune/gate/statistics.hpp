@@ -60,12 +60,17 @@ struct Shift {
 
 // The decision's knobs, declared once here.
 struct Rule {
-  double threshold = 0.05;   // relative p50 change that matters (5 %)
-  double alpha = 0.05;       // family-wise error rate over the suite (Holm)
-  double confidence = 0.95;  // of the shift's interval
-  int bootstrap = 1000;      // replicates
-  int max_remeasure = 2;     // extra candidate runs for an unclear benchmark
-  std::uint64_t seed = 12;   // of the bootstrap's generator
+  double threshold = 0.05;  // relative p50 change that matters (5 %)
+  double alpha = 0.05;      // family-wise error rate over the suite (Holm)
+  // Of the shift's interval. The slower rule asks whether its upper end reaches the threshold
+  // (can a slowdown of the threshold be ruled out?): 98 % two-sided is a 99 % one-sided bound,
+  // which keeps a slowdown at the threshold caught even when few runs understate the spread.
+  double confidence = 0.98;
+  int bootstrap = 1000;     // replicates
+  int max_remeasure = 2;    // extra candidate runs for an unclear benchmark
+  int baseline_runs = 5;    // runs `gate record` stores per benchmark (run-to-run spread)
+  int candidate_runs = 2;   // runs `gate check` takes before deciding
+  std::uint64_t seed = 12;  // of the bootstrap's generator
 };
 
 // Log-scale run-level shift: each run's median; HL over pairs of run medians; interval from a
