@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/bench/stop_rule.hpp"
+#include "ktune/core/error.hpp"
 #include "ktune/cuda/check.hpp"
 #include "ktune/cuda/cublaslt.hpp"
 #include "ktune/cuda/device_utils.hpp"

@@ -2,6 +2,9 @@
 // or environment, and the shape of every output.
 #include "ktune/gate/gate.hpp"
 
+#include "ktune/core/error.hpp"
+#include "ktune/gate/gpu_measurer.hpp"
+
 #include <filesystem>
 
 #include <gmock/gmock.h>
@@ -141,6 +144,17 @@ TEST_F(GateTest, JsonShapeIsPinned) {
                       "p_value",     "remeasured",     "shape",        "verdict"}));
   EXPECT_EQ(j["benchmarks"][0]["verdict"], "unchanged");
   EXPECT_EQ(j["environment"]["arch"], "sm_90");
+}
+
+TEST(RunProgram, CapturesStdoutAndNamesAFailingProgram) {
+  EXPECT_EQ(run_program({"/bin/sh", "-c", "echo '{\"samples_ns\": [1]}'; echo noise >&2"}),
+            "{\"samples_ns\": [1]}\n");
+  try {
+    run_program({"/bin/sh", "-c", "echo broken >&2; exit 3"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/bin/sh exited with status 3: broken"));
+  }
 }
 
 }  // namespace
