@@ -5,6 +5,7 @@ set -euo pipefail
 PACKAGES=(cmake ninja-build g++ git pkg-config
           nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libpq-dev
           libgtest-dev libgmock-dev zlib1g-dev postgresql clang-format python3
+          libtomlplusplus-dev          # gate suite files (TOML)
           clang-14 libclang-rt-14-dev  # clang + libFuzzer: scripts/fuzz.sh
           chromium-headless-shell)     # renders the HTML report's roofline in report_tests
 missing=()

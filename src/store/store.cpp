@@ -227,6 +227,30 @@ CREATE TABLE cache_entries (
     R"sql(
 CREATE INDEX cache_entries_by_arch ON cache_entries (op, dtype, arch);
 )sql",
+    // 3: gate baselines, every sample of every run (baselines.cpp)
+    R"sql(
+CREATE TABLE gate_runs (
+  run_id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  suite TEXT NOT NULL,
+  benchmark TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  device_name TEXT NOT NULL,
+  arch TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  ktune_build TEXT NOT NULL,
+  code_commit TEXT NOT NULL,
+  label TEXT NOT NULL,
+  config TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  sm_clock_mhz INTEGER NOT NULL,
+  p50_ns DOUBLE PRECISION NOT NULL,
+  sample_count INTEGER NOT NULL,
+  samples TEXT NOT NULL);
+CREATE INDEX gate_runs_by_benchmark ON gate_runs (benchmark, arch, device_name, recorded_at);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 

@@ -35,6 +35,7 @@ struct CalibrationRecord {
 namespace detail {
 class Backend;
 }
+class Baselines;  // gate baselines (baselines.hpp), stored through this store's backend
 
 // read_write creates the store (and a SQLite file's directories) and migrates its schema.
 // read_only creates and changes nothing: the store must exist, may be on read-only media, and
@@ -59,7 +60,7 @@ class Store {
   // nullopt for a server.
   std::optional<std::filesystem::path> file() const;
   int schema_version() const;  // the schema this store now has (always kSchemaVersion)
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Calibrations: a second record of the same device and measured_at replaces the first.
   void put_calibration(const CalibrationRecord& record);
@@ -96,6 +97,7 @@ class Store {
   Pack export_pack(const EntryFilter& filter);
 
  private:
+  friend class Baselines;
   std::unique_ptr<detail::Backend> db_;
 };
 

@@ -1,0 +1,225 @@
+// ktune gate record/check/history/cache: the performance gate. Exit codes: 0 pass, 1 a regression
+// (check) or a cached winner that lost its lead (cache), 2 usage or anything that kept the gate
+// from deciding (bad suite, no GPU, a benchmark that cannot run): never a false "regression".
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "ktune/bench/pipeline.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/gate/gate.hpp"
+#include "ktune/gate/gpu_measurer.hpp"
+#include "ktune/gate/history.hpp"
+#include "ktune/runtime/environment.hpp"
+#include "ktune/tune/spec_problem.hpp"
+
+namespace ktune::cli {
+namespace {
+
+struct GateArgs {
+  std::string suite, against, commit, label, format = "table", junit, bench, shape;
+  std::vector<std::string> specs;
+  bool json = false, no_store = false, invalidate = false;
+  double threshold = 0;
+  int limit = 20;
+};
+
+// The measured code's commit: --commit, else CI's variables, else git in the working directory.
+std::string code_commit(const std::string& given) {
+  if (!given.empty()) return given;
+  for (const char* v : {"KTUNE_GATE_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA", "GIT_COMMIT"})
+    if (const char* s = std::getenv(v); s && *s) return s;
+  try {
+    std::string out = gate::run_program({"git", "rev-parse", "HEAD"});
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return out;
+  } catch (const Error&) {
+    return "";  // not a git checkout: baselines then carry no commit
+  }
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out)
+      throw Error(fmt::format("cannot write {}; check the folder exists and is writable.", path));
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+int usage_error(const Error& e) {
+  std::fprintf(stderr, "ktune: %s\n", e.what());
+  return 2;
+}
+
+int do_record(const GateArgs& a, const GlobalOptions& g) {
+  const gate::Suite suite = gate::load_suite(a.suite);
+  auto st = store::Store::open(g.db);
+  gate::GpuMeasurer m(suite, g.device, st.get());
+  store::Baselines baselines(*st);
+  const auto runs = gate::record(suite, m, baselines, {code_commit(a.commit), a.label});
+  fmt::print("recorded {} runs of {} benchmarks (session {}) in {}\n", runs.size(),
+             suite.benchmarks.size(), runs.empty() ? "-" : runs.front().session_id, st->describe());
+  return 0;
+}
+
+int do_check(const GateArgs& a, const GlobalOptions& g) {
+  if (a.format != "table" && a.format != "markdown")
+    throw Error(fmt::format("--format {} is not one of table, markdown.", a.format));
+  gate::Suite suite = gate::load_suite(a.suite);
+  if (a.threshold > 0) suite.rule.threshold = a.threshold;
+  auto st = store::Store::open(g.db);
+  gate::GpuMeasurer m(suite, g.device, st.get());
+  store::Baselines baselines(*st);
+  const gate::CheckReport r = gate::check(suite, m, baselines, {code_commit(a.commit), ""},
+                                          {.against = a.against, .store_candidate = !a.no_store});
+  if (!a.junit.empty()) write_file(a.junit, gate::render_junit(r));
+  if (a.json) {
+    nlohmann::json j = r;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}", a.format == "markdown" ? gate::render_markdown(r) : gate::render_table(r));
+  }
+  return r.regressed() ? 1 : 0;
+}
+
+int do_history(const GateArgs& a, const GlobalOptions& g) {
+  auto st = store::Store::open(g.db, store::Access::read_only);
+  store::Baselines baselines(*st);
+  const auto runs = baselines.runs({.benchmark = a.bench, .shape = a.shape, .with_samples = false});
+  if (runs.empty())
+    throw Error(
+        fmt::format("the store {} holds no gate runs of \"{}\"{}; check the name (ktune gate "
+                    "record stores them).",
+                    st->describe(), a.bench, a.shape.empty() ? "" : " at " + a.shape));
+  const auto points = gate::series(runs);
+  const auto changes = gate::history_change_points(points);
+  if (a.json)
+    fmt::print("{}\n", gate::history_json(a.bench, points, changes).dump(2));
+  else
+    fmt::print("{}", gate::render_history(a.bench, points, changes));
+  return 0;
+}
+
+// Re-measures this GPU's newest cache winners of the given specs' ops against each op's default
+// configuration, interleaved; a winner no longer faster than the default, or slower than its
+// stored median beyond the threshold, lost its lead.
+int do_cache(const GateArgs& a, const GlobalOptions& g) {
+  if (a.specs.empty())
+    throw Error(
+        "ktune gate cache needs --spec SPEC for each op to re-check (the cache stores "
+        "configurations, not the kernels that run them).");
+  auto st = store::Store::open(g.db);
+  const store::Environment env = runtime::detect_environment(g.device);
+  const double threshold = a.threshold > 0 ? a.threshold : gate::Rule{}.threshold;
+  nlohmann::json out = nlohmann::json::array();
+  int lost = 0;
+  for (const auto& path : a.specs) {
+    const tune::ProblemSpec spec = tune::ProblemSpec::load(path);
+    const std::string op = spec.ktune.op.empty() ? spec.name : spec.ktune.op;
+    auto entries = st->list_entries(
+        {.op = op, .arch = env.arch, .device_name = env.device_name, .toolkit = env.toolkit});
+    std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) {
+      return x.provenance.created_at > y.provenance.created_at;
+    });
+    if (entries.size() > static_cast<std::size_t>(a.limit)) entries.resize(a.limit);
+    for (const auto& e : entries) {
+      std::map<std::string, std::int64_t> shape;
+      for (std::size_t i = 0; i < spec.ktune.shape.size() && i < e.shape.size(); ++i)
+        shape[spec.ktune.shape[i].name] = e.shape[i];
+      std::string cfg;
+      for (const auto& [k, v] : e.config.items())
+        cfg += fmt::format("{}{}={}", cfg.empty() ? "" : ",", k,
+                           v.is_string() ? v.get<std::string>() : v.dump());
+      const bench::Problem winner = tune::make_problem(spec, tune::parse_config(spec, cfg), shape);
+      const bench::Problem fallback = tune::make_problem(spec, tune::default_config(spec), shape);
+      bench::PipelineSettings settings;
+      bench::CandidatePipeline pipeline(winner, settings, g.device);
+      const bench::InterleavedResult r = pipeline.compare(fallback, winner, settings.full);
+      const double vs_default = r.ratio.median;                  // winner / default
+      const double vs_stored = r.b_ns.median / e.median_ns - 1;  // winner now vs when tuned
+      std::string why;
+      if (vs_default >= 1)
+        why =
+            fmt::format("no longer faster than the default config ({:.3f}x its time)", vs_default);
+      else if (vs_stored > threshold)
+        why = fmt::format("{:+.1f} % slower than when tuned", 100 * vs_stored);
+      lost += !why.empty();
+      fmt::print("{:<8} {:<18} {:<16} {:>10.3f} us (tuned {:.3f}) winner/default {:.3f}  {}\n",
+                 why.empty() ? "ok" : "LOST", op, e.key.bucket, r.b_ns.median / 1e3,
+                 e.median_ns / 1e3, vs_default,
+                 why.empty() ? "" : why + "; re-tune: ktune tune " + path);
+      out.push_back({{"op", op},
+                     {"bucket", e.key.bucket},
+                     {"config", e.config},
+                     {"median_ns", r.b_ns.median},
+                     {"tuned_median_ns", e.median_ns},
+                     {"winner_over_default", vs_default},
+                     {"lost_lead", !why.empty()},
+                     {"reason", why}});
+      if (!why.empty() && a.invalidate)
+        st->invalidate({.op = op,
+                        .dtype = e.key.dtype,
+                        .arch = e.key.arch,
+                        .device_name = e.key.device_name,
+                        .toolkit = e.key.toolkit},
+                       env, false, "ktune gate cache: " + why);
+    }
+  }
+  if (a.json) fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"entries", out}}.dump(2));
+  fmt::print("{} of {} re-checked winners lost their lead{}\n", lost, out.size(),
+             lost && !a.invalidate ? " (--invalidate marks them stale in the store)" : "");
+  return lost ? 1 : 0;
+}
+
+const bool registered = register_command(
+    {"gate", "Performance gate: record baselines, check a suite for regressions", 60,
+     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
+       auto a = std::make_shared<GateArgs>();
+       app.require_subcommand(1);
+       auto* rec = app.add_subcommand("record", "Measure a suite and store its runs as a baseline");
+       rec->add_option("suite", a->suite, "Suite file (TOML)")->required();
+       rec->add_option("--commit", a->commit, "Commit of the measured code (default: git HEAD)");
+       rec->add_option("--label", a->label, "A name for this baseline, e.g. main");
+       auto* chk = app.add_subcommand("check", "Measure a suite and compare with its baselines");
+       chk->add_option("suite", a->suite, "Suite file (TOML)")->required();
+       chk->add_option("--against", a->against, "Baseline label or commit (default: the newest)");
+       chk->add_option("--commit", a->commit, "Commit of the measured code (default: git HEAD)");
+       chk->add_option("--format", a->format, "table or markdown");
+       chk->add_option("--junit", a->junit, "Also write JUnit XML to FILE");
+       chk->add_option("--threshold", a->threshold, "Relative p50 slowdown that fails (0.05)");
+       chk->add_flag("--json", a->json,
+                     fmt::format("Print JSON (schema_version {})", gate::kCheckSchemaVersion));
+       chk->add_flag("--no-store", a->no_store, "Do not keep this check's runs in the store");
+       auto* his = app.add_subcommand("history", "A benchmark's stored series and change points");
+       his->add_option("bench", a->bench, "Benchmark name (as in the suite)")->required();
+       his->add_option("--shape", a->shape, "Shape key, e.g. k=4096,n=7168");
+       his->add_flag("--json", a->json,
+                     fmt::format("Print JSON (schema_version {})", gate::kHistorySchemaVersion));
+       auto* cac = app.add_subcommand("cache", "Re-measure cached winners on this GPU and toolkit");
+       cac->add_option("--spec", a->specs, "Tuning spec of an op to re-check (repeatable)");
+       cac->add_option("--limit", a->limit, "Newest entries per op (20)");
+       cac->add_option("--threshold", a->threshold, "Slowdown against the tuned time (0.05)");
+       cac->add_flag("--invalidate", a->invalidate, "Mark the entries that lost their lead stale");
+       cac->add_flag("--json", a->json, "Also print JSON (schema_version 1)");
+       return [a, rec, chk, his, cac, &globals]() -> int {
+         try {
+           if (rec->parsed()) return do_record(*a, globals);
+           if (chk->parsed()) return do_check(*a, globals);
+           if (his->parsed()) return do_history(*a, globals);
+           if (cac->parsed()) return do_cache(*a, globals);
+         } catch (const Error& e) {
+           return usage_error(e);
+         }
+         return 2;
+       };
+     }});
+
+}  // namespace
+}  // namespace ktune::cli

@@ -1,0 +1,148 @@
+#include "ktune/gate/gpu_measurer.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ktune/bench/pipeline.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/core/version.hpp"
+#include "ktune/cuda/identity.hpp"
+#include "ktune/runtime/environment.hpp"
+#include "ktune/tune/spec_problem.hpp"
+
+namespace ktune::gate {
+
+struct GpuMeasurer::Prepared {
+  bench::Problem problem;
+  nlohmann::json config;
+  std::unique_ptr<bench::CandidatePipeline> pipeline;
+};
+
+GpuMeasurer::GpuMeasurer(const Suite& suite, int device, store::Store* store)
+    : suite_(suite), device_(device), store_(store) {}
+
+GpuMeasurer::~GpuMeasurer() = default;
+
+GpuMeasurer::Prepared& GpuMeasurer::prepare(const SuiteBenchmark& b) {
+  auto& slot = prepared_[b.name];
+  if (slot) return *slot;
+  const tune::ProblemSpec spec = tune::ProblemSpec::load(b.spec);
+  std::string config_text = b.config;
+  if (b.cached_winner) {
+    if (!store_)
+      throw Error(fmt::format("benchmark \"{}\": config = \"cached\" needs a store.", b.name));
+    const store::Environment env = runtime::detect_environment(device_);
+    store::LookupQuery q;
+    q.op = spec.ktune.op.empty() ? spec.name : spec.ktune.op;
+    q.dtype = spec.ktune.dtype;
+    q.env = env;
+    // The shape as the tuner keys its winners: shape variables in declared order, else ProblemSize.
+    const auto constants = spec.constants(b.shape);
+    if (!spec.ktune.shape.empty())
+      for (const auto& v : spec.ktune.shape) q.shape.push_back(constants.find(v.name)->as_int());
+    else
+      for (const auto& x : spec.kernel.problem_size)
+        q.shape.push_back(x.evaluate(constants).as_int());
+    const store::LookupResult found = store_->lookup(q);
+    if (found.match == store::Match::none || !found.config.is_object())
+      throw Error(
+          fmt::format("benchmark \"{}\": the store {} holds no cached winner of op \"{}\" for "
+                      "this GPU; run ktune tune first, or pin a config in the suite.",
+                      b.name, store_->describe(), q.op));
+    for (const auto& [k, v] : found.config.items())
+      config_text += fmt::format("{}{}={}", config_text.empty() ? "" : ",", k,
+                                 v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  auto p = std::make_unique<Prepared>();
+  p->problem = tune::make_problem(spec, tune::parse_config(spec, config_text), b.shape);
+  // The suite's extra NVRTC options stand for a compiler change: they go into every build, and
+  // into the toolkit the baselines are keyed by (environment()).
+  for (const auto& o : suite_.nvrtc_options) p->problem.launch.flags.push_back(o);
+  p->config = p->problem.config;
+  bench::PipelineSettings settings;
+  settings.mode = bench::parse_mode(b.mode);
+  settings.full.apply_overrides(suite_.stop);
+  p->pipeline = std::make_unique<bench::CandidatePipeline>(p->problem, settings, device_);
+  slot = std::move(p);
+  return *slot;
+}
+
+std::vector<double> GpuMeasurer::run(const SuiteBenchmark& b) {
+  if (b.is_program()) {
+    const std::string out = run_program(b.command);
+    nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+    if (j.is_discarded())
+      throw Error(
+          fmt::format("benchmark \"{}\": {} printed no JSON; make it print its results as "
+                      "JSON on stdout.",
+                      b.name, b.command.front()));
+    return program_samples(j, b.format, b.select, fmt::format("benchmark \"{}\"", b.name));
+  }
+  Prepared& p = prepare(b);
+  const bench::CandidateOutcome o = p.pipeline->run(p.problem);
+  if (o.status != bench::Status::ok)
+    throw Error(
+        fmt::format("benchmark \"{}\": {}: {}", b.name, bench::to_string(o.status), o.detail));
+  return o.measurement.samples_ns;
+}
+
+nlohmann::json GpuMeasurer::config(const SuiteBenchmark& b) {
+  if (b.is_program()) return nullptr;
+  return prepare(b).config;
+}
+
+store::GateEnvironment GpuMeasurer::environment() {
+  const Identity id = cuda::capture_identity();
+  const DeviceIdentity& d = id.devices.at(static_cast<std::size_t>(device_));
+  store::GateEnvironment e;
+  e.device_name = d.name;
+  e.arch = d.arch();
+  e.driver = id.software.driver_version;
+  e.toolkit = id.software.toolkit();
+  for (const auto& o : suite_.nvrtc_options) e.toolkit += " " + o;
+  e.ktune_build = fmt::format("{}+{}", version(), git_commit());
+  return e;
+}
+
+std::string run_program(const std::vector<std::string>& argv) {
+  int out[2], err[2];
+  if (::pipe(out) != 0 || ::pipe(err) != 0) throw Error("gate: cannot create a pipe.");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("gate: cannot fork to run a benchmark program.");
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::close(out[0]), ::close(err[0]), ::close(out[1]), ::close(err[1]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot start: %s", std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(out[1]), ::close(err[1]);
+  // stdout first, then stderr: a program that fills stderr's pipe before finishing stdout would
+  // block, so stderr is read after stdout closes and only its tail is kept.
+  std::string o, e;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;)
+    o.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;)
+    e.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]), ::close(err[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (e.size() > 400) e = "..." + e.substr(e.size() - 400);
+    throw Error(fmt::format("{} exited with status {}{}; run it by hand to see why.", argv.front(),
+                            WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                            e.empty() ? "" : ": " + e));
+  }
+  return o;
+}
+
+}  // namespace ktune::gate

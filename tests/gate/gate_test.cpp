@@ -1,0 +1,161 @@
+// record and check through a synthetic Measurer on a SQLite store: verdicts, attribution to code
+// or environment, and the shape of every output.
+#include "ktune/gate/gate.hpp"
+
+#include "ktune/core/error.hpp"
+#include "ktune/gate/gpu_measurer.hpp"
+
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ktune::gate {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeMeasurer : public Measurer {
+ public:
+  std::map<std::string, double> slowdown;  // benchmark -> factor
+  store::GateEnvironment env{"NVIDIA H100 80GB HBM3", "sm_90", "580.65.06", "12.8", "0.1.0"};
+  Rng rng{7};
+  int runs = 0;
+  std::vector<double> run(const SuiteBenchmark& b) override {
+    ++runs;
+    const double offset = std::exp(0.003 * rng.normal());
+    const double f = slowdown.count(b.name) ? slowdown[b.name] : 1.0;
+    std::vector<double> s(60);
+    for (double& x : s) x = 10'000 * f * offset * std::exp(0.01 * rng.normal());
+    return s;
+  }
+  nlohmann::json config(const SuiteBenchmark& b) override {
+    return b.is_program() ? nlohmann::json() : nlohmann::json{{"BLOCK", 256}};
+  }
+  store::GateEnvironment environment() override { return env; }
+};
+
+class GateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ktune_gate_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    store_ = store::Store::open((dir_ / "store.db").string());
+    suite_ = parse_suite(R"(
+[[benchmark]]
+name = "copy"
+spec = "kernels/copy/copy.json"
+config = "BLOCK=256"
+[[benchmark]]
+name = "gemv"
+spec = "kernels/gemv/gemv.json"
+[[benchmark]]
+name = "blas"
+command = ["./blas_bench", "--json"]
+)",
+                         std::filesystem::path(KTUNE_SOURCE_DIR) / "suite.toml");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+  Suite suite_;
+  FakeMeasurer m_;
+};
+
+TEST_F(GateTest, UnchangedPassesAndASlowdownFailsWithItsExplanation) {
+  store::Baselines b(*store_);
+  const auto stored = record(suite_, m_, b, {"abc123", "main"});
+  EXPECT_EQ(stored.size(), 3u * suite_.rule.baseline_runs);
+
+  const CheckReport same = check(suite_, m_, b, {"abc123", ""}, {});
+  EXPECT_FALSE(same.regressed());
+  for (const auto& r : same.results) {
+    EXPECT_TRUE(r.has_baseline);
+    EXPECT_EQ(r.comparison.verdict, Verdict::unchanged) << r.name;
+  }
+
+  m_.slowdown["gemv"] = 1.08;
+  const CheckReport slow = check(suite_, m_, b, {"def456", ""}, {.against = "main"});
+  EXPECT_TRUE(slow.regressed());
+  const auto& g = slow.results[1];
+  EXPECT_EQ(g.comparison.verdict, Verdict::slower);
+  EXPECT_EQ(g.blame, "code");
+  ASSERT_EQ(g.explain.size(), 2u);
+  EXPECT_THAT(g.explain[0], HasSubstr("baseline (abc123): ktune profile --metrics roofline "
+                                      "--kernel gemv_f16"));
+  EXPECT_THAT(g.explain[1], HasSubstr("candidate (def456): "));
+  EXPECT_THAT(g.explain[1],
+              HasSubstr("-- ktune bench " KTUNE_SOURCE_DIR "/kernels/gemv/gemv.json"));
+  EXPECT_THAT(render_table(slow), HasSubstr("FAIL: 3 benchmarks, 1 slower"));
+  EXPECT_THAT(render_markdown(slow), HasSubstr("| gemv | **slower** |"));
+  const std::string junit = render_junit(slow);
+  EXPECT_THAT(junit, HasSubstr("tests=\"3\" failures=\"1\""));
+  EXPECT_THAT(junit,
+              HasSubstr("<testcase classname=\"ktune.gate\" name=\"gemv\">\n      <failure"));
+}
+
+TEST_F(GateTest, AnEnvironmentOnlyChangeIsBlamedOnTheEnvironment) {
+  store::Baselines b(*store_);
+  record(suite_, m_, b, {"abc123", "main"});
+  m_.env.toolkit = "12.8 +-Xptxas=-O1";
+  m_.slowdown["copy"] = 1.10;
+  const CheckReport r = check(suite_, m_, b, {"abc123", ""}, {});
+  EXPECT_TRUE(r.regressed());
+  EXPECT_EQ(r.results[0].comparison.verdict, Verdict::slower);
+  EXPECT_EQ(r.results[0].blame, "environment");
+  EXPECT_EQ(r.results[0].environment_changes,
+            std::vector<std::string>{"toolkit 12.8 -> 12.8 +-Xptxas=-O1"});
+  // New code under the new environment: a baseline of that environment shows the code did not
+  // move, so the slowdown stays the environment's.
+  record(suite_, m_, b, {"abc123", "env2"});
+  const CheckReport later = check(suite_, m_, b, {"fff999", ""}, {.against = "main"});
+  EXPECT_EQ(later.results[0].comparison.verdict, Verdict::slower);
+  EXPECT_EQ(later.results[0].blame, "environment");
+}
+
+TEST_F(GateTest, ABenchmarkWithoutABaselineIsNewAndNeverFails) {
+  store::Baselines b(*store_);
+  const CheckReport r = check(suite_, m_, b, {"abc", ""}, {});
+  EXPECT_FALSE(r.regressed());
+  EXPECT_FALSE(r.results[0].has_baseline);
+  EXPECT_EQ(m_.runs, 3 * suite_.rule.candidate_runs);  // nothing re-measured without a baseline
+}
+
+TEST_F(GateTest, JsonShapeIsPinned) {
+  store::Baselines b(*store_);
+  record(suite_, m_, b, {"abc123", "main"});
+  const nlohmann::json j = check(suite_, m_, b, {"abc123", ""}, {});
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"against", "benchmarks", "code_commit", "duration_s",
+                                      "environment", "passed", "rule", "schema_version", "suite"}));
+  EXPECT_EQ(j["schema_version"], kCheckSchemaVersion);
+  keys.clear();
+  for (const auto& [k, v] : j["benchmarks"][0].items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "base_p50_ns", "base_runs",      "base_samples", "baseline",
+                      "blame",       "cand_p50_ns",    "cand_runs",    "cand_samples",
+                      "change",      "ci_high",        "ci_low",       "environment_changes",
+                      "explain",     "interval_known", "name",         "p_adjusted",
+                      "p_value",     "remeasured",     "shape",        "verdict"}));
+  EXPECT_EQ(j["benchmarks"][0]["verdict"], "unchanged");
+  EXPECT_EQ(j["environment"]["arch"], "sm_90");
+}
+
+TEST(RunProgram, CapturesStdoutAndNamesAFailingProgram) {
+  EXPECT_EQ(run_program({"/bin/sh", "-c", "echo '{\"samples_ns\": [1]}'; echo noise >&2"}),
+            "{\"samples_ns\": [1]}\n");
+  try {
+    run_program({"/bin/sh", "-c", "echo broken >&2; exit 3"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/bin/sh exited with status 3: broken"));
+  }
+}
+
+}  // namespace
+}  // namespace ktune::gate

@@ -1,0 +1,110 @@
+#include "ktune/gate/suite.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+
+namespace ktune::gate {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::filesystem::path kFile = "/suites/ci.toml";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_suite(text, kFile);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Suite, ReadsSpecsProgramsAndSettings) {
+  const Suite s = parse_suite(R"(
+schema_version = 1
+[gate]
+threshold = 0.03
+baseline_runs = 6
+stop = "min_gpu_time_s=0.2"
+nvrtc_options = ["-lineinfo"]
+
+[[benchmark]]
+name = "gemv"
+spec = "../kernels/gemv/gemv.json"
+config = "BLOCK=128"
+shape = { n = 7168, k = 16384 }
+
+[[benchmark]]
+name = "copy_cached"
+spec = "/abs/copy.json"
+config = "cached"
+mode = "hot"
+
+[[benchmark]]
+name = "blas"
+command = ["./bench", "--benchmark_format=json"]
+format = "gbench"
+select = "BM_Gemm/4096"
+)",
+                              kFile);
+  EXPECT_DOUBLE_EQ(s.rule.threshold, 0.03);
+  EXPECT_EQ(s.rule.baseline_runs, 6);
+  EXPECT_EQ(s.stop, "min_gpu_time_s=0.2");
+  EXPECT_EQ(s.nvrtc_options, std::vector<std::string>{"-lineinfo"});
+  ASSERT_EQ(s.benchmarks.size(), 3u);
+  EXPECT_EQ(s.benchmarks[0].spec, std::filesystem::path("/suites/../kernels/gemv/gemv.json"));
+  EXPECT_EQ(s.benchmarks[0].shape_key(), "k=16384,n=7168");
+  EXPECT_FALSE(s.benchmarks[0].cached_winner);
+  EXPECT_TRUE(s.benchmarks[1].cached_winner);
+  EXPECT_EQ(s.benchmarks[1].mode, "hot");
+  EXPECT_TRUE(s.benchmarks[2].is_program());
+  EXPECT_EQ(s.benchmarks[2].format, ProgramFormat::gbench);
+}
+
+TEST(Suite, BadFilesGetOneSentenceNamingFileKeyAndFix) {
+  EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\nspec = \"x.json\"\nconfg = \"B=1\"\n"),
+              HasSubstr("/suites/ci.toml: benchmark 1 (\"a\"): unknown key \"confg\""));
+  EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\n"), HasSubstr("give exactly one of \"spec\""));
+  EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\nspec = \"x\"\n[[benchmark]]\nname = "
+                       "\"a\"\nspec = \"y\"\n"),
+              HasSubstr("benchmark 2 (\"a\"): the name is used twice"));
+  EXPECT_THAT(error_of("[gate]\nthreshold = 5\n[[benchmark]]\nname = \"a\"\nspec = \"x\"\n"),
+              HasSubstr("[gate]: \"threshold\" must be a number from 0.001 to 1"));
+  EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\ncommand = [\"x\"]\nformat = \"csv\"\n"),
+              HasSubstr("format \"csv\" is not one ktune reads"));
+  EXPECT_THAT(error_of("[[benchmark]\n"), HasSubstr("/suites/ci.toml:1:"));
+  EXPECT_THAT(error_of("schema_version = 1\n"), HasSubstr("lists no benchmarks"));
+  EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\nspec = \"x\"\nshape = { n = \"big\" }\n"),
+              HasSubstr("shape variable \"n\" must be an integer"));
+}
+
+TEST(ProgramSamples, ReadsKtuneGoogleBenchmarkAndNvbench) {
+  EXPECT_EQ(
+      program_samples(nlohmann::json{{"samples_ns", {1.0, 2.0}}}, ProgramFormat::ktune, "", "x"),
+      (std::vector<double>{1, 2}));
+  const auto gb = nlohmann::json::parse(R"({"benchmarks": [
+    {"name": "BM_A/1", "run_name": "BM_A/1", "run_type": "iteration", "real_time": 2.5, "time_unit": "us"},
+    {"name": "BM_A/1", "run_name": "BM_A/1", "run_type": "iteration", "real_time": 2.7, "time_unit": "us"},
+    {"name": "BM_A/1_mean", "run_name": "BM_A/1", "run_type": "aggregate", "real_time": 2.6, "time_unit": "us"},
+    {"name": "BM_B/1", "run_name": "BM_B/1", "run_type": "iteration", "real_time": 9, "time_unit": "ms"}]})");
+  EXPECT_EQ(program_samples(gb, ProgramFormat::gbench, "", "x"), (std::vector<double>{2500, 2700}));
+  EXPECT_EQ(program_samples(gb, ProgramFormat::gbench, "BM_B/1", "x"), (std::vector<double>{9e6}));
+  const auto nv = nlohmann::json::parse(R"({"benchmarks": [{"name": "gemm", "states": [
+    {"name": "Device=0", "summaries": [{"tag": "nv/cold/time/gpu/mean",
+      "data": [{"name": "value", "type": "float64", "value": "1.5e-05"}]}]}]}]})");
+  const auto v = program_samples(nv, ProgramFormat::nvbench, "", "x");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NEAR(v[0], 15000, 1e-6);
+  try {
+    program_samples(gb, ProgramFormat::gbench, "BM_C", "bench.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bench.json: the output holds no timing for \"BM_C\""));
+  }
+}
+
+}  // namespace
+}  // namespace ktune::gate
