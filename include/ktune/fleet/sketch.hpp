@@ -20,7 +20,8 @@ class QuantileSketch {
  public:
   static constexpr double kMinValueNs = 1.0;
 
-  explicit QuantileSketch(double relative_accuracy = kDefaultRelativeAccuracy);
+  QuantileSketch() : QuantileSketch(kDefaultRelativeAccuracy) {}
+  explicit QuantileSketch(double relative_accuracy);
 
   void add(double value_ns, std::uint64_t count = 1);
   // Adds `other`'s buckets. ktune::Error when the two were built with different accuracies.

@@ -59,7 +59,7 @@ class Store {
   // nullopt for a server.
   std::optional<std::filesystem::path> file() const;
   int schema_version() const;  // the schema this store now has (always kSchemaVersion)
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Calibrations: a second record of the same device and measured_at replaces the first.
   void put_calibration(const CalibrationRecord& record);
@@ -96,6 +96,7 @@ class Store {
   Pack export_pack(const EntryFilter& filter);
 
  private:
+  friend class FleetStore;  // the fleet's tables (store/fleet.hpp) share this connection
   std::unique_ptr<detail::Backend> db_;
 };
 
