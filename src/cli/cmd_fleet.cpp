@@ -97,7 +97,7 @@ const bool registered = register_command(
        add_specs_option(*top, a->specs);
        auto* diff = app.add_subcommand("diff", "Each kernel's p50 change from build A to B");
        common(diff);
-       diff->add_option("--build", a->builds, "The two builds, A then B")->expected(1);
+       diff->add_option("--build", a->builds, "The two builds, A then B (give --build twice)");
        return [a, top, &globals] {
          return top->parsed() ? run_top(*a, globals) : run_diff(*a, globals);
        };
