@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -114,7 +115,10 @@ TopReport top(store::Store& store, const store::FleetFilter& filter, std::size_t
     if (limit == 0 || i < limit || find_spec(specs, totals[i].kernel)) wanted.push_back(&totals[i]);
   std::vector<std::string> names;
   for (const auto* t : wanted) names.push_back(t->kernel);
-  const auto sketches = merged(fleet.sketches(filter, names), false);
+  const auto rows = fleet.sketches(filter, names);
+  const auto sketches = merged(rows, false);
+  std::map<std::string, std::set<std::string>> runs;
+  for (const auto& r : rows) runs[r.kernel].insert(r.run_id);
   std::map<std::string, bool> tuned_ops;  // op + arch -> has a winner
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     const auto& t = *wanted[i];
@@ -124,7 +128,7 @@ TopReport top(store::Store& store, const store::FleetFilter& filter, std::size_t
     r.total_ns = t.total_ns;
     r.min_ns = t.min_ns;
     r.max_ns = t.max_ns;
-    r.runs = t.runs;
+    r.runs = static_cast<std::int64_t>(runs[t.kernel].size());
     r.share = rep.total_ns > 0 ? static_cast<double>(t.total_ns) / rep.total_ns : 0;
     if (auto it = sketches.find(t.kernel); it != sketches.end()) {
       r.p50_ns = it->second.quantile(0.5);

@@ -132,19 +132,19 @@ std::int64_t FleetStore::run_count() {
 std::vector<FleetKernelTotal> FleetStore::kernel_totals(const FleetFilter& filter) {
   Params params;
   const std::string sql =
-      "SELECT kernel, SUM(calls), SUM(total_ns), MIN(min_ns), MAX(max_ns), "
-      "COUNT(DISTINCT run_id) FROM fleet_aggregates" +
+      "SELECT kernel, SUM(calls), SUM(total_ns), MIN(min_ns), MAX(max_ns) FROM fleet_aggregates" +
       where(filter, params) + " GROUP BY kernel ORDER BY 3 DESC, kernel";
   std::vector<FleetKernelTotal> out;
   for (const Row& r : store_.db_->query(sql, params))
-    out.push_back({r.text(0), r.i64(1), r.i64(2), r.i64(3), r.i64(4), r.i64(5)});
+    out.push_back({r.text(0), r.i64(1), r.i64(2), r.i64(3), r.i64(4)});
   return out;
 }
 
 std::vector<FleetSketchRow> FleetStore::sketches(const FleetFilter& filter,
                                                  const std::vector<std::string>& kernels) {
   Params params;
-  std::string sql = "SELECT kernel, build, sketch FROM fleet_aggregates" + where(filter, params);
+  std::string sql =
+      "SELECT kernel, build, run_id, sketch FROM fleet_aggregates" + where(filter, params);
   if (!kernels.empty()) {
     sql += " AND kernel IN (";
     for (std::size_t i = 0; i < kernels.size(); ++i) {
@@ -155,7 +155,7 @@ std::vector<FleetSketchRow> FleetStore::sketches(const FleetFilter& filter,
   }
   std::vector<FleetSketchRow> out;
   for (const Row& r : store_.db_->query(sql, params))
-    out.push_back({r.text(0), r.text(1), r.text(2)});
+    out.push_back({r.text(0), r.text(1), r.text(2), r.text(3)});
   return out;
 }
 
