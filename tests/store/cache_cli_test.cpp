@@ -66,7 +66,7 @@ TEST_F(CacheCli, PutGetLsExportImportWithJsonShapes) {
   const auto sj = nlohmann::json::parse(stats.out);
   EXPECT_EQ(sj["entries"], 1);
   EXPECT_EQ(sj["stale"], 1);
-  EXPECT_EQ(sj["store_schema_version"], 2);
+  EXPECT_EQ(sj["store_schema_version"], 3);  // migration 3: the fleet tables
 }
 
 TEST_F(CacheCli, BadInputGetsOneSentenceAndNonZeroExit) {
