@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -89,8 +90,7 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(42);
 
     // --- ingest: one trace of trace_records launches, Zipf-like over kernels and shapes ---
-    const fs::path trace = fs::path(a.workdir) / "ingest.ktrace";
-    {
+    auto write_trace = [&](const fs::path& path, std::int64_t records) {
       ktune::trace::TraceMetadata m;
       m.pid = static_cast<std::int64_t>(rng() % 1000000);
       m.started_at = ktune::utc_now_iso8601();
@@ -103,9 +103,9 @@ int main(int argc, char** argv) {
       d.cc_major = 9;
       id.devices.push_back(d);
       m.identity = id;
-      ktune::trace::KtraceWriter w(trace, m);
+      ktune::trace::KtraceWriter w(path, m);
       std::uint64_t t = 1000;
-      for (std::int64_t i = 0; i < a.trace_records; ++i) {
+      for (std::int64_t i = 0; i < records; ++i) {
         ktune::trace::KernelRecord r;
         const auto k =
             static_cast<std::int64_t>(std::pow(static_cast<double>(rng() % 1000000) / 1e6, 3) *
@@ -121,7 +121,9 @@ int main(int argc, char** argv) {
         w.add(r);
         if (i % 100000 == 99999) w.commit();
       }
-    }
+    };
+    const fs::path trace = fs::path(a.workdir) / "ingest.ktrace";
+    write_trace(trace, a.trace_records);
     const auto t0 = Clock::now();
     const double c0 = cpu_s();
     const auto r =
@@ -163,6 +165,29 @@ int main(int argc, char** argv) {
           agg.kernel_records, wall, cpu, n / wall / 1e6, n / cpu / 1e6);
       out["aggregate_from_memory"] = {
           {"kernel_records", agg.kernel_records}, {"seconds", wall}, {"cpu_s", cpu}};
+    }
+
+    // Several traces at once, one reader per CPU (a node ingests its ranks' traces together).
+    {
+      const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+      std::vector<fs::path> paths;
+      for (unsigned i = 0; i < 2 * threads; ++i) {
+        paths.push_back(fs::path(a.workdir) / fmt::format("rank{}.ktrace", i));
+        write_trace(paths.back(), a.trace_records / (2 * threads));
+      }
+      const auto tp = Clock::now();
+      const double cp = cpu_s();
+      std::uint64_t n = 0;
+      for (const auto& res : ktune::fleet::ingest_files(fleet, paths, {}, threads))
+        n += res.kernel_records;
+      const double wall = since(tp), cpu = cpu_s() - cp;
+      fmt::print(
+          "ingest of {} traces with {} reader threads: {} records in {:.3f} s wall, {:.3f} "
+          "s CPU: {:.2f} M records per second\n",
+          paths.size(), threads, n, wall, cpu, static_cast<double>(n) / wall / 1e6);
+      out["ingest_parallel"] = {{"traces", paths.size()}, {"threads", threads},
+                                {"kernel_records", n},    {"seconds", wall},
+                                {"cpu_s", cpu},           {"records_per_s", n / wall}};
     }
 
     // --- top: `runs` runs of launches/runs launches each, pushed as aggregates ---

@@ -1,7 +1,10 @@
 // ktune ingest TRACE... [--tag job=...,build=...,rank=...]: pushes each trace's per-kernel
 // aggregates (count, total, min, max, quantile sketch per kernel, launch shape and GPU) into the
 // store as one run; a trace already ingested counts once.
+#include <algorithm>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +21,7 @@ constexpr int kIngestSchemaVersion = 1;
 
 struct IngestArgs {
   std::vector<std::string> traces, tags;
+  unsigned jobs = 0;  // 0: one per CPU
   bool json = false;
 };
 
@@ -29,21 +33,23 @@ int run_ingest(const IngestArgs& a, const GlobalOptions& g) {
   nlohmann::json runs = nlohmann::json::array();
   std::uint64_t records = 0;
   double seconds = 0;
-  for (const auto& path : a.traces) {
-    const fleet::IngestResult r = fleet::ingest_file(fleet, path, tags);
-    records += r.kernel_records;
-    seconds += r.read_s + r.push_s;
-    runs.push_back({{"path", r.path},
-                    {"run_id", r.run_id},
-                    {"outcome", fleet::to_string(r.outcome)},
-                    {"kernel_records", r.kernel_records},
-                    {"aggregates", r.aggregates},
-                    {"read_s", r.read_s},
-                    {"push_s", r.push_s}});
-    if (!a.json)
-      fmt::print("{}: {} ({} launches, {} aggregates, run {})\n", r.path,
-                 fleet::to_string(r.outcome), r.kernel_records, r.aggregates, r.run_id);
-  }
+  const auto start = std::chrono::steady_clock::now();
+  const unsigned threads = a.jobs ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  fleet::ingest_files(
+      fleet, {a.traces.begin(), a.traces.end()}, tags, threads, [&](const fleet::IngestResult& r) {
+        records += r.kernel_records;
+        runs.push_back({{"path", r.path},
+                        {"run_id", r.run_id},
+                        {"outcome", fleet::to_string(r.outcome)},
+                        {"kernel_records", r.kernel_records},
+                        {"aggregates", r.aggregates},
+                        {"read_s", r.read_s},
+                        {"push_s", r.push_s}});
+        if (!a.json)
+          fmt::print("{}: {} ({} launches, {} aggregates, run {})\n", r.path,
+                     fleet::to_string(r.outcome), r.kernel_records, r.aggregates, r.run_id);
+      });
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (a.json)
     fmt::print("{}\n", nlohmann::json{{"schema_version", kIngestSchemaVersion},
                                       {"store", st->describe()},
@@ -63,6 +69,8 @@ const bool registered = register_command(
        app.add_option("--tag", a->tags,
                       "job=...,build=...,rank=... (and any other KEY=VALUE) recorded with the "
                       "run; fleet top/diff filter on build and job");
+       app.add_option("--jobs,-j", a->jobs,
+                      "Traces read at once (default: one per CPU); pushes take turns");
        app.add_flag("--json", a->json,
                     fmt::format("JSON output (schema_version {})", kIngestSchemaVersion));
        return [a, &globals] { return run_ingest(*a, globals); };

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -191,9 +195,11 @@ RunAggregates aggregate(analyze::TraceSource& source, const std::string& locatio
   return out;
 }
 
-IngestResult ingest_file(store::FleetStore& fleet, const std::filesystem::path& path,
-                         const Tags& tags) {
-  using Clock = std::chrono::steady_clock;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+RunAggregates read_file(const std::filesystem::path& path, const Tags& tags, IngestResult& out) {
   const auto t0 = Clock::now();
   analyze::KtraceSource source(path);
   char host[256] = {};
@@ -202,16 +208,60 @@ IngestResult ingest_file(store::FleetStore& fleet, const std::filesystem::path& 
   const auto absolute = std::filesystem::absolute(path, ec);
   RunAggregates r =
       aggregate(source, fmt::format("{}:{}", host, (ec ? path : absolute).string()), tags, path);
-  const auto t1 = Clock::now();
-  IngestResult out;
   out.path = path.string();
   out.run_id = r.run.run_id;
   out.kernel_records = r.kernel_records;
   out.aggregates = r.aggregates.size();
+  out.read_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+void push(store::FleetStore& fleet, const RunAggregates& r, IngestResult& out) {
+  const auto t0 = Clock::now();
   out.outcome = fleet.push_run(r.run, r.aggregates);
-  out.read_s = std::chrono::duration<double>(t1 - t0).count();
-  out.push_s = std::chrono::duration<double>(Clock::now() - t1).count();
+  out.push_s = std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+IngestResult ingest_file(store::FleetStore& fleet, const std::filesystem::path& path,
+                         const Tags& tags) {
+  IngestResult out;
+  const RunAggregates r = read_file(path, tags, out);
+  push(fleet, r, out);
   return out;
+}
+
+std::vector<IngestResult> ingest_files(store::FleetStore& fleet,
+                                       const std::vector<std::filesystem::path>& paths,
+                                       const Tags& tags, unsigned threads,
+                                       const std::function<void(const IngestResult&)>& done) {
+  std::vector<IngestResult> results(paths.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex store_mutex;  // one store connection: pushes take turns
+  std::exception_ptr error;
+  auto work = [&] {
+    for (std::size_t i; !failed && (i = next++) < paths.size();) {
+      try {
+        const RunAggregates r = read_file(paths[i], tags, results[i]);
+        std::lock_guard lock(store_mutex);
+        if (failed) return;
+        push(fleet, r, results[i]);
+        if (done) done(results[i]);
+      } catch (...) {
+        std::lock_guard lock(store_mutex);
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(paths.size())));
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return results;
 }
 
 }  // namespace ktune::fleet

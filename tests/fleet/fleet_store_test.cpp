@@ -57,6 +57,28 @@ TEST_P(FleetStoreTest, SameTraceIngestedTwiceCountsOnceFromAnyPath) {
   EXPECT_TRUE(f.kernel_totals({.since = "2026-11-24"}).empty());
 }
 
+TEST_P(FleetStoreTest, SeveralTracesReadAtOncePushOneRunEach) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  std::vector<fs::path> paths;
+  for (int rank = 0; rank < 5; ++rank) {
+    paths.push_back(dir() / ("rank" + std::to_string(rank) + ".ktrace"));
+    write_trace(paths.back(), {{"k", spread(1000, 10 + rank)}}, 100 + rank);
+  }
+  paths.push_back(paths[0]);  // the same trace twice in one call: one run
+  int seen = 0;
+  const auto results = fleet::ingest_files(f, paths, {}, 3, [&](const auto&) { ++seen; });
+  EXPECT_EQ(seen, 6);
+  EXPECT_EQ(f.run_count(), 5);
+  EXPECT_EQ(f.kernel_totals({})[0].calls, 10 + 11 + 12 + 13 + 14);
+  int already = 0;
+  for (const auto& r : results) already += r.outcome == store::PushOutcome::already_ingested;
+  EXPECT_EQ(already, 1);
+  paths.push_back(dir() / "missing.ktrace");
+  EXPECT_THROW(fleet::ingest_files(f, paths, {}, 2), Error);
+  EXPECT_EQ(f.run_count(), 5);
+}
+
 TEST_P(FleetStoreTest, CutShortTraceIsReplacedByItsCompleteCopy) {
   auto st = store::Store::open(url());
   store::FleetStore f(*st);

@@ -3,6 +3,7 @@
 // kernel, launch shape and GPU) pushed to the store as one run. Traces are read through
 // analyze::TraceSource (KtraceSource for .ktrace files: trace::KtraceReader, the one decoder).
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,15 @@ struct IngestResult {
 // Reads the .ktrace at `path` and pushes it. ktune::Error for an unreadable trace.
 IngestResult ingest_file(store::FleetStore& fleet, const std::filesystem::path& path,
                          const Tags& tags);
+
+// Several traces: `threads` read and aggregate them at once (each its own reader; reading is
+// where ingest spends its time), and pushes go through `fleet` one at a time. `done` sees each
+// result as it is pushed, in completion order. The first error stops the rest and is rethrown;
+// traces already pushed stay pushed.
+std::vector<IngestResult> ingest_files(store::FleetStore& fleet,
+                                       const std::vector<std::filesystem::path>& paths,
+                                       const Tags& tags, unsigned threads,
+                                       const std::function<void(const IngestResult&)>& done = {});
 
 const char* to_string(store::PushOutcome o);  // "added", "replaced", "already ingested"
 
