@@ -273,10 +273,11 @@ int main(int argc, char** argv) {
       return v[v.size() / 2];
     };
     fmt::print(
-        "fleet top over {} launches ({} runs + 2 ingest runs): median {:.3f} s wall, {:.3f} s "
+        "fleet top over {} launches ({} runs: {} pushed + the ingest runs): median {:.3f} s wall, "
+        "{:.3f} s "
         "CPU in this process (of {}; min {:.3f}, max {:.3f}); --build b1: {:.3f} s; diff b1 b2: "
         "{:.3f} s\n",
-        rep.calls, a.runs, median(top_s), median(top_cpu_s), a.repeats,
+        rep.calls, fleet.run_count(), a.runs, median(top_s), median(top_cpu_s), a.repeats,
         *std::min_element(top_s.begin(), top_s.end()),
         *std::max_element(top_s.begin(), top_s.end()), median(top_build_s), median(diff_s));
     fmt::print("top kernel: {} share {:.1f}% p50 {:.2f} us p95 {:.2f} us\n", rep.rows[0].kernel,

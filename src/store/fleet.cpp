@@ -67,6 +67,12 @@ FleetJob job_from_row(const Row& r) {
   return j;
 }
 
+// A store last migrated by a ktune without the fleet (read without migrating: read_only) has no
+// fleet tables; to its readers it holds no runs and no jobs.
+bool has_fleet_tables(Store& store) {
+  return store.schema_version() >= 3;
+}
+
 constexpr const char* kJobColumns =
     "id, spec, op, dtype, bucket, arch, toolkit, shape, budget, priority, state, worker, attempt, "
     "lease_until_ms, evaluations, created_at, created_ms, started_ms, finished_ms, result, error";
@@ -126,10 +132,12 @@ PushOutcome FleetStore::push_run(const FleetRun& run,
 }
 
 std::int64_t FleetStore::run_count() {
+  if (!has_fleet_tables(store_)) return 0;
   return store_.db_->query("SELECT COUNT(*) FROM fleet_runs")[0].i64(0);
 }
 
 std::vector<FleetKernelTotal> FleetStore::kernel_totals(const FleetFilter& filter) {
+  if (!has_fleet_tables(store_)) return {};
   Params params;
   const std::string sql =
       "SELECT kernel, SUM(calls), SUM(total_ns), MIN(min_ns), MAX(max_ns) FROM fleet_aggregates" +
@@ -142,6 +150,7 @@ std::vector<FleetKernelTotal> FleetStore::kernel_totals(const FleetFilter& filte
 
 std::vector<FleetSketchRow> FleetStore::sketches(const FleetFilter& filter,
                                                  const std::vector<std::string>& kernels) {
+  if (!has_fleet_tables(store_)) return {};
   Params params;
   std::string sql =
       "SELECT kernel, build, run_id, sketch FROM fleet_aggregates" + where(filter, params);
@@ -175,6 +184,7 @@ bool FleetStore::add_job(const FleetJob& j) {
 
 std::vector<FleetJob> FleetStore::jobs() {
   std::vector<FleetJob> out;
+  if (!has_fleet_tables(store_)) return out;
   for (const Row& r : store_.db_->query(
            fmt::format("SELECT {} FROM fleet_jobs ORDER BY created_ms, id", kJobColumns)))
     out.push_back(job_from_row(r));

@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <random>
 
+#include <sqlite3.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -220,6 +223,32 @@ TEST_P(FleetStoreTest, JobQueuedOnceClaimedOnceAndTakenAgainWhenItsLeaseRunsOut)
   for (const char* key : {"id", "state", "worker", "age_s", "evaluations", "budget", "op", "bucket",
                           "arch", "toolkit", "attempt", "result", "error"})
     EXPECT_TRUE(jobs["jobs"][0].contains(key)) << key;
+}
+
+// A store a ktune without the fleet made, opened read-only (no migration): no runs, no jobs, and
+// no SQL error about missing tables.
+TEST(FleetStoreSchema, OlderStoreReadOnlyHasNoFleetRatherThanAnError) {
+  const fs::path path =
+      fs::temp_directory_path() / ("ktune_fleet_old_" + std::to_string(::getpid()) + ".db");
+  fs::remove(path);
+  store::Store::open(path.string());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db,
+                   "DROP TABLE fleet_runs; DROP TABLE fleet_aggregates; DROP TABLE fleet_jobs; "
+                   "UPDATE ktune_meta SET value = '2' WHERE key = 'schema_version'",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  auto st = store::Store::open(path.string(), store::Access::read_only);
+  store::FleetStore f(*st);
+  EXPECT_TRUE(f.kernel_totals({}).empty());
+  EXPECT_TRUE(f.jobs().empty());
+  EXPECT_EQ(f.run_count(), 0);
+  EXPECT_TRUE(fleet::top(*st, {}, 20, {}).rows.empty());
+  st.reset();
+  fs::remove(path);
 }
 
 TEST(FleetIngest, BadTagsAndBadTracesAreOneSentence) {
