@@ -78,6 +78,7 @@ workers() {  # DB WORKDIR: one worker per GPU in the background; pids in $pids
 
 # Each phase starts with an empty compiled-kernel cache, so a later phase does not reuse the
 # binaries an earlier one compiled (the searches are seeded alike and compile the same candidates).
+elapsed() { awk -v now="$(date +%s.%N)" -v start="$start" 'BEGIN { printf "%.2f", now - start }'; }
 fresh_cache() { export XDG_CACHE_HOME=$(mktemp -d /tmp/ktune-fleet-cache.XXXXXX); }
 
 # 1. one worker
@@ -86,7 +87,7 @@ queue "$out/one.db" || exit 1
 start=$(date +%s.%N)
 "$bin" --db "$out/one.db" --device 0 worker --drain --lease "$lease" --work-dir "$out/work-one" \
   --name gpu0 >"$out/one-gpu0.log" 2>&1
-t_one=$(echo "$(date +%s.%N) - $start" | bc)
+t_one=$(elapsed)
 c_one=$(check "$out/one.db" "one worker")
 
 # 2. one worker per GPU
@@ -95,7 +96,7 @@ queue "$out/all.db" || exit 1
 start=$(date +%s.%N)
 workers "$out/all.db" "$out/work-all"
 wait "${pids[@]}"
-t_all=$(echo "$(date +%s.%N) - $start" | bc)
+t_all=$(elapsed)
 c_all=$(check "$out/all.db" "$ngpus workers")
 
 # 3. one worker per GPU, the one on GPU 0 killed mid-job
@@ -112,7 +113,7 @@ for _ in $(seq 1 1200); do
 import json, sys
 jobs = json.load(sys.stdin)["jobs"]
 sys.exit(0 if any(j["worker"] == "gpu0" and j["state"] == "running" and j["evaluations"] >= 1 for j in jobs) else 1)'; then
-    kill -9 "${pids[0]}" && killed="gpu0 (pid ${pids[0]}) killed with SIGKILL mid-job at $(echo "$(date +%s.%N) - $start" | bc | cut -c1-6) s"
+    kill -9 "${pids[0]}" && killed="gpu0 (pid ${pids[0]}) killed with SIGKILL mid-job at $(elapsed) s"
     break
   fi
   sleep 0.25
@@ -120,12 +121,11 @@ done
 [ "$ngpus" = 1 ] && [ -n "$killed" ] && { "$bin" --db "$out/kill.db" --device 0 worker --drain \
   --lease "$lease" --poll 0.2 --work-dir "$out/work-kill" --name gpu0-again >"$out/kill-gpu0-again.log" 2>&1 & pids+=($!); }
 wait "${pids[@]}" 2>/dev/null
-t_kill=$(echo "$(date +%s.%N) - $start" | bc)
+t_kill=$(elapsed)
 c_kill=$(check "$out/kill.db" "$ngpus workers, one killed")
 
-speedup=$(echo "scale=2; $t_one / $t_all" | bc)
-target=$(echo "scale=2; 0.9 * $ngpus" | bc)
-verdict=$(echo "$speedup >= $target" | bc -l | sed 's/1/PASS/;s/0/FAIL/')
+read -r speedup target verdict < <(awk -v one="$t_one" -v all="$t_all" -v n="$ngpus" \
+  'BEGIN { s = one / all; t = 0.9 * n; printf "%.2f %.2f %s\n", s, t, (s >= t ? "PASS" : "FAIL") }')
 {
   echo
   echo "== fleet summary"

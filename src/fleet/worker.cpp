@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -77,8 +78,8 @@ class Heartbeat {
             std::atomic<std::int64_t>& evaluations, std::atomic<bool>& lost)
       : thread_([this, &o, job, &evaluations, &lost] {
           std::unique_ptr<store::Store> st;
-          const auto period =
-              std::chrono::duration<double>(o.heartbeat_s > 0 ? o.heartbeat_s : o.lease_s / 3);
+          const auto period = std::chrono::duration<double>(
+              o.heartbeat_s > 0 ? o.heartbeat_s : std::min(o.lease_s / 3, 2.0));
           std::unique_lock lock(m_);
           while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
             try {

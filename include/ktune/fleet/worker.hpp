@@ -19,7 +19,7 @@ struct WorkerOptions {
   std::string name;                // shown in `ktune queue ls`; default host:pid[/gpuN]
   int device = 0;                  // CUDA ordinal
   double lease_s = 30;             // a claim lives this long without a heartbeat
-  double heartbeat_s = 0;          // 0: lease_s / 3
+  double heartbeat_s = 0;          // 0: lease_s / 3, at most 2 s (queue ls shows progress)
   double poll_s = 2;               // wait between claims when the queue has nothing for this worker
   bool once = false;               // one job, then return
   bool drain = false;              // return when no job is queued or running (anyone's)
