@@ -251,6 +251,65 @@ CREATE TABLE gate_runs (
   samples TEXT NOT NULL);
 CREATE INDEX gate_runs_by_benchmark ON gate_runs (benchmark, arch, device_name, recorded_at);
 )sql",
+    // 4: the fleet: ingested runs, their per-kernel aggregates, the tuning queue (store/fleet.hpp)
+    R"sql(
+CREATE TABLE fleet_runs (
+  run_id TEXT PRIMARY KEY,
+  location TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid BIGINT NOT NULL,
+  started_at TEXT NOT NULL,
+  job TEXT NOT NULL,
+  build TEXT NOT NULL,
+  rank TEXT NOT NULL,
+  tags TEXT NOT NULL,
+  complete INTEGER NOT NULL,
+  launches BIGINT NOT NULL,
+  ingested_at TEXT NOT NULL);
+CREATE TABLE fleet_aggregates (
+  run_id TEXT NOT NULL,
+  kernel TEXT NOT NULL,
+  grid TEXT NOT NULL,
+  block TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  arch TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  build TEXT NOT NULL,
+  job TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  calls BIGINT NOT NULL,
+  total_ns BIGINT NOT NULL,
+  min_ns BIGINT NOT NULL,
+  max_ns BIGINT NOT NULL,
+  sketch TEXT NOT NULL,
+  PRIMARY KEY (run_id, kernel, grid, block, gpu, arch, driver, toolkit));
+CREATE INDEX fleet_aggregates_by_kernel ON fleet_aggregates (kernel, build);
+CREATE TABLE fleet_jobs (
+  id TEXT PRIMARY KEY,
+  spec TEXT NOT NULL,
+  op TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  bucket TEXT NOT NULL,
+  arch TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  budget BIGINT NOT NULL,
+  priority DOUBLE PRECISION NOT NULL,
+  state TEXT NOT NULL,
+  worker TEXT NOT NULL,
+  attempt BIGINT NOT NULL,
+  lease_until_ms BIGINT NOT NULL,
+  evaluations BIGINT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  started_ms BIGINT NOT NULL,
+  finished_ms BIGINT NOT NULL,
+  result TEXT,
+  error TEXT NOT NULL,
+  UNIQUE (op, dtype, bucket, arch, toolkit));
+CREATE INDEX fleet_jobs_by_state ON fleet_jobs (state, priority);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 

@@ -1,0 +1,118 @@
+#pragma once
+// The fleet's tables in the store: per-run kernel aggregates pushed by `ktune ingest`, and the
+// tuning queue that `ktune worker`s drain. The store keeps rows and runs the SQL; what a sketch
+// means, how traces become aggregates and how a job is tuned live in the fleet module above it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ktune/store/store.hpp"
+
+namespace ktune::store {
+
+// One ingested trace. run_id is its content identity (fleet/ingest.hpp says how it is made), so the
+// same trace pushed twice, from any path or node, is one run.
+struct FleetRun {
+  std::string run_id;
+  std::string location;  // where the trace was read from (host:path)
+  std::string host, started_at;
+  std::int64_t pid = 0;
+  std::string job, build, rank;  // from --tag; "" when not given
+  nlohmann::json tags = nlohmann::json::object();
+  bool complete = true;  // the tracer closed the trace (false: cut short)
+  std::int64_t launches = 0;
+};
+
+// Per (kernel, launch shape, GPU, driver, toolkit) of one run; build and job come from the run.
+struct FleetAggregate {
+  std::string kernel;       // demangled where the tracer could
+  std::string grid, block;  // "x,y,z"
+  std::string gpu, arch, driver, toolkit;
+  std::int64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  std::string sketch;  // fleet::QuantileSketch::to_hex of the launch durations
+};
+
+enum class PushOutcome {
+  added,            // a new run
+  replaced,         // the stored copy was cut short and this one is complete: it replaces it
+  already_ingested  // nothing written: the same run is there
+};
+
+// Empty fields match everything. since: runs started at or after this ISO-8601 UTC time. gpu:
+// a device name or an arch ("sm_90").
+struct FleetFilter {
+  std::string since, gpu, build, job;
+};
+
+// No run count here: COUNT(DISTINCT run_id) made the ranking query four times slower on
+// PostgreSQL; runs are counted from the sketch rows of the kernels shown.
+struct FleetKernelTotal {
+  std::string kernel;
+  std::int64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+};
+
+struct FleetSketchRow {
+  std::string kernel, build, run_id, sketch;
+};
+
+// A tuning job. The dedup key is (op, dtype, bucket, arch, toolkit): queued once. arch or toolkit
+// "" means any worker may take it.
+struct FleetJob {
+  std::string id;  // hash of the dedup key
+  std::string spec, op, dtype, bucket, arch, toolkit;
+  nlohmann::json shape = nlohmann::json::object();  // shape variable -> value
+  std::int64_t budget = 0;
+  double priority = 0;       // higher first (from-backlog: the kernel's fleet time in s)
+  std::string state;         // queued | running | done | failed
+  std::string worker;        // who holds (or last held) it
+  std::int64_t attempt = 0;  // claims so far; a claim's fencing token
+  std::int64_t lease_until_ms = 0, evaluations = 0;
+  std::int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
+  std::string created_at;
+  nlohmann::json result;  // null until done
+  std::string error;
+};
+
+class FleetStore {
+ public:
+  explicit FleetStore(Store& store);
+
+  // One transaction: the run and all its aggregates, or nothing. A run id already stored is
+  // skipped unless the stored run is incomplete and this one complete.
+  PushOutcome push_run(const FleetRun& run, const std::vector<FleetAggregate>& aggregates);
+  std::int64_t run_count();
+
+  // Every kernel's totals under the filter, largest total first.
+  std::vector<FleetKernelTotal> kernel_totals(const FleetFilter& filter);
+  // The sketches of these kernels (all when `kernels` is empty) under the filter.
+  std::vector<FleetSketchRow> sketches(const FleetFilter& filter,
+                                       const std::vector<std::string>& kernels);
+
+  // --- the tuning queue; times are the caller's clock in ms since the epoch ---
+  // false: a job with the same key is already there (in any state); nothing changed.
+  bool add_job(const FleetJob& job);
+  std::vector<FleetJob> jobs();
+  // Jobs queued or running (whatever their lease): what a draining worker still waits for.
+  std::int64_t pending_jobs();
+  std::optional<FleetJob> job(const std::string& id);
+  // Takes the first queued job, or a running one whose lease ran out, that this worker's arch and
+  // toolkit can run; SKIP LOCKED on PostgreSQL, so workers never wait on each other's claims.
+  // Jobs already claimed max_attempts times whose lease ran out are marked failed instead.
+  std::optional<FleetJob> claim(const std::string& worker, const std::string& arch,
+                                const std::string& toolkit, std::int64_t lease_ms,
+                                std::int64_t now_ms, int max_attempts);
+  // Renews the lease of claim `attempt`; false when the job was taken by another claim.
+  bool heartbeat(const std::string& id, std::int64_t attempt, std::int64_t lease_until_ms,
+                 std::int64_t evaluations);
+  // Ends claim `attempt` as done or failed; false when the job was taken by another claim.
+  bool finish(const std::string& id, std::int64_t attempt, bool done, std::int64_t now_ms,
+              std::int64_t evaluations, const nlohmann::json& result, const std::string& error);
+
+ private:
+  Store& store_;
+};
+
+}  // namespace ktune::store

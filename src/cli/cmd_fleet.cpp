@@ -1,0 +1,107 @@
+// ktune fleet top | diff: the fleet's ranking of kernels by GPU time (share, calls, p50/p95 from
+// merged sketches, the tuning backlog) and each kernel's p50 change between two builds.
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "fleet_options.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/fleet/query.hpp"
+#include "ktune/store/store.hpp"
+
+namespace ktune::cli {
+namespace {
+
+struct FleetArgs {
+  std::string since, gpu, job;
+  std::vector<std::string> builds, specs;
+  std::size_t limit = 20;
+  bool json = false;
+};
+
+std::string short_name(const std::string& s, std::size_t width) {
+  return s.size() <= width ? s : s.substr(0, width - 3) + "...";
+}
+
+std::string us(double ns) {
+  return fmt::format("{:.2f}", ns / 1e3);
+}
+
+int run_top(const FleetArgs& a, const GlobalOptions& g) {
+  if (a.builds.size() > 1) throw Error("ktune fleet top takes at most one --build.");
+  store::FleetFilter f{since_timestamp(a.since), a.gpu, a.builds.empty() ? "" : a.builds[0], a.job};
+  auto st = store::Store::open(g.db, store::Access::read_only);
+  const auto rep = fleet::top(*st, f, a.limit, fleet::spec_catalog(spec_dirs(a.specs)));
+  if (a.json) {
+    fmt::print("{}\n", fleet::to_json(rep).dump(2));
+    return 0;
+  }
+  fmt::print("fleet: {} kernels, {} launches, {:.3f} s of GPU time{}\n", rep.kernels, rep.calls,
+             rep.total_ns / 1e9, f.build.empty() ? "" : fmt::format(" (build {})", f.build));
+  fmt::print("{:>4} {:<48} {:>7} {:>12} {:>11} {:>10} {:>10} {:>5}  {}\n", "#", "kernel", "share",
+             "calls", "total_s", "p50_us", "p95_us", "runs", "tuning");
+  for (std::size_t i = 0; i < rep.rows.size(); ++i) {
+    const auto& r = rep.rows[i];
+    const std::string tuning = r.spec ? (r.tuned ? "tuned (" : "backlog (") + r.spec->op + ")" : "";
+    fmt::print("{:>4} {:<48} {:>6.1f}% {:>12} {:>11.4f} {:>10} {:>10} {:>5}  {}\n", i + 1,
+               short_name(r.kernel, 48), 100 * r.share, r.calls, r.total_ns / 1e9, us(r.p50_ns),
+               us(r.p95_ns), r.runs, tuning);
+  }
+  if (!rep.backlog.empty()) {
+    fmt::print("tuning backlog ({} kernel{} a known spec tunes, no winner in the cache):\n",
+               rep.backlog.size(), rep.backlog.size() == 1 ? "" : "s");
+    for (const auto& r : rep.backlog)
+      fmt::print("  {:<40} {:>6.1f}%  {}  (ktune queue from-backlog queues it)\n",
+                 short_name(r.kernel, 40), 100 * r.share, r.spec->path);
+  }
+  return 0;
+}
+
+int run_diff(const FleetArgs& a, const GlobalOptions& g) {
+  if (a.builds.size() != 2)
+    throw Error("ktune fleet diff needs exactly two builds: --build A --build B.");
+  auto st = store::Store::open(g.db, store::Access::read_only);
+  const auto rep =
+      fleet::diff(*st, a.builds[0], a.builds[1], {since_timestamp(a.since), a.gpu, "", a.job});
+  if (a.json) {
+    fmt::print("{}\n", fleet::to_json(rep).dump(2));
+    return 0;
+  }
+  fmt::print("{:<56} {:>12} {:>12} {:>9}\n", "kernel", "p50_us " + short_name(rep.build_a, 5),
+             "p50_us " + short_name(rep.build_b, 5), "change");
+  for (const auto& r : rep.rows)
+    fmt::print("{:<56} {:>12} {:>12} {:>9}\n", short_name(r.kernel, 56),
+               r.calls_a ? us(r.p50_a_ns) : "-", r.calls_b ? us(r.p50_b_ns) : "-",
+               r.change ? fmt::format("{:+.1f}%", 100 * *r.change) : (r.calls_a ? "gone" : "new"));
+  return 0;
+}
+
+const bool registered = register_command(
+    {"fleet", "Rank kernels by the fleet's GPU time; compare builds", 33,
+     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
+       auto a = std::make_shared<FleetArgs>();
+       app.require_subcommand(1);
+       auto common = [&](CLI::App* sub) {
+         sub->add_option("--since", a->since, "Runs started since: 2026-11-20, 24h, 7d");
+         sub->add_option("--gpu", a->gpu, "Only this GPU: a device name or an arch (sm_90)");
+         sub->add_option("--job", a->job, "Only runs tagged with this job");
+         sub->add_flag("--json", a->json,
+                       fmt::format("JSON output (schema_version {})", fleet::kTopSchemaVersion));
+       };
+       auto* top = app.add_subcommand("top", "Kernels ranked by fleet GPU time, and the backlog");
+       common(top);
+       top->add_option("--build", a->builds, "Only runs tagged with this build");
+       top->add_option("--limit", a->limit, "Rows to show (default 20; 0: all)");
+       add_specs_option(*top, a->specs);
+       auto* diff = app.add_subcommand("diff", "Each kernel's p50 change from build A to B");
+       common(diff);
+       diff->add_option("--build", a->builds, "The two builds, A then B (give --build twice)");
+       return [a, top, &globals] {
+         return top->parsed() ? run_top(*a, globals) : run_diff(*a, globals);
+       };
+     }});
+
+}  // namespace
+}  // namespace ktune::cli

@@ -1,0 +1,80 @@
+// ktune ingest TRACE... [--tag job=...,build=...,rank=...]: pushes each trace's per-kernel
+// aggregates (count, total, min, max, quantile sketch per kernel, launch shape and GPU) into the
+// store as one run; a trace already ingested counts once.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/fleet/ingest.hpp"
+#include "ktune/store/store.hpp"
+
+namespace ktune::cli {
+namespace {
+
+constexpr int kIngestSchemaVersion = 1;
+
+struct IngestArgs {
+  std::vector<std::string> traces, tags;
+  unsigned jobs = 0;  // 0: one per CPU
+  bool json = false;
+};
+
+int run_ingest(const IngestArgs& a, const GlobalOptions& g) {
+  if (a.traces.empty()) throw Error("ktune ingest needs at least one .ktrace file.");
+  const fleet::Tags tags = fleet::parse_tags(a.tags);
+  auto st = store::Store::open(g.db);
+  store::FleetStore fleet(*st);
+  nlohmann::json runs = nlohmann::json::array();
+  std::uint64_t records = 0;
+  double seconds = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const unsigned threads = a.jobs ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  fleet::ingest_files(
+      fleet, {a.traces.begin(), a.traces.end()}, tags, threads, [&](const fleet::IngestResult& r) {
+        records += r.kernel_records;
+        runs.push_back({{"path", r.path},
+                        {"run_id", r.run_id},
+                        {"outcome", fleet::to_string(r.outcome)},
+                        {"kernel_records", r.kernel_records},
+                        {"aggregates", r.aggregates},
+                        {"read_s", r.read_s},
+                        {"push_s", r.push_s}});
+        if (!a.json)
+          fmt::print("{}: {} ({} launches, {} aggregates, run {})\n", r.path,
+                     fleet::to_string(r.outcome), r.kernel_records, r.aggregates, r.run_id);
+      });
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (a.json)
+    fmt::print("{}\n", nlohmann::json{{"schema_version", kIngestSchemaVersion},
+                                      {"store", st->describe()},
+                                      {"runs", runs}}
+                           .dump(2));
+  else
+    fmt::print("{} trace{} into {}: {} launches in {:.2f} s\n", a.traces.size(),
+               a.traces.size() == 1 ? "" : "s", st->describe(), records, seconds);
+  return 0;
+}
+
+const bool registered = register_command(
+    {"ingest", "Push per-kernel aggregates of .ktrace files into the (fleet) store", 32,
+     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
+       auto a = std::make_shared<IngestArgs>();
+       app.add_option("traces", a->traces, ".ktrace files")->required();
+       app.add_option("--tag", a->tags,
+                      "job=...,build=...,rank=... (and any other KEY=VALUE) recorded with the "
+                      "run; fleet top/diff filter on build and job");
+       app.add_option("--jobs,-j", a->jobs,
+                      "Traces read at once (default: one per CPU); pushes take turns");
+       app.add_flag("--json", a->json,
+                    fmt::format("JSON output (schema_version {})", kIngestSchemaVersion));
+       return [a, &globals] { return run_ingest(*a, globals); };
+     }});
+
+}  // namespace
+}  // namespace ktune::cli

@@ -1,0 +1,164 @@
+// ktune queue add | ls | from-backlog: tuning jobs as rows of the store, for `ktune worker`s.
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "fleet_options.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/fleet/queue.hpp"
+#include "ktune/store/store.hpp"
+
+namespace ktune::cli {
+namespace {
+
+struct QueueArgs {
+  std::string spec, shape, arch, toolkit, since, gpu, build;
+  std::vector<std::string> specs;
+  std::int64_t budget = 60;
+  std::size_t limit = 20;
+  bool json = false;
+};
+
+// "n=4096,k=8192" -> {n: 4096, k: 8192}.
+std::map<std::string, std::int64_t> parse_shape(const std::string& text) {
+  std::map<std::string, std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    const auto eq = item.find('=');
+    std::int64_t v = 0;
+    try {
+      std::size_t used = 0;
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(item);
+      v = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1 || v <= 0) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw Error(fmt::format(
+          "--shape item '{}' is not NAME=POSITIVE_INTEGER; write e.g. --shape n=4096,k=8192.",
+          item));
+    }
+    out[item.substr(0, eq)] = v;
+  }
+  return out;
+}
+
+void print_added(const store::FleetJob& j, bool added) {
+  fmt::print("{} {}  {} {} bucket {} arch {} toolkit {} budget {}\n",
+             added ? "queued" : "already queued", j.id, j.op, j.dtype, j.bucket,
+             j.arch.empty() ? "any" : j.arch, j.toolkit.empty() ? "any" : j.toolkit, j.budget);
+}
+
+int run_add(const QueueArgs& a, const GlobalOptions& g) {
+  const auto now = fleet::now_ms();
+  const store::FleetJob job =
+      fleet::make_job({a.spec, parse_shape(a.shape), a.arch, a.toolkit, a.budget, 0}, now);
+  auto st = store::Store::open(g.db);
+  const bool added = store::FleetStore(*st).add_job(job);
+  if (a.json)
+    fmt::print("{}\n",
+               nlohmann::json{
+                   {"schema_version", fleet::kQueueSchemaVersion}, {"id", job.id}, {"added", added}}
+                   .dump(2));
+  else
+    print_added(job, added);
+  return 0;
+}
+
+int run_ls(const QueueArgs& a, const GlobalOptions& g) {
+  auto st = store::Store::open(g.db, store::Access::read_only);
+  const auto jobs = store::FleetStore(*st).jobs();
+  const auto now = fleet::now_ms();
+  if (a.json) {
+    fmt::print("{}\n", fleet::jobs_json(jobs, now).dump(2));
+    return 0;
+  }
+  fmt::print("{:<16} {:<8} {:<28} {:>8} {:>9}  {:<10} {:<6} {:<12} {}\n", "id", "state", "worker",
+             "age_s", "evals", "op", "dtype", "bucket", "result");
+  std::map<std::string, int> counts;
+  for (const auto& j : jobs) {
+    ++counts[j.state];
+    std::string state = j.state;
+    if (j.state == "running" && j.lease_until_ms < now) state = "expired";
+    std::string result = j.error;
+    if (j.state == "done" && j.result.is_object())
+      result = fmt::format("{:.2f} us", j.result.value("median_ns", 0.0) / 1e3);
+    fmt::print("{:<16} {:<8} {:<28} {:>8.1f} {:>4}/{:<4}  {:<10} {:<6} {:<12} {}\n", j.id, state,
+               j.worker, (now - j.created_ms) / 1e3, j.evaluations, j.budget, j.op, j.dtype,
+               j.bucket, result);
+  }
+  std::string summary;
+  for (const auto& [state, n] : counts)
+    summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
+  fmt::print("{} job{}{}{}\n", jobs.size(), jobs.size() == 1 ? "" : "s",
+             summary.empty() ? "" : ": ", summary);
+  return 0;
+}
+
+int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
+  auto st = store::Store::open(g.db);
+  const auto rep = fleet::top(*st, {since_timestamp(a.since), a.gpu, a.build, ""}, a.limit,
+                              fleet::spec_catalog(spec_dirs(a.specs)));
+  store::FleetStore fleet(*st);
+  nlohmann::json list = nlohmann::json::array();
+  const auto now = fleet::now_ms();
+  for (const auto& req : fleet::backlog_requests(rep, a.arch, a.toolkit, a.budget)) {
+    const auto job = fleet::make_job(req, now);
+    const bool added = fleet.add_job(job);
+    list.push_back({{"id", job.id}, {"op", job.op}, {"spec", job.spec}, {"added", added}});
+    if (!a.json) print_added(job, added);
+  }
+  if (a.json)
+    fmt::print(
+        "{}\n",
+        nlohmann::json{{"schema_version", fleet::kQueueSchemaVersion}, {"jobs", list}}.dump(2));
+  else if (list.empty())
+    fmt::print("the backlog is empty: no fleet kernel maps to a known spec without a winner\n");
+  return 0;
+}
+
+const bool registered = register_command(
+    {"queue", "Tuning jobs for ktune worker: add, list, fill from the fleet's backlog", 55,
+     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
+       auto a = std::make_shared<QueueArgs>();
+       app.require_subcommand(1);
+       auto json = [&](CLI::App* sub) {
+         sub->add_flag("--json", a->json,
+                       fmt::format("JSON output (schema_version {})", fleet::kQueueSchemaVersion));
+       };
+       auto job_options = [&](CLI::App* sub) {
+         sub->add_option("--arch", a->arch, "Only workers of this arch take it (default: any)");
+         sub->add_option("--toolkit", a->toolkit,
+                         "Only workers of this toolkit take it (default: any)");
+         sub->add_option("--budget", a->budget, "Evaluations per job (default 60)");
+         json(sub);
+       };
+       auto* add =
+           app.add_subcommand("add", "Queue a tuning job (once per op, bucket, arch, toolkit)");
+       add->add_option("spec", a->spec, "T1 tuning spec (JSON); workers read it at this path")
+           ->required();
+       add->add_option("--shape", a->shape, "Shape variables NAME=VALUE,...");
+       job_options(add);
+       auto* ls = app.add_subcommand("ls", "Each job's state, worker, age and evaluations done");
+       json(ls);
+       auto* fb = app.add_subcommand("from-backlog",
+                                     "Queue the fleet's backlog kernels that a known spec tunes");
+       job_options(fb);
+       fb->add_option("--since", a->since, "Runs started since: 2026-11-20, 24h, 7d");
+       fb->add_option("--gpu", a->gpu, "Only kernels run on this GPU (name or arch)");
+       fb->add_option("--build", a->build, "Only kernels of this build");
+       fb->add_option("--limit", a->limit, "Look at the top N kernels (default 20; 0: all)");
+       add_specs_option(*fb, a->specs);
+       return [a, add, ls, &globals] {
+         if (add->parsed()) return run_add(*a, globals);
+         if (ls->parsed()) return run_ls(*a, globals);
+         return run_from_backlog(*a, globals);
+       };
+     }});
+
+}  // namespace
+}  // namespace ktune::cli

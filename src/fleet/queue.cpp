@@ -1,0 +1,103 @@
+#include "ktune/fleet/queue.hpp"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/core/error.hpp"
+#include "ktune/core/identity.hpp"
+#include "ktune/store/bucket.hpp"
+#include "ktune/tune/gpu_evaluator.hpp"
+#include "ktune/tune/spec.hpp"
+
+namespace ktune::fleet {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
+  if (req.budget <= 0)
+    throw Error(
+        fmt::format("--budget {} for a queued job must be a positive number of "
+                    "evaluations.",
+                    req.budget));
+  const auto spec = tune::ProblemSpec::load(req.spec);
+  if (!spec.runnable())
+    throw Error(fmt::format("{} is a {} spec; ktune tunes CUDA kernels only.", req.spec,
+                            spec.kernel.language));
+  (void)spec.constants(req.shape);  // unknown shape variables fail here, not on a worker
+  // The cache entry's shape and bucket, computed the way the winner will be filed: through
+  // winner_entry with a stand-in result, so the queue's key and the cache's key cannot drift.
+  tune::SessionSummary stand_in;
+  stand_in.shape = req.shape;
+  stand_in.best.emplace();
+  stand_in.best->result.time_ns = 1;
+  const store::CacheEntry entry = tune::winner_entry(spec, stand_in, {}, {});
+  const store::OpSpec op = tune::op_spec(spec);
+  store::FleetJob j;
+  j.spec = std::filesystem::absolute(req.spec).string();
+  j.op = entry.key.op;
+  j.dtype = entry.key.dtype;
+  j.bucket = store::bucket_name(store::bucket_of(op.buckets, entry.shape));
+  j.arch = req.arch;
+  j.toolkit = req.toolkit;
+  j.shape = req.shape;
+  j.budget = req.budget;
+  j.priority = req.priority;
+  j.state = "queued";
+  j.created_ms = now;
+  j.created_at = utc_now_iso8601();
+  // The id names the key: 64 bits of FNV-1a, shown in `ktune queue ls`.
+  std::uint64_t h = 14695981039346656037ull;
+  for (const std::string& part : {j.op, j.dtype, j.bucket, j.arch, j.toolkit}) {
+    for (unsigned char c : part) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  }
+  j.id = fmt::format("{:016x}", h);
+  return j;
+}
+
+std::vector<JobRequest> backlog_requests(const TopReport& report, const std::string& arch,
+                                         const std::string& toolkit, std::int64_t budget) {
+  std::vector<JobRequest> out;
+  for (const auto& row : report.backlog) {
+    JobRequest r;
+    r.spec = row.spec->path;
+    r.arch = arch;
+    r.toolkit = toolkit;
+    r.budget = budget;
+    r.priority = static_cast<double>(row.total_ns) / 1e9;
+    out.push_back(r);
+  }
+  return out;
+}
+
+nlohmann::json jobs_json(const std::vector<store::FleetJob>& jobs, std::int64_t now) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& j : jobs)
+    list.push_back({{"id", j.id},
+                    {"state", j.state},
+                    {"worker", j.worker},
+                    {"age_s", static_cast<double>(now - j.created_ms) / 1e3},
+                    {"evaluations", j.evaluations},
+                    {"budget", j.budget},
+                    {"op", j.op},
+                    {"dtype", j.dtype},
+                    {"bucket", j.bucket},
+                    {"arch", j.arch},
+                    {"toolkit", j.toolkit},
+                    {"spec", j.spec},
+                    {"shape", j.shape},
+                    {"attempt", j.attempt},
+                    {"priority", j.priority},
+                    {"lease_expired", j.state == "running" && j.lease_until_ms < now},
+                    {"result", j.result},
+                    {"error", j.error}});
+  return {{"schema_version", kQueueSchemaVersion}, {"jobs", list}};
+}
+
+}  // namespace ktune::fleet

@@ -1,0 +1,260 @@
+// The fleet's SQL: runs and aggregates pushed in one transaction with multi-row inserts, totals
+// grouped in the database, and the tuning queue's claim / heartbeat / finish with a fencing token
+// (the claim's attempt number), so a worker that lost its lease can change nothing.
+#include "ktune/store/fleet.hpp"
+
+#include <fmt/format.h>
+
+#include "backend.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/core/identity.hpp"
+
+namespace ktune::store {
+namespace {
+
+using detail::Params;
+using detail::Row;
+
+// Rows per INSERT. A server: many, so a statement's round trip is small beside its rows (256 x 16
+// = 4,096 parameters, far under PostgreSQL's 65,535). SQLite (a file, no round trip): few, because
+// its parser looks each numbered parameter up in a list of the ones before it, a cost quadratic in
+// the parameters of one statement (at 500 rows it took 75 % of a push).
+std::size_t rows_per_insert(const detail::Backend& db) {
+  return db.file() ? 8 : 256;
+}
+constexpr int kAggregateColumns = 16;
+
+// " AND col = $n ..." for the filter's non-empty fields, numbering from params.size() + 1.
+std::string where(const FleetFilter& f, Params& params) {
+  std::string sql = " WHERE 1 = 1";
+  auto add = [&](const std::string& clause, const std::string& value) {
+    params.emplace_back(value);
+    sql += fmt::format(" AND {}", fmt::format(fmt::runtime(clause), params.size()));
+  };
+  if (!f.since.empty()) add("started_at >= ${}", f.since);
+  if (!f.build.empty()) add("build = ${}", f.build);
+  if (!f.job.empty()) add("job = ${}", f.job);
+  if (!f.gpu.empty()) {
+    params.emplace_back(f.gpu);
+    sql += fmt::format(" AND (gpu = ${0} OR arch = ${0})", params.size());
+  }
+  return sql;
+}
+
+FleetJob job_from_row(const Row& r) {
+  FleetJob j;
+  j.id = r.text(0);
+  j.spec = r.text(1);
+  j.op = r.text(2);
+  j.dtype = r.text(3);
+  j.bucket = r.text(4);
+  j.arch = r.text(5);
+  j.toolkit = r.text(6);
+  j.shape = nlohmann::json::parse(r.text(7), nullptr, false);
+  j.budget = r.i64(8);
+  j.priority = r.f64(9);
+  j.state = r.text(10);
+  j.worker = r.text(11);
+  j.attempt = r.i64(12);
+  j.lease_until_ms = r.i64(13);
+  j.evaluations = r.i64(14);
+  j.created_at = r.text(15);
+  j.created_ms = r.i64(16);
+  j.started_ms = r.i64(17);
+  j.finished_ms = r.i64(18);
+  if (!r.is_null(19)) j.result = nlohmann::json::parse(r.text(19), nullptr, false);
+  j.error = r.text(20);
+  return j;
+}
+
+// A store last migrated by a ktune without the fleet (read without migrating: read_only) has no
+// fleet tables; to its readers it holds no runs and no jobs.
+bool has_fleet_tables(Store& store) {
+  return store.schema_version() >= 4;
+}
+
+constexpr const char* kJobColumns =
+    "id, spec, op, dtype, bucket, arch, toolkit, shape, budget, priority, state, worker, attempt, "
+    "lease_until_ms, evaluations, created_at, created_ms, started_ms, finished_ms, result, error";
+
+}  // namespace
+
+FleetStore::FleetStore(Store& store) : store_(store) {}
+
+PushOutcome FleetStore::push_run(const FleetRun& run,
+                                 const std::vector<FleetAggregate>& aggregates) {
+  if (run.run_id.empty()) throw Error("a fleet run needs its content identity (FleetRun::run_id).");
+  detail::Backend& db = *store_.db_;
+  PushOutcome outcome = PushOutcome::added;
+  detail::in_write_transaction(db, [&] {
+    outcome = PushOutcome::added;
+    const auto existing =
+        db.query(std::string("SELECT complete FROM fleet_runs WHERE run_id = $1") +
+                     std::string(db.for_update()),
+                 {run.run_id});
+    if (!existing.empty()) {
+      if (existing[0].i64(0) != 0 || !run.complete) {
+        outcome = PushOutcome::already_ingested;
+        return;
+      }
+      db.exec("DELETE FROM fleet_aggregates WHERE run_id = $1", {run.run_id});
+      db.exec("DELETE FROM fleet_runs WHERE run_id = $1", {run.run_id});
+      outcome = PushOutcome::replaced;
+    }
+    db.exec(
+        "INSERT INTO fleet_runs (run_id, location, host, pid, started_at, job, build, rank, tags, "
+        "complete, launches, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+        "$12)",
+        {run.run_id, run.location, run.host, run.pid, run.started_at, run.job, run.build, run.rank,
+         run.tags.dump(), std::int64_t{run.complete ? 1 : 0}, run.launches, utc_now_iso8601()});
+    const std::size_t batch = rows_per_insert(db);
+    for (std::size_t first = 0; first < aggregates.size(); first += batch) {
+      const std::size_t n = std::min(batch, aggregates.size() - first);
+      std::string sql =
+          "INSERT INTO fleet_aggregates (run_id, kernel, grid, block, gpu, arch, driver, toolkit, "
+          "build, job, started_at, calls, total_ns, min_ns, max_ns, sketch) VALUES ";
+      Params params;
+      params.reserve(n * kAggregateColumns);
+      for (std::size_t i = 0; i < n; ++i) {
+        const FleetAggregate& a = aggregates[first + i];
+        sql += i ? ",(" : "(";
+        for (int c = 0; c < kAggregateColumns; ++c)
+          sql += fmt::format("{}${}", c ? "," : "", i * kAggregateColumns + c + 1);
+        sql += ')';
+        params.insert(params.end(), {run.run_id, a.kernel, a.grid, a.block, a.gpu, a.arch, a.driver,
+                                     a.toolkit, run.build, run.job, run.started_at, a.calls,
+                                     a.total_ns, a.min_ns, a.max_ns, a.sketch});
+      }
+      db.exec(sql, params);
+    }
+  });
+  return outcome;
+}
+
+std::int64_t FleetStore::run_count() {
+  if (!has_fleet_tables(store_)) return 0;
+  return store_.db_->query("SELECT COUNT(*) FROM fleet_runs")[0].i64(0);
+}
+
+std::vector<FleetKernelTotal> FleetStore::kernel_totals(const FleetFilter& filter) {
+  if (!has_fleet_tables(store_)) return {};
+  Params params;
+  const std::string sql =
+      "SELECT kernel, SUM(calls), SUM(total_ns), MIN(min_ns), MAX(max_ns) FROM fleet_aggregates" +
+      where(filter, params) + " GROUP BY kernel ORDER BY 3 DESC, kernel";
+  std::vector<FleetKernelTotal> out;
+  for (const Row& r : store_.db_->query(sql, params))
+    out.push_back({r.text(0), r.i64(1), r.i64(2), r.i64(3), r.i64(4)});
+  return out;
+}
+
+std::vector<FleetSketchRow> FleetStore::sketches(const FleetFilter& filter,
+                                                 const std::vector<std::string>& kernels) {
+  if (!has_fleet_tables(store_)) return {};
+  Params params;
+  std::string sql =
+      "SELECT kernel, build, run_id, sketch FROM fleet_aggregates" + where(filter, params);
+  if (!kernels.empty()) {
+    sql += " AND kernel IN (";
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      params.emplace_back(kernels[i]);
+      sql += fmt::format("{}${}", i ? "," : "", params.size());
+    }
+    sql += ')';
+  }
+  std::vector<FleetSketchRow> out;
+  for (const Row& r : store_.db_->query(sql, params))
+    out.push_back({r.text(0), r.text(1), r.text(2), r.text(3)});
+  return out;
+}
+
+bool FleetStore::add_job(const FleetJob& j) {
+  bool added = false;
+  detail::in_write_transaction(*store_.db_, [&] {
+    added = store_.db_->exec(
+                fmt::format("INSERT INTO fleet_jobs ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                            "$9, $10, 'queued', '', 0, 0, 0, $11, $12, 0, 0, NULL, '') "
+                            "ON CONFLICT DO NOTHING",
+                            kJobColumns),
+                {j.id, j.spec, j.op, j.dtype, j.bucket, j.arch, j.toolkit, j.shape.dump(), j.budget,
+                 j.priority, j.created_at, j.created_ms}) == 1;
+  });
+  return added;
+}
+
+std::vector<FleetJob> FleetStore::jobs() {
+  std::vector<FleetJob> out;
+  if (!has_fleet_tables(store_)) return out;
+  for (const Row& r : store_.db_->query(
+           fmt::format("SELECT {} FROM fleet_jobs ORDER BY created_ms, id", kJobColumns)))
+    out.push_back(job_from_row(r));
+  return out;
+}
+
+std::int64_t FleetStore::pending_jobs() {
+  return store_.db_
+      ->query("SELECT COUNT(*) FROM fleet_jobs WHERE state IN ('queued', 'running')")[0]
+      .i64(0);
+}
+
+std::optional<FleetJob> FleetStore::job(const std::string& id) {
+  const auto rows =
+      store_.db_->query(fmt::format("SELECT {} FROM fleet_jobs WHERE id = $1", kJobColumns), {id});
+  if (rows.empty()) return std::nullopt;
+  return job_from_row(rows[0]);
+}
+
+std::optional<FleetJob> FleetStore::claim(const std::string& worker, const std::string& arch,
+                                          const std::string& toolkit, std::int64_t lease_ms,
+                                          std::int64_t now_ms, int max_attempts) {
+  detail::Backend& db = *store_.db_;
+  // Where the backend takes row locks (PostgreSQL), a row another claim holds is skipped rather
+  // than waited for; SQLite's BEGIN IMMEDIATE already serialises claims.
+  const std::string lock =
+      db.for_update().empty() ? "" : std::string(db.for_update()) + " SKIP LOCKED";
+  std::optional<FleetJob> claimed;
+  detail::in_write_transaction(db, [&] {
+    claimed.reset();
+    db.exec(
+        "UPDATE fleet_jobs SET state = 'failed', finished_ms = $1, error = 'its worker stopped "
+        "before finishing it ' || CAST(attempt AS TEXT) || ' times (lease expired)' "
+        "WHERE state = 'running' AND lease_until_ms < $1 AND attempt >= $2",
+        {now_ms, std::int64_t{max_attempts}});
+    const auto rows = db.query(
+        "SELECT id FROM fleet_jobs WHERE (state = 'queued' OR (state = 'running' AND "
+        "lease_until_ms < $1)) AND (arch = '' OR arch = $2) AND (toolkit = '' OR toolkit = $3) "
+        "ORDER BY priority DESC, created_ms, id LIMIT 1" +
+            lock,
+        {now_ms, arch, toolkit});
+    if (rows.empty()) return;
+    const std::string id = rows[0].text(0);
+    db.exec(
+        "UPDATE fleet_jobs SET state = 'running', worker = $2, attempt = attempt + 1, "
+        "lease_until_ms = $3, started_ms = $4 WHERE id = $1",
+        {id, worker, now_ms + lease_ms, now_ms});
+    claimed = job_from_row(
+        db.query(fmt::format("SELECT {} FROM fleet_jobs WHERE id = $1", kJobColumns), {id})[0]);
+  });
+  return claimed;
+}
+
+bool FleetStore::heartbeat(const std::string& id, std::int64_t attempt, std::int64_t lease_until_ms,
+                           std::int64_t evaluations) {
+  return store_.db_->exec(
+             "UPDATE fleet_jobs SET lease_until_ms = $3, evaluations = $4 WHERE id = $1 AND "
+             "attempt = $2 AND state = 'running'",
+             {id, attempt, lease_until_ms, evaluations}) == 1;
+}
+
+bool FleetStore::finish(const std::string& id, std::int64_t attempt, bool done, std::int64_t now_ms,
+                        std::int64_t evaluations, const nlohmann::json& result,
+                        const std::string& error) {
+  return store_.db_->exec(
+             "UPDATE fleet_jobs SET state = $3, finished_ms = $4, evaluations = $5, result = $6, "
+             "error = $7, lease_until_ms = 0 WHERE id = $1 AND attempt = $2 AND state = 'running'",
+             {id, attempt, std::string(done ? "done" : "failed"), now_ms, evaluations,
+              result.is_null() ? detail::Param{nullptr} : detail::Param{result.dump()}, error}) ==
+         1;
+}
+
+}  // namespace ktune::store

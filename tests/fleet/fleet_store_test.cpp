@@ -1,0 +1,267 @@
+// Ingest, fleet queries and the queue's claim rules on both store backends.
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../store/store_fixture.hpp"
+#include "fleet_test_util.hpp"
+#include "ktune/core/error.hpp"
+#include "ktune/fleet/ingest.hpp"
+#include "ktune/fleet/query.hpp"
+#include "ktune/fleet/queue.hpp"
+#include "ktune/fleet/sketch.hpp"
+#include "ktune/store/fleet.hpp"
+
+namespace ktune::test {
+namespace {
+
+namespace fs = std::filesystem;
+using fleet::QuantileSketch;
+
+class FleetStoreTest : public StoreTest {};
+
+std::vector<std::uint64_t> spread(std::uint64_t base, int n) {
+  std::vector<std::uint64_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(base + static_cast<std::uint64_t>(i) * base / n);
+  return v;
+}
+
+TEST_P(FleetStoreTest, SameTraceIngestedTwiceCountsOnceFromAnyPath) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  const fs::path trace = dir() / "a.ktrace";
+  write_trace(trace, {{"void gemm_kernel<128>(float*)", spread(10000, 50), 64, 256},
+                      {"copy_f32", spread(2000, 30)}});
+  const fleet::Tags tags = fleet::parse_tags({"job=train,build=b1", "rank=3"});
+  auto r = fleet::ingest_file(f, trace, tags);
+  EXPECT_EQ(r.outcome, store::PushOutcome::added);
+  EXPECT_EQ(r.kernel_records, 80u);
+  EXPECT_EQ(r.aggregates, 2u);
+  EXPECT_EQ(fleet::ingest_file(f, trace, tags).outcome, store::PushOutcome::already_ingested);
+  fs::copy_file(trace, dir() / "copy-of-a.ktrace");
+  EXPECT_EQ(fleet::ingest_file(f, dir() / "copy-of-a.ktrace", {}).outcome,
+            store::PushOutcome::already_ingested);
+  EXPECT_EQ(f.run_count(), 1);
+  const auto totals = f.kernel_totals({});
+  ASSERT_EQ(totals.size(), 2u);
+  EXPECT_EQ(totals[0].kernel, "void gemm_kernel<128>(float*)");
+  EXPECT_EQ(totals[0].calls, 50);
+  EXPECT_EQ(totals[0].min_ns, 10000);
+  EXPECT_EQ(f.kernel_totals({.build = "b1"}).size(), 2u);
+  EXPECT_TRUE(f.kernel_totals({.build = "b2"}).empty());
+  EXPECT_EQ(f.kernel_totals({.gpu = "sm_90"}).size(), 2u);
+  EXPECT_EQ(f.kernel_totals({.gpu = "NVIDIA H100 80GB HBM3"}).size(), 2u);
+  EXPECT_TRUE(f.kernel_totals({.since = "2026-11-24"}).empty());
+}
+
+TEST_P(FleetStoreTest, SeveralTracesReadAtOncePushOneRunEach) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  std::vector<fs::path> paths;
+  for (int rank = 0; rank < 5; ++rank) {
+    paths.push_back(dir() / ("rank" + std::to_string(rank) + ".ktrace"));
+    write_trace(paths.back(), {{"k", spread(1000, 10 + rank)}}, 100 + rank);
+  }
+  paths.push_back(paths[0]);  // the same trace twice in one call: one run
+  int seen = 0;
+  const auto results = fleet::ingest_files(f, paths, {}, 3, [&](const auto&) { ++seen; });
+  EXPECT_EQ(seen, 6);
+  EXPECT_EQ(f.run_count(), 5);
+  EXPECT_EQ(f.kernel_totals({})[0].calls, 10 + 11 + 12 + 13 + 14);
+  int already = 0;
+  for (const auto& r : results) already += r.outcome == store::PushOutcome::already_ingested;
+  EXPECT_EQ(already, 1);
+  paths.push_back(dir() / "missing.ktrace");
+  EXPECT_THROW(fleet::ingest_files(f, paths, {}, 2), Error);
+  EXPECT_EQ(f.run_count(), 5);
+}
+
+TEST_P(FleetStoreTest, CutShortTraceIsReplacedByItsCompleteCopy) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  write_trace(dir() / "part.ktrace", {{"k", spread(1000, 10)}}, 7, "2026-11-23T10:00:00Z", false);
+  write_trace(dir() / "whole.ktrace", {{"k", spread(1000, 40)}}, 7, "2026-11-23T10:00:00Z", true);
+  EXPECT_EQ(fleet::ingest_file(f, dir() / "part.ktrace", {}).outcome, store::PushOutcome::added);
+  EXPECT_EQ(fleet::ingest_file(f, dir() / "whole.ktrace", {}).outcome,
+            store::PushOutcome::replaced);
+  EXPECT_EQ(fleet::ingest_file(f, dir() / "part.ktrace", {}).outcome,
+            store::PushOutcome::already_ingested);
+  EXPECT_EQ(f.kernel_totals({})[0].calls, 40);
+}
+
+// Runs pushed as aggregates: the ranking, shares and merged quantiles against the exact ones.
+TEST_P(FleetStoreTest, TopRanksByFleetTimeWithMergedQuantiles) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  std::mt19937_64 rng(1);
+  std::vector<double> all_big;
+  for (int run = 0; run < 12; ++run) {
+    store::FleetRun r;
+    r.run_id = "run" + std::to_string(run);
+    r.started_at = "2026-11-23T00:00:00Z";
+    r.build = run < 6 ? "A" : "B";
+    std::vector<store::FleetAggregate> aggs;
+    for (const auto& [name, median] :
+         {std::pair{"big_kernel", 50000.0}, {"copy_f32", 3000.0}, {"tiny", 800.0}}) {
+      QuantileSketch s;
+      store::FleetAggregate a{name, "1,1,1", "128,1,1", "H100", "sm_90", "580", "13.0"};
+      a.min_ns = INT64_MAX;
+      const int n = name == std::string("tiny") ? 200 : 100;  // tiny: most calls, least time
+      for (int i = 0; i < n; ++i) {
+        const double scale = (name == std::string("big_kernel") && run >= 6) ? 1.2 : 1.0;
+        const auto d = static_cast<std::int64_t>(median * scale *
+                                                 std::lognormal_distribution<double>(0, 0.2)(rng));
+        s.add(static_cast<double>(d));
+        if (name == std::string("big_kernel")) all_big.push_back(static_cast<double>(d));
+        ++a.calls;
+        a.total_ns += d;
+        a.min_ns = std::min(a.min_ns, d);
+        a.max_ns = std::max(a.max_ns, d);
+      }
+      a.sketch = s.to_hex();
+      aggs.push_back(a);
+    }
+    ASSERT_EQ(f.push_run(r, aggs), store::PushOutcome::added);
+  }
+  const auto specs = fleet::spec_catalog({fs::path(KTUNE_SOURCE_DIR) / "kernels"});
+  const auto rep = fleet::top(*st, {}, 2, specs);
+  ASSERT_EQ(rep.rows.size(), 2u);
+  EXPECT_EQ(rep.kernels, 3u);
+  EXPECT_EQ(rep.rows[0].kernel, "big_kernel");
+  EXPECT_EQ(rep.rows[1].kernel, "copy_f32");
+  EXPECT_EQ(rep.rows[0].calls, 1200);
+  EXPECT_EQ(rep.rows[0].runs, 12);
+  double share = 0;
+  for (const auto& r : fleet::top(*st, {}, 0, specs).rows) share += r.share;
+  EXPECT_NEAR(share, 1.0, 1e-12);
+  std::sort(all_big.begin(), all_big.end());
+  for (auto [q, got] : {std::pair{0.5, rep.rows[0].p50_ns}, {0.95, rep.rows[0].p95_ns}}) {
+    const double exact = all_big[static_cast<std::size_t>(q * (all_big.size() - 1))];
+    EXPECT_LE(std::abs(got - exact), 0.01 * exact) << q;
+  }
+  // copy_f32 is the built-in copy spec's kernel and nothing is tuned yet: the backlog.
+  ASSERT_EQ(rep.backlog.size(), 1u);
+  EXPECT_EQ(rep.backlog[0].kernel, "copy_f32");
+  EXPECT_EQ(rep.backlog[0].spec->op, "copy");
+  const auto j = fleet::to_json(rep);
+  EXPECT_EQ(j["schema_version"], fleet::kTopSchemaVersion);
+  for (const char* key : {"filter", "total_ns", "calls", "kernels", "rows", "backlog"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"kernel", "calls", "total_ns", "share", "p50_ns", "p95_ns", "p99_ns",
+                          "min_ns", "max_ns", "runs", "spec", "tuned"})
+    EXPECT_TRUE(j["rows"][0].contains(key)) << key;
+  EXPECT_EQ(j["rows"].size(), 2u);
+
+  // Once the cache holds a copy winner, copy_f32 leaves the backlog.
+  store::CacheEntry e;
+  e.key = {"copy", "f32", "268435456", "sm_90", "H100", "13.0", 0};
+  e.shape = {268435456};
+  e.config = {{"BLOCK", 256}};
+  e.median_ns = 1000;
+  e.samples = 10;
+  e.provenance.created_at = "2026-11-23T00:00:00Z";
+  st->put_entry(e);
+  EXPECT_TRUE(fleet::top(*st, {}, 2, specs).backlog.empty());
+
+  const auto d = fleet::diff(*st, "A", "B");
+  ASSERT_EQ(d.rows.size(), 3u);
+  EXPECT_EQ(d.rows[0].kernel, "big_kernel");
+  ASSERT_TRUE(d.rows[0].change.has_value());
+  EXPECT_NEAR(*d.rows[0].change, 0.2, 0.05);
+  const auto dj = fleet::to_json(d);
+  EXPECT_EQ(dj["schema_version"], fleet::kDiffSchemaVersion);
+  for (const char* key : {"kernel", "calls_a", "calls_b", "p50_a_ns", "p50_b_ns", "change"})
+    EXPECT_TRUE(dj["rows"][0].contains(key)) << key;
+  EXPECT_THROW(fleet::diff(*st, "A", "A"), Error);
+  EXPECT_THROW(fleet::diff(*st, "X", "Y"), Error);
+}
+
+TEST_P(FleetStoreTest, JobQueuedOnceClaimedOnceAndTakenAgainWhenItsLeaseRunsOut) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  const auto spec = copy_spec(dir() / "specs", 1 << 20);
+  const auto job = fleet::make_job({spec.string(), {}, "", "", 10, 0}, 1000);
+  EXPECT_TRUE(f.add_job(job));
+  EXPECT_FALSE(f.add_job(fleet::make_job({spec.string(), {}, "", "", 99, 5}, 2000)));
+  EXPECT_TRUE(f.add_job(fleet::make_job({spec.string(), {}, "sm_90", "", 10, 0}, 1000)));
+  ASSERT_EQ(f.jobs().size(), 2u);
+  EXPECT_EQ(f.pending_jobs(), 2);
+
+  const auto a = f.claim("w1", "sm_80", "12.0", 1000, 10'000, 3);  // only the any-arch job fits
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->id, job.id);
+  EXPECT_EQ(a->attempt, 1);
+  EXPECT_FALSE(f.claim("w2", "sm_80", "12.0", 1000, 10'500, 3));  // held, lease not over
+  EXPECT_TRUE(f.heartbeat(a->id, 1, 12'000, 4));
+  EXPECT_FALSE(f.claim("w2", "sm_80", "12.0", 1000, 11'500, 3));
+  const auto b = f.claim("w2", "sm_80", "12.0", 1000, 12'001, 3);  // w1 went quiet
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->attempt, 2);
+  EXPECT_EQ(b->worker, "w2");
+  EXPECT_FALSE(f.heartbeat(a->id, 1, 20'000, 5));  // w1's claim is fenced off
+  EXPECT_FALSE(f.finish(a->id, 1, true, 13'000, 5, {{"median_ns", 1}}, ""));
+  EXPECT_TRUE(f.finish(b->id, 2, true, 13'000, 10, {{"median_ns", 2}}, ""));
+  const auto done = f.job(job.id);
+  EXPECT_EQ(done->state, "done");
+  EXPECT_EQ(done->result["median_ns"], 2);
+  EXPECT_EQ(done->evaluations, 10);
+  EXPECT_EQ(f.pending_jobs(), 1);
+
+  // A job whose workers keep dying is failed after max_attempts claims.
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(f.claim("w", "sm_90", "13.0", 10, 20'000 + i * 100, 2));
+  EXPECT_FALSE(f.claim("w", "sm_90", "13.0", 10, 30'000, 2));
+  EXPECT_EQ(f.pending_jobs(), 0);
+  const auto jobs = fleet::jobs_json(f.jobs(), 40'000);
+  EXPECT_EQ(jobs["schema_version"], fleet::kQueueSchemaVersion);
+  EXPECT_EQ(jobs["jobs"][1]["state"], "failed");
+  for (const char* key : {"id", "state", "worker", "age_s", "evaluations", "budget", "op", "bucket",
+                          "arch", "toolkit", "attempt", "result", "error"})
+    EXPECT_TRUE(jobs["jobs"][0].contains(key)) << key;
+}
+
+// A store a ktune without the fleet made, opened read-only (no migration): no runs, no jobs, and
+// no SQL error about missing tables.
+TEST(FleetStoreSchema, OlderStoreReadOnlyHasNoFleetRatherThanAnError) {
+  const fs::path path =
+      fs::temp_directory_path() / ("ktune_fleet_old_" + std::to_string(::getpid()) + ".db");
+  fs::remove(path);
+  store::Store::open(path.string());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db,
+                   "DROP TABLE fleet_runs; DROP TABLE fleet_aggregates; DROP TABLE fleet_jobs; "
+                   "UPDATE ktune_meta SET value = '2' WHERE key = 'schema_version'",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  auto st = store::Store::open(path.string(), store::Access::read_only);
+  store::FleetStore f(*st);
+  EXPECT_TRUE(f.kernel_totals({}).empty());
+  EXPECT_TRUE(f.jobs().empty());
+  EXPECT_EQ(f.run_count(), 0);
+  EXPECT_TRUE(fleet::top(*st, {}, 20, {}).rows.empty());
+  st.reset();
+  fs::remove(path);
+}
+
+TEST(FleetIngest, BadTagsAndBadTracesAreOneSentence) {
+  EXPECT_THROW(fleet::parse_tags({"job"}), Error);
+  EXPECT_THROW(fleet::parse_tags({"=x"}), Error);
+  const auto t = fleet::parse_tags({"job=j,build=b,team=x"});
+  EXPECT_EQ(t.all["team"], "x");
+  EXPECT_EQ(fleet::kernel_base_name("void ns::copy_f32<4, float>(float const*, float*, long)"),
+            "copy_f32");
+  EXPECT_EQ(fleet::kernel_base_name("gemv_f16"), "gemv_f16");
+}
+
+KTUNE_BOTH_BACKENDS(FleetStoreTest);
+
+}  // namespace
+}  // namespace ktune::test

@@ -1,0 +1,26 @@
+#pragma once
+// Fixtures of the fleet tests: hand-built .ktrace files and specs of several shapes.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ktune/trace/ktrace.hpp"
+
+namespace ktune::test {
+
+struct FakeKernel {
+  std::string name;
+  std::vector<std::uint64_t> durations_ns;
+  std::int32_t grid_x = 1, block_x = 128;
+};
+
+// A .ktrace of one process (pid, started_at) on one "NVIDIA H100 80GB HBM3" (sm_90).
+void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel>& kernels,
+                 std::int64_t pid = 4242, const std::string& started_at = "2026-11-23T10:00:00Z",
+                 bool complete = true);
+
+// The built-in copy spec with ProblemSize n, written (with its .cu) into dir; returns its path.
+std::filesystem::path copy_spec(const std::filesystem::path& dir, std::int64_t n);
+
+}  // namespace ktune::test

@@ -1,0 +1,133 @@
+// Workers as a user runs them: `ktune worker` processes with the test-only fake evaluator
+// (KTUNE_TEST_FAKE_EVALUATOR_MS) against both store backends. Leases of 1 s keep these fast.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../store/store_fixture.hpp"
+#include "fleet_test_util.hpp"
+#include "ktune/fleet/queue.hpp"
+#include "ktune/store/fleet.hpp"
+#include "ktune/tune/session.hpp"
+
+namespace ktune::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class WorkerProcessTest : public StoreTest {
+ protected:
+  // Starts `ktune worker` in the background; its output goes to dir()/NAME.log.
+  pid_t start_worker(const std::string& name, double eval_ms, const std::string& extra = "") {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string log = (dir() / (name + ".log")).string();
+      std::freopen(log.c_str(), "w", stdout);
+      std::freopen(log.c_str(), "a", stderr);
+      const std::string ms = std::to_string(eval_ms);
+      ::setenv("KTUNE_TEST_FAKE_EVALUATOR_MS", ms.c_str(), 1);
+      ::setenv("KTUNE_HOME", (dir() / "home").c_str(), 1);
+      std::vector<std::string> args = {KTUNE_EXE,
+                                       "--db",
+                                       url(),
+                                       "worker",
+                                       "--drain",
+                                       "--lease",
+                                       "1",
+                                       "--poll",
+                                       "0.1",
+                                       "--name",
+                                       name,
+                                       "--work-dir",
+                                       (dir() / "work").string()};
+      if (!extra.empty()) args.push_back(extra);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(KTUNE_EXE, argv.data());
+      ::_exit(127);
+    }
+    return pid;
+  }
+  int wait_exit(pid_t pid) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::vector<std::string> queue_specs(int n, std::int64_t budget) {
+    auto st = store::Store::open(url());
+    store::FleetStore f(*st);
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; ++i) {
+      const auto spec = copy_spec(dir() / "specs", 1024 << i);
+      const auto job = fleet::make_job({spec.string(), {}, "", "", budget, 0}, fleet::now_ms());
+      EXPECT_TRUE(f.add_job(job));
+      ids.push_back(job.id);
+    }
+    return ids;
+  }
+  // Every job done, and the cache holds exactly one entry per job, in its bucket.
+  void expect_every_winner_once(const std::vector<std::string>& ids) {
+    auto st = store::Store::open(url());
+    store::FleetStore f(*st);
+    const auto entries = st->list_entries({.op = "copy"});
+    EXPECT_EQ(entries.size(), ids.size());
+    std::map<std::string, int> per_bucket;
+    for (const auto& e : entries) ++per_bucket[e.key.bucket];
+    for (const auto& id : ids) {
+      const auto j = f.job(id);
+      ASSERT_TRUE(j);
+      EXPECT_EQ(j->state, "done") << id << ": " << j->error;
+      EXPECT_EQ(per_bucket[j->bucket], 1) << j->bucket;
+    }
+  }
+};
+
+TEST_P(WorkerProcessTest, TwoWorkersDrainTheQueueAndEveryWinnerIsCachedOnce) {
+  const auto ids = queue_specs(6, 4);
+  const pid_t a = start_worker("a", 20), b = start_worker("b", 20);
+  EXPECT_EQ(wait_exit(a), 0);
+  EXPECT_EQ(wait_exit(b), 0);
+  expect_every_winner_once(ids);
+  // Both took a share: claims skip each other's rows rather than queueing behind them.
+  std::map<std::string, int> by_worker;
+  for (const auto& j : store::FleetStore(*store::Store::open(url())).jobs()) ++by_worker[j.worker];
+  EXPECT_EQ(by_worker.size(), 2u);
+}
+
+TEST_P(WorkerProcessTest, WorkerKilledMidJobLosesNothing) {
+  const auto ids = queue_specs(1, 12);
+  const pid_t a = start_worker("a", 60);
+  // Kill it with SIGKILL once it has finished a few evaluations (its heartbeat reports them).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    const auto j = store::FleetStore(*store::Store::open(url())).job(ids[0]);
+    if (j && j->evaluations >= 2) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "worker a never reported progress";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(a, SIGKILL);
+  EXPECT_EQ(wait_exit(a), 128 + SIGKILL);
+  const pid_t b = start_worker("b", 10);  // waits out a's lease, then resumes its session
+  EXPECT_EQ(wait_exit(b), 0);
+  expect_every_winner_once(ids);
+  const auto j = store::FleetStore(*store::Store::open(url())).job(ids[0]);
+  EXPECT_EQ(j->worker, "b");
+  EXPECT_EQ(j->attempt, 2);
+  EXPECT_GE(j->result.value("resumed", 0), 1);  // a's finished evaluations were kept
+  // Each of the budget's evaluations ran once: none lost, none repeated.
+  const auto records = tune::read_results(tune::Session::results_path(dir() / "work" / ids[0]));
+  EXPECT_EQ(records.size(), 12u);
+}
+
+KTUNE_BOTH_BACKENDS(WorkerProcessTest);
+
+}  // namespace
+}  // namespace ktune::test
