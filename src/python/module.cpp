@@ -9,10 +9,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ktune/analyze/analysis.hpp"
 #include "ktune/analyze/source.hpp"
+#include "ktune/bench/cublaslt_gemm.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/report/report.hpp"
@@ -109,6 +111,50 @@ std::string bucket_name(const std::string& policy_json, const std::vector<std::i
   return store::bucket_name(store::bucket_of(policy, shape));
 }
 
+std::string list_entries_json(const std::string& db, const std::string& op, const std::string& arch,
+                              const std::string& device_name) {
+  store::EntryFilter filter;
+  filter.op = op;
+  filter.arch = arch;
+  filter.device_name = device_name;
+  auto s = open_store(db, store::Access::read_only);
+  py::gil_scoped_release release;
+  return json(s->list_entries(filter)).dump();
+}
+
+// A cached cuBLASLt configuration ready to run on caller-owned device memory (PyTorch tensors'
+// data_ptr()), on the caller's stream: descriptors and the algorithm are built once.
+class LtPlan {
+ public:
+  LtPlan(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
+         std::int64_t ldd, const std::string& dtype, bool bias, const std::string& config_json)
+      : gemm_({m, n, k, lda, ldb, ldd, cuda::parse_dtype(dtype), bias}),
+        config_(json::parse(config_json).get<bench::LtAlgoConfig>()) {
+    const auto checked = gemm_.check(config_);
+    if (!checked)
+      throw Error(
+          fmt::format("cuBLASLt rejects the cached algorithm {} for the {}x{}x{} GEMM; "
+                      "tune it again with ktune tune --library cublaslt.",
+                      config_.algo_id, m, n, k));
+    workspace_bytes_ = checked->workspace_bytes;
+    algo_ = gemm_.prepare(config_);
+  }
+  void run(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, std::uintptr_t bias,
+           std::uintptr_t workspace, std::size_t workspace_bytes, std::uintptr_t stream) const {
+    gemm_.run(algo_, reinterpret_cast<const void*>(a), reinterpret_cast<const void*>(b),
+              reinterpret_cast<void*>(d), reinterpret_cast<const void*>(bias),
+              reinterpret_cast<void*>(workspace), workspace_bytes,
+              reinterpret_cast<CUstream>(stream));
+  }
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  bench::LtGemm gemm_;
+  bench::LtAlgoConfig config_;
+  cublasLtMatmulAlgo_t algo_{};
+  std::size_t workspace_bytes_ = 0;
+};
+
 }  // namespace
 }  // namespace ktune::python
 
@@ -142,6 +188,16 @@ PYBIND11_MODULE(_ktune, m) {
         py::arg("force") = false);
   m.def("put_op", &put_op, py::arg("db"), py::arg("op"), py::arg("policy_json"));
   m.def("bucket_name", &bucket_name, py::arg("policy_json"), py::arg("shape"));
+  m.def("list_entries_json", &list_entries_json, py::arg("db"), py::arg("op"), py::arg("arch") = "",
+        py::arg("device_name") = "");
+  py::class_<LtPlan>(m, "LtPlan")
+      .def(py::init<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                    std::int64_t, const std::string&, bool, const std::string&>(),
+           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("lda"), py::arg("ldb"), py::arg("ldd"),
+           py::arg("dtype"), py::arg("bias"), py::arg("config_json"))
+      .def("run", &LtPlan::run, py::arg("a"), py::arg("b"), py::arg("d"), py::arg("bias"),
+           py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"))
+      .def_property_readonly("workspace_bytes", &LtPlan::workspace_bytes);
   m.def("detect_environment",
         [] { return environment_json(ktune::runtime::detect_environment(0)).dump(); });
   m.def("nvtx_push", [](const std::string& name) { nvtxRangePushA(name.c_str()); });
