@@ -41,13 +41,16 @@ def main():
             raise SystemExit(f"ktune tune failed for {m}x{n}x{k}")
         j = json.loads(r.stdout)
         tuned.append({
-            "shape": f"{m}x{n}x{k}", "dtype": dtype, "bias": bias, "calls_per_iter": seen[(dtype, bias, m, n, k)],
+            "shape": f"{m}x{n}x{k}", "dtype": dtype, "bias": bias, "calls_per_iter": seen[(dtype, bias, m, n, k)] // 11,  # layer_loop(1) runs 10 warm-up steps + 1
             "default_us": j["default_time"]["time_ns"]["median"] / 1e3,
             "winner_us": j["winner_time"]["time_ns"]["median"] / 1e3,
             "speedup": j["speedup_vs_default"],
             "winner": {x: j["winner"][x] for x in ("source", "heuristic_rank", "algo_id", "tile", "stages", "splitk", "swizzle", "reduction")},
             "candidates": len(j["candidates"]),
             "verified": sum(c["status"] == "ok" for c in j["candidates"]),
+            "statuses": {st: sum(c["status"] == st for c in j["candidates"]) for st in ("ok", "rejected", "wrong", "failed")},
+            "first_wrong": next((c["detail"] for c in j["candidates"] if c["status"] == "wrong"), ""),
+            "power_capped_samples": j.get("power_capped_samples", 0),
             "tune_s": time.perf_counter() - t0,
         })
 

@@ -228,11 +228,14 @@ int run_library_tune(const TuneArgs& a, bool budget_given, const GlobalOptions& 
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  std::size_t ok = 0;
-  for (const auto& c : r.candidates) ok += c.status == "ok";
-  fmt::print("cuBLASLt {} {} {}x{}x{} (TN{}): {} candidates, {} verified, {:.1f} s\n",
-             r.cublaslt_version, winner.key.dtype, problem.m, problem.n, problem.k,
-             problem.bias ? ", bias" : "", r.candidates.size(), ok, r.seconds);
+  std::map<std::string, std::size_t> statuses;
+  for (const auto& c : r.candidates) ++statuses[c.status];
+  fmt::print(
+      "cuBLASLt {} {} {}x{}x{} (TN{}): {} candidates ({} ok, {} rejected by cuBLASLt, {} "
+      "wrong, {} failed), {:.1f} s\n",
+      r.cublaslt_version, winner.key.dtype, problem.m, problem.n, problem.k,
+      problem.bias ? ", bias" : "", r.candidates.size(), statuses["ok"], statuses["rejected"],
+      statuses["wrong"], statuses["failed"], r.seconds);
   fmt::print("default (heuristic 1): algo {} tile {} stages {} split-K {}: {:.2f} us\n",
              r.default_time.config.value("algo_id", 0), r.default_time.config.value("tile", 0),
              r.default_time.config.value("stages", 0), r.default_time.config.value("splitk", 1),

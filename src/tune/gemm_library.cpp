@@ -92,6 +92,7 @@ void to_json(nlohmann::json& j, const LibrarySearchResult& r) {
                                   ? r.default_time.time_ns.median / r.winner_time.time_ns.median
                                   : 0.0},
        {"seconds", r.seconds},
+       {"power_capped_samples", r.power_capped_samples},
        {"candidates", candidates}};
 }
 
@@ -117,10 +118,15 @@ class LtSampler : public bench::Sampler {
     if (const cuda::Nvml* nvml = cuda::Nvml::get(); nvml && !pci_.empty())
       if (const auto c = nvml->sample(pci_)) {
         s.sm_clock_mhz = c->sm_mhz;
-        s.throttle_reasons = c->throttle_reasons;
+        // A large GEMM at full tensor rate runs into the software power cap as its steady state
+        // (seen on the H100: every sample flagged), so the stop rule would drop every sample.
+        // Power-capped samples are kept and counted; thermal and hardware slowdowns still drop.
+        if (c->throttle_reasons & cuda::throttle::kSwPowerCap) ++power_capped_;
+        s.throttle_reasons = c->throttle_reasons & ~cuda::throttle::kSwPowerCap;
       }
     return s;
   }
+  std::size_t power_capped() const { return power_capped_; }
 
  private:
   std::function<void()> call_;
@@ -128,6 +134,7 @@ class LtSampler : public bench::Sampler {
   cuda::L2Flusher& flusher_;
   std::string pci_;
   cuda::Event start_, stop_;
+  std::size_t power_capped_ = 0;
 };
 
 std::vector<std::byte> download(CUdeviceptr p, std::size_t bytes) {
@@ -247,6 +254,9 @@ LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
                            std::isfinite(best_ns) ? std::optional(best_ns) : std::nullopt);
       LtSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
       bench::run_until_stopped(sampler, rule);
+      result.power_capped_samples += sampler.power_capped();
+      if (rule.times_ns().empty())
+        throw Error("every sample was taken while the GPU was throttled");
       bench::Measurement meas;
       bench::record_samples(meas, rule);
       cand.screen_median_ns = meas.time_ns.median;
@@ -279,6 +289,11 @@ LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
     meas.kernel = "cublasLtMatmul";
     meas.config = cfg;
     meas.wall_time_s = bench::run_until_stopped(sampler, rule);
+    result.power_capped_samples += sampler.power_capped();
+    if (rule.times_ns().empty())
+      throw Error(
+          "every sample of the final measurement was taken while the GPU was throttled "
+          "(thermal or hardware slowdown); let it cool and tune again.");
     bench::record_samples(meas, rule);
     meas.flop = 2.0 * double(m) * double(n) * double(k);
     meas.verification = {true, true, "agrees with cuBLASLt's default algorithm"};

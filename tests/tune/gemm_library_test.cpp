@@ -32,9 +32,15 @@ TEST(GemmLibrary, EnumerationCoversEveryAlgorithmWithinTheLimit) {
   for (const auto& c : configs) {
     ids.insert(c.algo_id);
     EXPECT_EQ(c.source, "enumerated");
-    if (c.algo_id == 6) EXPECT_EQ(c.splitk, 1u);  // no split-K where it is not supported
-    if (c.splitk > 1) EXPECT_NE(c.reduction, 0u) << "split-K needs a reduction scheme";
-    if (c.algo_id != 31) EXPECT_EQ(c.swizzle, 0u);
+    if (c.algo_id == 6) {
+      EXPECT_EQ(c.splitk, 1u);  // no split-K where it is not supported
+    }
+    if (c.splitk > 1) {
+      EXPECT_NE(c.reduction, 0u) << "split-K needs a reduction scheme";
+    }
+    if (c.algo_id != 31) {
+      EXPECT_EQ(c.swizzle, 0u);
+    }
   }
   EXPECT_EQ(ids, (std::set<int>{6, 31, 66}));  // round robin: each id gets a share
 }
