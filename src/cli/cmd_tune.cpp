@@ -23,6 +23,7 @@
 #include "ktune/core/progress.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/store.hpp"
+#include "ktune/tune/gemm_library.hpp"
 #include "ktune/tune/gpu_evaluator.hpp"
 #include "ktune/tune/isolated_evaluator.hpp"
 #include "ktune/tune/replay.hpp"
@@ -48,6 +49,7 @@ struct TuneArgs {
   std::size_t prefetch = 0;  // 0: twice the compile threads
   double candidate_timeout_s = tune::IsolationSettings{}.candidate_timeout_s;
   bool json = false, no_cache = false, dry_run = false;
+  std::string library, op, dtype;  // --library cublaslt --op gemm|gemm_bias --dtype f16|bf16
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -158,7 +160,99 @@ std::string describe(const tune::ConfigMap& c) {
   return out;
 }
 
+// ktune tune --library cublaslt --op gemm --shape m=..,n=..,k=.. --dtype bf16: library selection.
+// Usage errors are found before the GPU is touched.
+int run_library_tune(const TuneArgs& a, bool budget_given, const GlobalOptions& g) {
+  if (a.library != "cublaslt")
+    throw Error(
+        fmt::format("--library '{}' is not a GEMM library ktune searches; use --library "
+                    "cublaslt.",
+                    a.library));
+  if (!a.spec.empty() || !a.resume.empty())
+    throw Error(
+        "--library searches a library's algorithms, not a SPEC; drop the SPEC (or "
+        "--resume) or drop --library.");
+  if (a.op != "gemm" && a.op != "gemm_bias")
+    throw Error(
+        fmt::format("--library cublaslt needs --op gemm (D = A^T B) or --op gemm_bias (with "
+                    "the bias epilogue), not '{}'.",
+                    a.op));
+  const std::map<std::string, std::int64_t> shape = parse_shape(a.shape);
+  for (const char* dim : {"m", "n", "k"})
+    if (!shape.contains(dim))
+      throw Error(
+          fmt::format("--shape lacks {}; give --shape m=M,n=N,k=K (BLAS sizes: D is m x n, "
+                      "k the reduction).",
+                      dim));
+  if (shape.size() != 3)
+    throw Error(
+        "--shape for --library cublaslt takes exactly m, n and k (e.g. m=4096,n=2048,k=4096).");
+  bench::LtGemmShape problem;
+  problem.m = shape.at("m");
+  problem.n = shape.at("n");
+  problem.k = shape.at("k");
+  problem.bias = a.op == "gemm_bias";
+  problem.dtype = cuda::parse_dtype(a.dtype.empty() ? "f16" : a.dtype);
+  if (problem.dtype != cuda::DType::f16 && problem.dtype != cuda::DType::bf16)
+    throw Error(fmt::format("--dtype {} is not searched; cuBLASLt GEMMs are tuned in f16 or bf16.",
+                            a.dtype));
+  if (problem.m <= 0 || problem.n <= 0 || problem.k <= 0)
+    throw Error("--shape sizes m, n and k must be positive.");
+  tune::LibrarySearchOptions options;
+  if (budget_given) options.budget = a.budget;
+  options.seed = a.seed;
+  options.full.apply_overrides(a.stop);
+  const bool quiet = a.json;
+  const tune::LibrarySearchResult r =
+      tune::search_cublaslt(problem, options, g.device, [quiet](const std::string& line) {
+        if (!quiet) fmt::print(stderr, "{}\n", line);
+      });
+  const store::CacheEntry winner = tune::library_winner_entry(
+      r, runtime::detect_environment(g.device), host_identity(), options.budget);
+  std::optional<store::PutResult> put;
+  if (!a.no_cache) {
+    auto st = store::Store::open(g.db);
+    put = st->put_entry(winner);
+  }
+  if (a.json) {
+    nlohmann::json j = r;
+    if (put)
+      j["cache"] = {{"winner", put->winner}, {"reason", put->reason}, {"bucket", put->bucket}};
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  std::map<std::string, std::size_t> statuses;
+  for (const auto& c : r.candidates) ++statuses[c.status];
+  fmt::print(
+      "cuBLASLt {} {} {}x{}x{} (TN{}): {} candidates ({} ok, {} rejected by cuBLASLt, {} "
+      "wrong, {} failed), {:.1f} s\n",
+      r.cublaslt_version, winner.key.dtype, problem.m, problem.n, problem.k,
+      problem.bias ? ", bias" : "", r.candidates.size(), statuses["ok"], statuses["rejected"],
+      statuses["wrong"], statuses["failed"], r.seconds);
+  fmt::print("default (heuristic 1): algo {} tile {} stages {} split-K {}: {:.2f} us\n",
+             r.default_time.config.value("algo_id", 0), r.default_time.config.value("tile", 0),
+             r.default_time.config.value("stages", 0), r.default_time.config.value("splitk", 1),
+             r.default_time.time_ns.median / 1e3);
+  fmt::print(
+      "winner ({}{}): algo {} tile {} stages {} split-K {} swizzle {} reduction {}: {:.2f} "
+      "us, {:.3f}x the default, {:.0f} TFLOP/s\n",
+      r.winner.source, r.winner.heuristic_rank ? fmt::format(" {}", r.winner.heuristic_rank) : "",
+      r.winner.algo_id, r.winner.tile, r.winner.stages, r.winner.splitk, r.winner.swizzle,
+      r.winner.reduction, r.winner_time.time_ns.median / 1e3,
+      r.default_time.time_ns.median / r.winner_time.time_ns.median,
+      r.winner_time.flop_per_s() / 1e12);
+  if (put) fmt::print("cache: {} ({})\n", put->winner ? "stored" : "not stored", put->reason);
+  return 0;
+}
+
 int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
+  if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
+    if (a.library.empty())
+      throw Error(
+          "--op and --dtype go with --library (e.g. --library cublaslt --op gemm); a SPEC "
+          "names its own op and dtype.");
+    return run_library_tune(a, budget_given, g);
+  }
   std::map<std::string, std::int64_t> shape = parse_shape(a.shape);
   fs::path out;
   if (!a.resume.empty()) {
@@ -361,6 +455,12 @@ const bool registered = register_command(
        app.add_option("--stop", a->stop,
                       "Full-measurement stop-rule overrides, e.g. min_gpu_time_s=0.2");
        app.add_flag("--no-cache", a->no_cache, "Do not offer the winner to the cache");
+       app.add_option("--library", a->library,
+                      "Search a library's GEMM algorithms instead of a SPEC: cublaslt (with --op, "
+                      "--shape m=..,n=..,k=.. and --dtype)");
+       app.add_option("--op", a->op,
+                      "With --library: gemm (D = A^T B) or gemm_bias (plus the bias epilogue)");
+       app.add_option("--dtype", a->dtype, "With --library: f16 (default) or bf16");
        app.add_flag("--json", a->json,
                     fmt::format("Print the summary as JSON (schema_version {})",
                                 tune::kSessionSchemaVersion));

@@ -882,6 +882,16 @@ int initialize() {
 }
 
 }  // namespace
+
+// ktune.profile's exit: the trace of an in-process start is complete when the block ends, not at
+// process exit. Idempotent; the atexit handler then has nothing left to do.
+void stop_in_process() noexcept {
+  try {
+    if (g_tracer) g_tracer->stop();
+  } catch (...) {
+  }
+}
+
 }  // namespace ktune::trace
 
 // The one exported symbol. The driver calls it at cuInit; the return value is ignored by CUDA
@@ -892,4 +902,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   } catch (...) {
     return 1;
   }
+}
+
+// The Python package starts the tracer in-process through InitializeInjection and ends it here.
+extern "C" __attribute__((visibility("default"))) void ktune_tracer_stop() {
+  ktune::trace::stop_in_process();
 }

@@ -11,7 +11,10 @@
   X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
   X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) \
   X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
-  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) \
+  X(cublasLtMatmulAlgoGetIds) X(cublasLtMatmulAlgoInit) X(cublasLtMatmulAlgoCheck) \
+  X(cublasLtMatmulAlgoCapGetAttribute) X(cublasLtMatmulAlgoConfigSetAttribute) \
+  X(cublasLtMatmulAlgoConfigGetAttribute) X(cublasLtGetVersion)
 // clang-format on
 
 namespace ktune::cuda {

@@ -1,0 +1,93 @@
+#pragma once
+// One cuBLASLt GEMM problem and the algorithm configurations it can run with: the candidates a
+// library search measures (tune/gemm_library.hpp) and the plan an application replays the winner
+// with (the Python package routes PyTorch's matmuls through it). Layout is BLAS column-major
+// "TN": D[m x n] = A^T B (+ bias[m]), A stored k x m (lda >= k), B stored k x n (ldb >= k), D
+// m x n (ldd >= m); a row-major torch.nn.Linear y = x W^T + b is m = out_features, n = tokens,
+// k = in_features with A = W and B = x. fp16/bf16 in and out, fp32 accumulation.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cublasLt.h>
+#include <nlohmann/json.hpp>
+
+#include "ktune/cuda/device_utils.hpp"
+
+namespace ktune::bench {
+
+struct LtGemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t lda = 0, ldb = 0, ldd = 0;  // 0: packed (k, k, m)
+  cuda::DType dtype = cuda::DType::f16;
+  bool bias = false;  // the bias epilogue (PyTorch's addmm / Linear with bias)
+};
+
+// One algorithm configuration, as cuBLASLt's config attributes name it. `data` is the opaque
+// algorithm blob itself (hex), which reproduces the configuration exactly under the same cuBLASLt
+// version; the named fields say what it is and rebuild it when the blob is absent.
+struct LtAlgoConfig {
+  int algo_id = 0;
+  std::uint32_t tile = 0, stages = 0, splitk = 1, reduction = 0, swizzle = 0, custom = 0;
+  std::uint32_t inner_shape = 0, cluster_shape = 0;
+  std::string source;               // "heuristic" (cuBLASLt's rank 1 first) or "enumerated"
+  int heuristic_rank = 0;           // 1-based for heuristic candidates, 0 otherwise
+  std::size_t workspace_bytes = 0;  // what cublasLtMatmulAlgoCheck asked for
+  std::string data;                 // 128 hex digits of cublasLtMatmulAlgo_t, or ""
+};
+
+void to_json(nlohmann::json& j, const LtAlgoConfig& c);
+// ktune::Error naming the missing or mistyped field.
+void from_json(const nlohmann::json& j, LtAlgoConfig& c);
+
+// What an algorithm id offers (cublasLtMatmulAlgoCapGetAttribute), for enumerating its configs.
+struct LtAlgoCaps {
+  int algo_id = 0;
+  std::vector<std::uint32_t> tiles, stages;  // without the "undefined" 0 entries
+  bool splitk = false;
+  std::uint32_t reduction_mask = 0;  // CUBLASLT_REDUCTION_SCHEME_* bits
+  bool swizzle = false;
+  int custom_max = 0;
+};
+
+// Descriptors for one problem on one cuBLASLt handle, reusable across calls; needs a current CUDA
+// context. Buffers belong to the caller.
+class LtGemm {
+ public:
+  explicit LtGemm(const LtGemmShape& shape);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  const LtGemmShape& shape() const { return shape_; }
+  // cuBLASLt's heuristic candidates, best first, within `max_workspace_bytes`.
+  std::vector<LtAlgoConfig> heuristics(int count, std::size_t max_workspace_bytes) const;
+  // Every algorithm id for this problem's types and what each offers.
+  std::vector<LtAlgoCaps> algo_caps() const;
+  // nullopt when cuBLASLt refuses the configuration for this problem (cublasLtMatmulAlgoCheck);
+  // else the configuration with workspace_bytes and data filled in.
+  std::optional<LtAlgoConfig> check(const LtAlgoConfig& config) const;
+  // D = A^T B (+ bias) with `config` (checked or loaded from the cache) on `stream`.
+  void run(const LtAlgoConfig& config, const void* a, const void* b, void* d, const void* bias,
+           void* workspace, std::size_t workspace_bytes, CUstream stream) const;
+  // The same, with the algorithm prepared once by prepare() (no per-call rebuilding).
+  cublasLtMatmulAlgo_t prepare(const LtAlgoConfig& config) const;
+  void run(const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* d,
+           const void* bias, void* workspace, std::size_t workspace_bytes, CUstream stream) const;
+
+ private:
+  LtAlgoConfig describe(const cublasLtMatmulAlgo_t& algo) const;
+  void release() noexcept;
+  LtGemmShape shape_;
+  cublasLtHandle_t handle_ = nullptr;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
+  cudaDataType_t type_;
+};
+
+// "13.0.2" style version of the loaded cuBLASLt (cublasLtGetVersion).
+std::string cublaslt_version();
+
+}  // namespace ktune::bench

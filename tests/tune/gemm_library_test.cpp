@@ -1,0 +1,121 @@
+// Library selection's host side: the enumeration of cuBLASLt configurations, the config's JSON
+// form, and the TunableOp results file.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "ktune/core/error.hpp"
+#include "ktune/tune/gemm_library.hpp"
+#include "ktune/tune/tunableop.hpp"
+
+namespace ktune::tune {
+namespace {
+
+bench::LtAlgoCaps caps(int id, bool splitk, bool swizzle) {
+  bench::LtAlgoCaps c;
+  c.algo_id = id;
+  c.tiles = {15, 18, 20};
+  c.stages = {8, 17};
+  c.splitk = splitk;
+  c.reduction_mask = splitk ? 0b011u : 0u;  // in place, compute type
+  c.swizzle = swizzle;
+  c.custom_max = 0;
+  return c;
+}
+
+TEST(GemmLibrary, EnumerationCoversEveryAlgorithmWithinTheLimit) {
+  const std::vector<bench::LtAlgoCaps> all = {caps(6, false, false), caps(31, true, true),
+                                              caps(66, true, false)};
+  const auto configs = enumerate_configs(all, 9, 1);
+  ASSERT_EQ(configs.size(), 9u);
+  std::set<int> ids;
+  for (const auto& c : configs) {
+    ids.insert(c.algo_id);
+    EXPECT_EQ(c.source, "enumerated");
+    if (c.algo_id == 6) {
+      EXPECT_EQ(c.splitk, 1u);  // no split-K where it is not supported
+    }
+    if (c.splitk > 1) {
+      EXPECT_NE(c.reduction, 0u) << "split-K needs a reduction scheme";
+    }
+    if (c.algo_id != 31) {
+      EXPECT_EQ(c.swizzle, 0u);
+    }
+  }
+  EXPECT_EQ(ids, (std::set<int>{6, 31, 66}));  // round robin: each id gets a share
+}
+
+TEST(GemmLibrary, EnumerationIsSeededAndBounded) {
+  const std::vector<bench::LtAlgoCaps> all = {caps(31, true, true)};
+  const auto a = enumerate_configs(all, 1000, 7), b = enumerate_configs(all, 1000, 7);
+  // 3 tiles x 2 stages x (1 + 3 split-K x 2 schemes) x 2 swizzles.
+  ASSERT_EQ(a.size(), 3u * 2u * 7u * 2u);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(nlohmann::json(a[i]), nlohmann::json(b[i]));
+  EXPECT_NE(nlohmann::json(enumerate_configs(all, 5, 8)),
+            nlohmann::json(enumerate_configs(all, 5, 7)));
+  EXPECT_TRUE(enumerate_configs({}, 10, 1).empty());
+}
+
+TEST(GemmLibrary, ConfigJsonRoundTripsAndNamesBadFields) {
+  bench::LtAlgoConfig c;
+  c.algo_id = 66;
+  c.tile = 20;
+  c.stages = 17;
+  c.splitk = 4;
+  c.reduction = 2;
+  c.swizzle = 1;
+  c.source = "heuristic";
+  c.heuristic_rank = 3;
+  c.workspace_bytes = 1 << 20;
+  c.data = std::string(128, 'a');
+  const nlohmann::json j = c;
+  EXPECT_EQ(j["library"], "cublaslt");
+  EXPECT_EQ(nlohmann::json(j.get<bench::LtAlgoConfig>()), j);
+  EXPECT_THROW((void)nlohmann::json::object().get<bench::LtAlgoConfig>(), Error);
+  try {
+    (void)nlohmann::json{{"algo_id", 1}, {"tile", "big"}}.get<bench::LtAlgoConfig>();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"tile\""), std::string::npos) << e.what();
+  }
+}
+
+store::CacheEntry gemm_entry(const std::string& op, const std::string& dtype,
+                             std::vector<std::int64_t> shape, int algo, double median_ns) {
+  store::CacheEntry e;
+  e.key = {op, dtype, "", "sm_90", "NVIDIA H100 80GB HBM3", "13.0", 580};
+  e.shape = std::move(shape);
+  e.config = {{"library", "cublaslt"}, {"algo_id", algo}, {"layout", "TN"}};
+  e.median_ns = median_ns;
+  e.samples = 10;
+  return e;
+}
+
+TEST(TunableOp, ResultsFileHasValidatorsThenOneRowPerWinner) {
+  std::vector<store::CacheEntry> entries = {
+      gemm_entry("gemm_bias", "f16", {12288, 2048, 4096}, 66, 412345.0),
+      gemm_entry("gemm", "bf16", {4096, 2048, 11008}, 31, 250000.0),
+  };
+  auto other = gemm_entry("gemm", "f16", {64, 64, 64}, 1, 1000);
+  other.config = {{"BLOCK", 64}};  // a ktune kernel's winner, not cuBLASLt's
+  entries.push_back(other);
+  std::size_t skipped = 0;
+  const std::string csv =
+      tunableop_csv(entries, {{"PT_VERSION", "2.11.0"}, {"CUBLASLT_VERSION", "130100"}}, &skipped);
+  EXPECT_EQ(csv,
+            "Validator,PT_VERSION,2.11.0\n"
+            "Validator,CUBLASLT_VERSION,130100\n"
+            "GemmTunableOp_Half_TN,tn_12288_2048_4096,Gemm_Cublaslt_66,0.412345\n"
+            "GemmTunableOp_BFloat16_TN,tn_4096_2048_11008,Gemm_Cublaslt_31,0.250000\n");
+  EXPECT_EQ(skipped, 1u);
+}
+
+TEST(TunableOp, DtypesWithoutAGemmAreNamed) {
+  EXPECT_EQ(tunableop_type("bf16"), "BFloat16");
+  EXPECT_EQ(tunableop_type("f32"), "float");
+  EXPECT_THROW((void)tunableop_type("i8"), Error);
+  EXPECT_THROW((void)tunableop_csv({gemm_entry("gemm", "i8", {8, 8, 8}, 1, 1)}, {}), Error);
+}
+
+}  // namespace
+}  // namespace ktune::tune
