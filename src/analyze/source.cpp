@@ -32,8 +32,9 @@ MemorySource::MemorySource(trace::Trace trace) : trace_(std::move(trace)) {
   sort_by_start(trace_.api_calls);
   sort_by_start(trace_.syncs);
   sort_by_start(trace_.nvtx_ranges);
-  std::stable_sort(trace_.counters.begin(), trace_.counters.end(),
-                   [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
+  std::stable_sort(
+      trace_.counters.begin(), trace_.counters.end(),
+      [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
 }
 
 void MemorySource::kernels(const Visitor<trace::KernelRecord>& v) {

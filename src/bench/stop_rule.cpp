@@ -42,9 +42,9 @@ void StopSettings::apply_overrides(std::string_view overrides) {
     char* rest = nullptr;
     const double v = std::strtod(text.c_str(), &rest);
     if (rest != text.c_str() + text.size() || !(v >= 0))
-      throw Error(fmt::format(
-          "stop-rule setting {}={} needs a non-negative number (write it as {}=VALUE).", key, text,
-          key));
+      throw Error(
+          fmt::format("stop-rule setting {}={} needs a non-negative number (write it as {}=VALUE).",
+                      key, text, key));
     const auto count = [&] { return static_cast<std::size_t>(std::llround(v)); };
     if (key == "warmup_samples")
       warmup_samples = count();

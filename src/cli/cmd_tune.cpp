@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "ktune/core/assignments.hpp"
 #include "dry_run.hpp"
+#include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"

@@ -79,8 +79,7 @@ bool code_may_use(const std::string& name, const KernelLaunch& l) {
     const auto ident = [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
     };
-    for (std::size_t at = text.find(name); at != std::string::npos;
-         at = text.find(name, at + 1)) {
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
       const bool starts = at == 0 || !ident(text[at - 1]);
       const bool ends = at + name.size() == text.size() || !ident(text[at + name.size()]);
       if (starts && ends) return true;

@@ -69,8 +69,8 @@ TEST(Measurement, JsonShapeIsPinned) {
   EXPECT_TRUE(j["identity"].is_null());
   for (const char* key :
        {"schema_version", "kernel", "config", "mode", "launches_per_sample", "time_ns", "median_ns",
-        "samples", "samples_ns", "noise", "warmup_samples", "dropped_throttled", "throttle_seen", "stop_reason",
-        "wall_time_s", "sm_clock_mhz", "throughput", "verification", "identity"})
+        "samples", "samples_ns", "noise", "warmup_samples", "dropped_throttled", "throttle_seen",
+        "stop_reason", "wall_time_s", "sm_clock_mhz", "throughput", "verification", "identity"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j.size(), 19u);
 }
