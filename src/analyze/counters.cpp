@@ -365,7 +365,11 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
     d.duration_ns = static_cast<double>(counters.activity_ns) / counters.launches;
   const double seconds = d.duration_ns * 1e-9;
 
+  // The roofline set collects issue-active % instead of SM throughput (which alone takes 8 replay
+  // passes on GH100); it bounds the SM's throughput from below, enough to call a kernel
+  // compute-bound.
   d.sm_pct = r.get(metric::kSmThroughputPct);
+  if (!d.sm_pct) d.sm_pct = r.get(metric::kIssueActivePct);
   d.memory_pct = r.get(metric::kMemoryThroughputPct);
   d.dram_pct = r.get(metric::kDramThroughputPct);
   d.tensor_pct = r.get(metric::kTensorPipePct);
@@ -378,7 +382,12 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
   d.fp64_flop = flop_of(r, metric::kFp64Fma, metric::kFp64Add, metric::kFp64Mul);
   d.fp16_flop = flop_of(r, metric::kFp16Fma, metric::kFp16Add, metric::kFp16Mul);
   const double tensor_peak = std::max(ceilings.bf16_flop_per_s, ceilings.fp16_flop_per_s);
-  if (d.tensor_pct && *d.tensor_pct > 0 && tensor_peak > 0)
+  // Hopper's GMMA op counters are the tensor FLOP themselves (2*M*N*K on a GEMM, checked against
+  // ncu on the H100); without them, the pipe's utilisation times the calibrated peak estimates it.
+  if (const auto gmma = add(r.get(metric::kTensorGmmaFp16Ops), r.get(metric::kTensorGmmaBf16Ops));
+      gmma && *gmma > 0)
+    d.tensor_flop = gmma;
+  else if (d.tensor_pct && *d.tensor_pct > 0 && tensor_peak > 0)
     d.tensor_flop = *d.tensor_pct / 100 * tensor_peak * seconds;
   d.flop = add(add(d.fp32_flop, d.fp64_flop), add(d.fp16_flop, d.tensor_flop));
   if (!d.flop) r.cannot("no FLOP/s or arithmetic intensity", metric::kFp32Fma);

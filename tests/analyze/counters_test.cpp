@@ -79,6 +79,27 @@ TEST(Counters, TensorGemmIsComputeBoundOnTheTensorPipe) {
   EXPECT_NE(d.opportunities[0].trigger.find("fraction_of_roof"), std::string::npos);
 }
 
+// What `ktune profile --metrics roofline` collects on Hopper: issue-active instead of SM
+// throughput, and GMMA op counts, which are the tensor FLOP exactly.
+TEST(Counters, RooflineSetReadsIssueActiveAndExactGmmaFlop) {
+  CounterTraceBuilder b;
+  b.launch("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", 1700, 132, 384, 168, 227 * 1024,
+           {{m::kDuration, 1'700'000},
+            {m::kIssueActivePct, 81},
+            {m::kDramThroughputPct, 24},
+            {m::kDramBytesRead, 1.05e9},
+            {m::kDramBytesWrite, 1.34e8},
+            {m::kTensorGmmaBf16Ops, 2.0 * 8192 * 8192 * 8192},
+            {m::kTensorPipePct, 84},
+            {m::kAchievedOccupancyPct, 18.7}});
+  const KernelDerivation d = only(run(b));
+  EXPECT_DOUBLE_EQ(*d.sm_pct, 81);
+  EXPECT_DOUBLE_EQ(*d.tensor_flop, 2.0 * 8192 * 8192 * 8192);
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute);
+  ASSERT_TRUE(d.roofline);
+  EXPECT_EQ(d.roofline->precision, "bf16");
+}
+
 TEST(Counters, TinyGridIsLatencyBound) {
   CounterTraceBuilder b;
   b.tiny_grid();
