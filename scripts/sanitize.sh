@@ -11,7 +11,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KTUNE_SANITIZE_BUILD_DIR:-$root/build-asan}
-targets=${KTUNE_SANITIZE_TARGETS:-"core_tests store_tests trace_tests tune_tests analyze_tests"}
+# tune_tests is left out of the default to keep CI under 30 minutes on 2 cores (its ASan build pulls
+# in bench and cuda); the expression evaluator it covers still runs under ASan in its fuzz target.
+targets=${KTUNE_SANITIZE_TARGETS:-"core_tests store_tests trace_tests analyze_tests"}
 
 launcher=()
 command -v ccache >/dev/null &&
@@ -25,6 +27,7 @@ cmake --build "$build" -j"$(nproc)" --target $targets
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-# Test binaries not in $targets appear as *_NOT_BUILT placeholders: left out.
+# Test binaries not in $targets appear as *_NOT_BUILT placeholders, and the Python suite needs the
+# extension module this build does not make: both left out.
 cd "$build"
-ctest --output-on-failure -j"$(nproc)" -E '_NOT_BUILT$' "$@"
+ctest --output-on-failure -j"$(nproc)" -E '_NOT_BUILT$|^python_tests$' "$@"

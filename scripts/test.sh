@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU test tier: installs dependencies, builds, starts a throwaway PostgreSQL server for the
 # store tests, runs every test with ctest, then again under ASan + UBSan (scripts/sanitize.sh), then
-# each fuzz target for 15 s (scripts/fuzz.sh). Usage: scripts/test.sh [ctest args...]
+# each fuzz target for 8 s (scripts/fuzz.sh). Usage: scripts/test.sh [ctest args...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KTUNE_BUILD_DIR:-$root/build}
@@ -34,7 +34,7 @@ fi
 if [ "${KTUNE_TEST_SANITIZE:-1}" != 0 ]; then
   "$root/scripts/sanitize.sh"
 fi
-fuzz_seconds=${KTUNE_TEST_FUZZ_SECONDS:-15}
+fuzz_seconds=${KTUNE_TEST_FUZZ_SECONDS:-8}
 if [ "$fuzz_seconds" != 0 ]; then
   KTUNE_FUZZ_JOBS=$(nproc) "$root/scripts/fuzz.sh" "$fuzz_seconds"
 fi
