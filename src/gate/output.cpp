@@ -1,6 +1,7 @@
 // The check's renderers: terminal table, markdown (a pull-request comment), JUnit XML, JSON.
 #include <fmt/format.h>
 
+#include "ktune/core/text.hpp"
 #include "ktune/gate/gate.hpp"
 
 namespace ktune::gate {
@@ -22,32 +23,6 @@ std::string interval(const Shift& s) {
 std::string attribution(const BenchmarkResult& r) {
   std::string out = r.blame.empty() ? "" : "blame: " + r.blame;
   for (const auto& c : r.environment_changes) out += (out.empty() ? "" : "; ") + c;
-  return out;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
   return out;
 }
 
