@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Builds ktune here (Release, tests and benchmarks included) and stages the build tree, less its
 # object files, in .gpu-carry/ with lib/ holding libpq (absent from the GPU image). On the GPU machine,
-# scripts/gpu-tier.sh mounts it back at /work/main/build-gpu, where its ctest files point.
+# scripts/gpu-mount.sh links it back at the path it was built in (its ctest files name that path).
+# KTUNE_BUNDLE_FROM=DIR stages an existing build instead (e.g. the test build, which saves a second
+# full build on a small machine; its host code is -O2 rather than -O3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=/work/main/build-gpu
+build=${KTUNE_BUNDLE_FROM:-/work/main/build-gpu}
 [ "$root" = /work/main ] || { echo "gpu-bundle.sh: run from the checkout at /work/main (test files name that path)" >&2; exit 1; }
 "$root/scripts/deps.sh"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_BUILD_RPATH="$build/lib" \
-  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags -DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
+if [ -z "${KTUNE_BUNDLE_FROM:-}" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
 cmake --build "$build" -j"$(nproc)"
 mkdir -p "$build/lib"
 # libpq and the OpenLDAP 2.5 libraries it needs are absent from the GPU image (Ubuntu 24.04 ships
-# OpenLDAP 2.6); the binaries' RPATH (not RUNPATH) finds them for libpq too.
+# OpenLDAP 2.6); gpu-mount.sh puts them on LD_LIBRARY_PATH there.
 for lib in libpq.so.5 libldap-2.5.so.0 liblber-2.5.so.0 libsasl2.so.2; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$build/lib/"
 done
@@ -22,6 +24,7 @@ rm -rf "$root/.hub"
 [ -d "$root/../shared/kernels" ] && cp -r "$root/../shared/kernels" "$root/.hub"
 rm -rf "$root/.gpu-carry"
 cp -a "$build" "$root/.gpu-carry"
+echo "$build" >"$root/.gpu-carry/build-path"
 find "$root/.gpu-carry" \( -name CMakeFiles -o -name Testing \) -type d -prune -exec rm -rf {} +
 find "$root/.gpu-carry" \( -name '*.a' -o -name '*.o' -o -name '.ninja*' \) -type f -delete
 find "$root/.gpu-carry" -type f -perm -u+x ! -name '*.sh' -exec strip --strip-debug {} + 2>/dev/null || true

@@ -11,12 +11,8 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:?usage: gpu-gate.sh BUNDLE OUTDIR}" && pwd)
-# A bundle staged by gpu-bundle.sh finds libpq through /work/main/build-gpu (as in gpu-tier.sh).
-if [ "$bundle" = "$root/.gpu-carry" ]; then
-  if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
-  ln -sfn "$bundle" /work/main/build-gpu
-  bundle=/work/main/build-gpu
-fi
+. "$root/scripts/gpu-mount.sh"
+mount_bundle "$bundle"
 out=${2:?usage: gpu-gate.sh BUNDLE OUTDIR}
 rounds=${KTUNE_GATE_ROUNDS:-20}; env_rounds=${KTUNE_GATE_ENV_ROUNDS:-3}
 env_option=${KTUNE_GATE_ENV_OPTION:--G}

@@ -5,19 +5,18 @@
 # (the default), which is mounted back at /work/main/build-gpu where its ctest files point.
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, then scripts/gpu-counters.sh (the counter tier vs ncu), and prints a short
-# summary last. KTUNE_GPU_ONLY=calibrate,tracer,counters picks
-# benchmarks; KTUNE_GPU_SKIP_TESTS=1 skips the test binaries.
+# summary last. KTUNE_GPU_ONLY=calibrate,tracer,counters,gate-noise,gate picks benchmarks and steps
+# (gate-noise and gate, scripts/gpu-gate-noise.sh and scripts/gpu-gate.sh, run only when named);
+# KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the GPU tests
+# matching it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:-$root/.gpu-carry}" && pwd)
 out=${2:-${OUT:-/tmp/ktune-gpu}}
 mkdir -p "$out"
 export KTUNE_HOME=$(mktemp -d /tmp/ktune-home.XXXXXX)   # fresh store and kernel cache
-if [ "$bundle" = "$root/.gpu-carry" ]; then
-  if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
-  ln -sfn "$bundle" /work/main/build-gpu
-  bundle=/work/main/build-gpu
-fi
+. "$root/scripts/gpu-mount.sh"
+mount_bundle "$bundle"
 bin=$bundle/src/cli/ktune
 summary=()
 
@@ -33,8 +32,9 @@ if [ -z "${KTUNE_GPU_SKIP_TESTS:-}" ]; then
   # OccupancyGpu records the driver's occupancy answers here (commit as tests/fixtures/occupancy/).
   export KTUNE_RECORD_OCCUPANCY=$out/occupancy
   # Host tests in parallel; tests that time the GPU one at a time, so they do not disturb each other.
-  gpu_tests='Gpu|JitLauncher|example_runtime'
-  ctest --test-dir "$bundle" -j8 --timeout 300 --output-on-failure -E "$gpu_tests" >"$out/ctest.log" 2>&1
+  gpu_tests=${KTUNE_GPU_TESTS:-'Gpu|JitLauncher|example_runtime'}
+  [ -z "${KTUNE_GPU_TESTS:-}" ] &&
+    ctest --test-dir "$bundle" -j8 --timeout 300 --output-on-failure -E "$gpu_tests" >"$out/ctest.log" 2>&1
   ctest --test-dir "$bundle" -j1 --timeout 300 --output-on-failure -R "$gpu_tests" >>"$out/ctest.log" 2>&1
   grep -E 'tests passed|FAILED|Not Run|\(Failed\)|\(Timeout\)' "$out/ctest.log" | tail -n 30
   skipped=$(grep -c 'Skipped' "$out/ctest.log" || true)
@@ -63,6 +63,18 @@ if [ -z "${KTUNE_GPU_ONLY:-}" ] || [[ ",$KTUNE_GPU_ONLY," == *",counters,"* ]]; 
   summary+=("counters: rc=$rc, $(( $(date +%s) - start )) s")
   summary+=("$(grep -hE '^agreement|ratio|plain \(target' "$out/counters.log" | tail -n 8)")
 fi
+
+# The gate (docs/gate.md): its noise fixture, then the logged run; only when named in KTUNE_GPU_ONLY.
+for step in gate-noise gate; do
+  [[ ",${KTUNE_GPU_ONLY:-}," == *",$step,"* ]] || continue
+  echo "== $step"
+  start=$(date +%s)
+  bash "$root/scripts/gpu-$step.sh" "$bundle" "$out/$step" >"$out/$step.log" 2>&1
+  rc=$?
+  tail -n 12 "$out/$step.log"
+  summary+=("$step: rc=$rc, $(( $(date +%s) - start )) s")
+  [ "$step" = gate ] && summary+=("$(tail -n 7 "$out/$step.log")")
+done
 
 echo
 echo "== summary ($(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader))"
