@@ -6,8 +6,7 @@
 # full build on a small machine; its host code is -O2 rather than -O3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${KTUNE_BUNDLE_FROM:-/work/main/build-gpu}
-[ "$root" = /work/main ] || { echo "gpu-bundle.sh: run from the checkout at /work/main (test files name that path)" >&2; exit 1; }
+build=${KTUNE_BUNDLE_FROM:-$root/build-gpu}
 "$root/scripts/deps.sh"
 if [ -z "${KTUNE_BUNDLE_FROM:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

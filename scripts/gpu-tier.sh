@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:-$root/.gpu-carry}" && pwd)
 out=${2:-${OUT:-/tmp/ktune-gpu}}
 mkdir -p "$out"
-export KTUNE_HOME=$(mktemp -d /tmp/ktune-home.XXXXXX)   # fresh store and kernel cache
+export KTUNE_HOME=${KTUNE_HOME:-$(mktemp -d /tmp/ktune-home.XXXXXX)}   # fresh store and kernel cache unless given
 . "$root/scripts/gpu-mount.sh"
 mount_bundle "$bundle"
 bin=$bundle/src/cli/ktune
