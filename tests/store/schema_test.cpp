@@ -33,6 +33,16 @@ std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
+// The backend under a test's store, for what Store does not expose. A build without PostgreSQL
+// skips the PostgreSQL cases in StoreTest::SetUp, so its opener is named only where it exists.
+std::unique_ptr<detail::Backend> open_backend(test::BackendKind kind, const std::string& url) {
+#ifdef KTUNE_WITH_POSTGRES
+  if (kind == test::BackendKind::postgres) return detail::open_postgres(url);
+#endif
+  EXPECT_EQ(kind, test::BackendKind::sqlite);
+  return detail::open_sqlite(url);
+}
+
 std::string error_of(const std::string& url, Access access = Access::read_write) {
   try {
     Store::open(url, access);
@@ -55,8 +65,7 @@ TEST_P(SchemaTest, NewerSchemaIsRefusedAndLeftAlone) {
     EXPECT_EQ(store->schema_version(), Store::kSchemaVersion);
   }
   // Pretend a newer ktune migrated it.
-  auto db = GetParam() == test::BackendKind::sqlite ? detail::open_sqlite(url())
-                                                    : detail::open_postgres(url());
+  auto db = open_backend(GetParam(), url());
   db->exec("UPDATE ktune_meta SET value = '99' WHERE key = 'schema_version'", {});
   const std::string why = error_of(url());
   EXPECT_NE(why.find("schema version 99"), std::string::npos) << why;
@@ -75,7 +84,7 @@ TEST_P(SchemaTest, ReadersCreateNothingAndCannotWrite) {
   } else {
     const std::string why = error_of(url(), Access::read_only);
     EXPECT_NE(why.find("there is no ktune store at"), std::string::npos) << why;
-    EXPECT_FALSE(detail::open_postgres(url())->table_exists("ktune_meta"));
+    EXPECT_FALSE(open_backend(GetParam(), url())->table_exists("ktune_meta"));
   }
   Store::open(url());  // now it exists
   auto reader = Store::open(url(), Access::read_only);
@@ -90,10 +99,10 @@ TEST_P(SchemaTest, ReadersCreateNothingAndCannotWrite) {
 TEST_P(SchemaTest, ServerStatementTimeoutHasADefaultTheUrlOverrides) {
   if (GetParam() == test::BackendKind::sqlite) GTEST_SKIP() << "a PostgreSQL setting";
   // url() already carries options (search_path): the default must survive them.
-  EXPECT_EQ(detail::open_postgres(url())->query("SHOW statement_timeout")[0].text(0), "2min");
+  EXPECT_EQ(open_backend(GetParam(), url())->query("SHOW statement_timeout")[0].text(0), "2min");
   std::string own = url();
   own.replace(own.find("options="), 8, "options=-cstatement_timeout%3D5s%20");
-  EXPECT_EQ(detail::open_postgres(own)->query("SHOW statement_timeout")[0].text(0), "5s");
+  EXPECT_EQ(open_backend(GetParam(), own)->query("SHOW statement_timeout")[0].text(0), "5s");
 }
 
 KTUNE_BOTH_BACKENDS(SchemaTest);
