@@ -135,8 +135,8 @@ const bool registered = register_command(
        app.add_option("--config", a->config, "Parameter values NAME=VALUE,... (others: defaults)");
        app.add_option("--mode", a->mode, "Timing mode: cold (L2 flushed), hot or graph");
        app.add_option("--stop", a->stop,
-                      "Stop-rule overrides, e.g. min_samples=20,timeout_s=5 (defaults: 10 "
-                      "samples, 0.5 s GPU time, 0.5 % noise, 15 s timeout)");
+                      "Stop-rule overrides, e.g. min_samples=20,timeout_s=5 (" +
+                          stop_rule_defaults(bench::PipelineSettings{}.full) + ")");
        app.add_option("--compare", a->compare,
                       "A second configuration NAME=VALUE,...: measure both interleaved (A B A B)");
        add_grid_option(app, a->grid);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/json.hpp"
 #include "ktune/core/paths.hpp"
@@ -28,28 +29,8 @@ struct Options {
   store::Environment env;  // --arch/--device-name/--toolkit/--driver-major, else the GPU's
 };
 
-std::vector<std::int64_t> parse_shape(const std::string& text) {
-  std::vector<std::int64_t> dims;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const auto x = text.find('x', pos);
-    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    try {
-      std::size_t used = 0;
-      dims.push_back(std::stoll(part, &used));
-      if (used != part.size()) throw std::invalid_argument(part);
-    } catch (const std::exception&) {
-      throw Error(
-          fmt::format("--shape '{}' is not a shape; write sizes joined by 'x', e.g. "
-                      "4096x4096x1024.",
-                      text));
-    }
-    if (x == std::string::npos) break;
-    pos = x + 1;
-  }
-  store::validate_shape(dims, "--shape");
-  return dims;
-}
+// The example every --shape error of `ktune cache` shows.
+constexpr std::string_view kShapeExample = "m=4096,n=4096,k=1024";
 
 // Flags fill what they name; the rest comes from the GPU when one is there. Staleness needs only
 // the toolkit (and driver); a lookup also needs the arch and device.
@@ -130,10 +111,16 @@ int run_ls(const Options& o, const GlobalOptions& g) {
 
 int run_get(const Options& o, const GlobalOptions& g) {
   if (o.filter.op.empty() || o.filter.dtype.empty() || o.shape.empty())
-    throw Error("ktune cache get needs --op, --dtype and --shape (e.g. --shape 4096x4096).");
-  auto shape = parse_shape(o.shape);  // a bad flag is named before the store is looked at
+    throw Error(fmt::format("ktune cache get needs --op, --dtype and --shape (e.g. --shape {}).",
+                            kShapeExample));
+  // A bad flag is named before the store is looked at; the names then need the op's declaration.
+  const auto sizes = parse_named_sizes(o.shape, "--shape", kShapeExample);
   auto s = store::Store::open(g.db, store::Access::read_only);
-  store::LookupQuery q{o.filter.op, o.filter.dtype, std::move(shape), environment(o, g, true)};
+  const auto op = s->get_op(o.filter.op);
+  store::LookupQuery q{
+      o.filter.op, o.filter.dtype,
+      store::shape_of(op ? op->buckets : store::BucketPolicy{}, sizes, o.filter.op, "--shape"),
+      environment(o, g, true)};
   const auto r = s->lookup(q);
   if (o.json) {
     fmt::print("{}\n", with_schema(nlohmann::json(r)).dump(2));
@@ -293,7 +280,9 @@ const bool registered = register_command(
        auto* get = add("get", "Look up the config of an op and shape on this GPU", run_get);
        add_filter(*get, *o);
        add_env(*get, *o);
-       get->add_option("--shape", o->shape, "Shape, sizes joined by 'x' (4096x4096x1024)")
+       get->add_option("--shape", o->shape,
+                       "Shape by the op's dimension names, as ktune tune takes it "
+                       "(m=4096,n=4096,k=1024)")
            ->required();
        auto* put =
            add("put", "Offer one entry (JSON object, a file or -); winner rule applies", run_put);

@@ -9,6 +9,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/queue.hpp"
 #include "ktune/store/store.hpp"
+#include "spec_options.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -21,32 +22,6 @@ struct QueueArgs {
   bool json = false;
 };
 
-// "n=4096,k=8192" -> {n: 4096, k: 8192}.
-std::map<std::string, std::int64_t> parse_shape(const std::string& text) {
-  std::map<std::string, std::int64_t> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
-    const auto eq = item.find('=');
-    std::int64_t v = 0;
-    try {
-      std::size_t used = 0;
-      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(item);
-      v = std::stoll(item.substr(eq + 1), &used);
-      if (used != item.size() - eq - 1 || v <= 0) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw Error(fmt::format(
-          "--shape item '{}' is not NAME=POSITIVE_INTEGER; write e.g. --shape n=4096,k=8192.",
-          item));
-    }
-    out[item.substr(0, eq)] = v;
-  }
-  return out;
-}
-
 void print_added(const store::FleetJob& j, bool added) {
   fmt::print("{} {}  {} {} bucket {} arch {} toolkit {} budget {}\n",
              added ? "queued" : "already queued", j.id, j.op, j.dtype, j.bucket,
@@ -55,8 +30,8 @@ void print_added(const store::FleetJob& j, bool added) {
 
 int run_add(const QueueArgs& a, const GlobalOptions& g) {
   const auto now = fleet::now_ms();
-  const store::FleetJob job =
-      fleet::make_job({a.spec, parse_shape(a.shape), a.arch, a.toolkit, a.budget, 0}, now);
+  const store::FleetJob job = fleet::make_job(
+      {a.spec, parse_shape_variables(a.shape), a.arch, a.toolkit, a.budget, 0}, now);
   auto st = store::Store::open(g.db);
   const bool added = store::FleetStore(*st).add_job(job);
   if (a.json)

@@ -4,7 +4,6 @@
 // winner to the cache. --resume DIR continues a killed or interrupted session; --dry-run checks a
 // spec without a GPU.
 #include <atomic>
-#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -16,7 +15,6 @@
 
 #include "command.hpp"
 #include "dry_run.hpp"
-#include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
@@ -42,10 +40,10 @@ struct TuneArgs {
   std::string spec, shape, strategy, out, resume, stop, grid, arch = "sm_90";
   std::vector<std::string> warm_from;  // T4 files or Kernel Tuner caches of other GPUs or shapes
   bool cold = false;                   // ignore what the store knows
-  std::size_t budget = 100;
+  std::size_t budget = tune::SessionOptions{}.budget;
   double time_s = 0;
-  std::uint64_t seed = 1;
-  double margin = 0.03;
+  std::uint64_t seed = tune::SessionOptions{}.seed;
+  double margin = bench::PipelineSettings{}.contender_margin;
   std::size_t prefetch = 0;  // 0: twice the compile threads
   double candidate_timeout_s = tune::IsolationSettings{}.candidate_timeout_s;
   bool json = false, no_cache = false, dry_run = false;
@@ -55,22 +53,6 @@ struct TuneArgs {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) {
   g_interrupted.store(true);
-}
-
-// "n=4096,k=8192" -> {n: 4096, k: 8192}.
-std::map<std::string, std::int64_t> parse_shape(const std::string& text) {
-  std::map<std::string, std::int64_t> out;
-  for (const Assignment& a : parse_assignments(text, "--shape", "n=4096,k=8192")) {
-    std::int64_t v = 0;
-    const char* last = a.value.data() + a.value.size();
-    const auto [ptr, ec] = std::from_chars(a.value.data(), last, v);
-    if (ec != std::errc() || ptr != last || v <= 0)
-      throw Error(fmt::format(
-          "--shape {}={} needs a positive integer size; write e.g. --shape n=4096,k=8192.", a.name,
-          a.value));
-    out[a.name] = v;
-  }
-  return out;
 }
 
 std::string default_out_dir(const std::string& op) {
@@ -177,7 +159,7 @@ int run_library_tune(const TuneArgs& a, bool budget_given, const GlobalOptions& 
         fmt::format("--library cublaslt needs --op gemm (D = A^T B) or --op gemm_bias (with "
                     "the bias epilogue), not '{}'.",
                     a.op));
-  const std::map<std::string, std::int64_t> shape = parse_shape(a.shape);
+  const std::map<std::string, std::int64_t> shape = parse_shape_variables(a.shape);
   for (const char* dim : {"m", "n", "k"})
     if (!shape.contains(dim))
       throw Error(
@@ -245,6 +227,110 @@ int run_library_tune(const TuneArgs& a, bool budget_given, const GlobalOptions& 
   return 0;
 }
 
+// Warm start: the op's winners the store holds for other GPUs or shapes, and --warm-from files
+// (kept alive in `recorded`).
+tune::WarmStartSources warm_sources(const TuneArgs& a, const std::string& op, const std::string& db,
+                                    std::vector<std::unique_ptr<tune::RecordedSpace>>& recorded) {
+  tune::WarmStartSources warm;
+  if (a.cold) return warm;
+  for (const auto& file : a.warm_from) {
+    recorded.push_back(tune::RecordedSpace::load(file));
+    warm.spaces.push_back(recorded.back().get());
+  }
+  try {
+    auto st = store::Store::open(db, store::Access::read_only);
+    for (const auto& e : st->list_entries({.op = op})) {
+      std::map<std::string, tune::Value> config;
+      for (const auto& [k, v] : e.config.items()) config[k] = v.get<tune::Value>();
+      warm.winners.push_back(std::move(config));
+    }
+  } catch (const Error&) {
+    // No store yet (or none readable): a cold start, as on a first run.
+  }
+  return warm;
+}
+
+// Runs the session with Ctrl-C asking it to stop after the current candidate.
+tune::SessionSummary run_session(const tune::ProblemSpec& spec, tune::SessionOptions o,
+                                 ProgressEvaluator& ev) {
+  o.interrupt = &g_interrupted;
+  g_interrupted = false;
+  struct SigintGuard {
+    void (*previous)(int) = std::signal(SIGINT, on_sigint);
+    ~SigintGuard() { std::signal(SIGINT, previous); }
+  } guard;
+  struct FinishProgress {
+    ProgressEvaluator& ev;
+    ~FinishProgress() { ev.finish(); }
+  } finish{ev};
+  return tune::Session(spec, o, ev).run();
+}
+
+struct StoredWinner {
+  std::optional<store::PutResult> put;
+  std::string db;  // the store's description
+};
+
+// The winner is written beside the results first, so a store that refuses it loses nothing.
+StoredWinner store_winner(const TuneArgs& a, const tune::ProblemSpec& spec,
+                          const tune::SessionSummary& s, const fs::path& out,
+                          const GlobalOptions& g) {
+  StoredWinner w;
+  if (!s.best) return w;
+  const store::CacheEntry winner =
+      tune::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity());
+  write_file_atomic(out / "winner.json", nlohmann::json(winner).dump(2) + "\n");
+  if (a.no_cache) return w;
+  try {
+    auto st = store::Store::open(g.db);
+    w.db = st->describe();
+    const store::OpSpec ops = tune::op_spec(spec);
+    if (!st->get_op(ops.op)) st->put_op(ops);
+    w.put = st->put_entry(winner);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} The winner is kept in {}; offer it again with ktune cache put {}.",
+                            e.what(), (out / "winner.json").string(),
+                            (out / "winner.json").string()));
+  }
+  return w;
+}
+
+void print_summary(const tune::ProblemSpec& spec, const tune::SessionSummary& s,
+                   const StoredWinner& w, const fs::path& out, unsigned compile_threads,
+                   std::size_t restarts) {
+  fmt::print(
+      "tuned {} ({}): {} evaluations ({} now, {} resumed) in {:.1f} s, {:.2f} "
+      "evaluations/s, stop: {}\n",
+      spec.ktune.op, spec.source, s.evaluations, s.evaluated_now, s.resumed, s.elapsed_s,
+      s.evaluations_per_s, tune::to_string(s.stop));
+  if (s.compiled > 0)
+    fmt::print(
+        "compiling: {} binaries, {:.2f} s each on average; {} threads compile at most "
+        "{:.1f} configurations/s (the ceiling)\n",
+        s.compiled, s.compile_s_mean, compile_threads,
+        compile_threads / std::max(s.compile_s_mean, 1e-9));
+  std::string counts;
+  for (tune::Status st : tune::kAllStatuses)
+    if (s.counts.count(st))
+      counts +=
+          fmt::format("{}{} {}", counts.empty() ? "" : ", ", tune::to_string(st), s.counts.at(st));
+  fmt::print("outcomes: {}\n", counts);
+  if (s.best)
+    fmt::print("best: {}  median {:.2f} us (+-{:.2f}, {} samples), {}\n", describe(s.best->config),
+               s.best->result.time_ns / 1e3, s.best->result.noise_ns / 1e3, s.best->result.samples,
+               s.best->result.detail);
+  if (w.put)
+    fmt::print("cache: {} ({}), bucket {} in {}\n", w.put->winner ? "stored as winner" : "kept",
+               w.put->reason, w.put->bucket, w.db);
+  if (restarts > 0)
+    fmt::print(
+        "isolation: the measuring process was restarted {} time{} after a candidate "
+        "crashed, hung or lost the GPU context\n",
+        restarts, restarts == 1 ? "" : "s");
+  fmt::print("files: {}/{{results.jsonl,t4.json,summary.json,curve.svg{}}}\n", out.string(),
+             s.best ? ",winner.json" : "");
+}
+
 int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
   if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
     if (a.library.empty())
@@ -253,7 +339,8 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
           "names its own op and dtype.");
     return run_library_tune(a, budget_given, g);
   }
-  std::map<std::string, std::int64_t> shape = parse_shape(a.shape);
+  // Every usage error is found before the GPU is touched.
+  std::map<std::string, std::int64_t> shape = parse_shape_variables(a.shape);
   fs::path out;
   if (!a.resume.empty()) {
     out = a.resume;
@@ -264,15 +351,14 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   const tune::ProblemSpec spec = load_spec(a.spec, a.grid);
   if (a.dry_run) return dry_run(spec, shape, a.arch, a.json);
   if (a.strategy.empty()) a.strategy = tune::default_strategy_name();
-  tune::make_strategy(a.strategy);  // an unknown name fails before the GPU is touched
+  tune::make_strategy(a.strategy);  // an unknown name fails here
   if (a.budget == 0 && a.time_s <= 0)
     throw Error("--budget 0 with no --time never stops; give a budget or a time limit.");
   if (!(a.candidate_timeout_s > 0))
     throw Error("--candidate-timeout must be a positive number of seconds.");
-  const std::string& op = spec.ktune.op;
-  (void)spec.constants(shape);  // unknown shape variables fail here, before the GPU
+  (void)spec.constants(shape);  // unknown shape variables fail here
   (void)tune::make_problem(spec, tune::default_config(spec), shape);  // so do unrunnable specs
-  if (out.empty()) out = a.out.empty() ? default_out_dir(op) : a.out;
+  if (out.empty()) out = a.out.empty() ? default_out_dir(spec.ktune.op) : a.out;
 
   bench::PipelineSettings settings;
   settings.full = bench::PipelineSettings::tuning_full();
@@ -297,25 +383,9 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
     fs::create_directories(out);
     write_file_atomic(out / "session.json", session_file(a, shape).dump(2) + "\n");
   }
-  // Warm start: the op's winners the store holds for other GPUs or shapes, and --warm-from files.
   std::vector<std::unique_ptr<tune::RecordedSpace>> recorded;
   tune::SessionOptions o;
-  if (!a.cold) {
-    for (const auto& file : a.warm_from) {
-      recorded.push_back(tune::RecordedSpace::load(file));
-      o.warm.spaces.push_back(recorded.back().get());
-    }
-    try {
-      auto st = store::Store::open(g.db, store::Access::read_only);
-      for (const auto& e : st->list_entries({.op = op})) {
-        std::map<std::string, tune::Value> config;
-        for (const auto& [k, v] : e.config.items()) config[k] = v.get<tune::Value>();
-        o.warm.winners.push_back(std::move(config));
-      }
-    } catch (const Error&) {
-      // No store yet (or none readable): a cold start, as on a first run.
-    }
-  }
+  o.warm = warm_sources(a, spec.ktune.op, g.db, recorded);
   o.strategy = a.strategy;
   o.seed = a.seed;
   o.budget = a.budget == 0 ? SIZE_MAX : a.budget;
@@ -324,80 +394,18 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   o.out_dir = out;
   o.prefetch = a.prefetch;
   o.resume = !a.resume.empty();
-  o.interrupt = &g_interrupted;
-  g_interrupted = false;
-  auto* previous = std::signal(SIGINT, on_sigint);
-  tune::SessionSummary s;
-  try {
-    s = tune::Session(spec, o, ev).run();
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    ev.finish();
-    throw;
-  }
-  std::signal(SIGINT, previous);
-  ev.finish();
-
-  std::optional<store::PutResult> put;
-  std::string db;
-  if (s.best) {
-    // The winner is written beside the results first, so a store that refuses it loses nothing.
-    const store::CacheEntry winner =
-        tune::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity());
-    write_file_atomic(out / "winner.json", nlohmann::json(winner).dump(2) + "\n");
-    if (!a.no_cache) {
-      try {
-        auto st = store::Store::open(g.db);
-        db = st->describe();
-        const store::OpSpec ops = tune::op_spec(spec);
-        if (!st->get_op(ops.op)) st->put_op(ops);
-        put = st->put_entry(winner);
-      } catch (const Error& e) {
-        throw Error(
-            fmt::format("{} The winner is kept in {}; offer it again with ktune cache put {}.",
-                        e.what(), (out / "winner.json").string(), (out / "winner.json").string()));
-      }
-    }
-  }
+  const tune::SessionSummary s = run_session(spec, std::move(o), ev);
+  const StoredWinner w = store_winner(a, spec, s, out, g);
 
   if (a.json) {
     nlohmann::json j = tune::session_summary_json(s);
     j["out"] = out.string();
-    if (put)
-      j["cache"] = {{"winner", put->winner}, {"reason", put->reason}, {"bucket", put->bucket}};
+    if (w.put)
+      j["cache"] = {
+          {"winner", w.put->winner}, {"reason", w.put->reason}, {"bucket", w.put->bucket}};
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print(
-        "tuned {} ({}): {} evaluations ({} now, {} resumed) in {:.1f} s, {:.2f} "
-        "evaluations/s, stop: {}\n",
-        op, spec.source, s.evaluations, s.evaluated_now, s.resumed, s.elapsed_s,
-        s.evaluations_per_s, tune::to_string(s.stop));
-    if (s.compiled > 0)
-      fmt::print(
-          "compiling: {} binaries, {:.2f} s each on average; {} threads compile at most "
-          "{:.1f} configurations/s (the ceiling)\n",
-          s.compiled, s.compile_s_mean, compile_threads,
-          compile_threads / std::max(s.compile_s_mean, 1e-9));
-    std::string counts;
-    for (tune::Status st : tune::kAllStatuses)
-      if (s.counts.count(st))
-        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", tune::to_string(st),
-                              s.counts.at(st));
-    fmt::print("outcomes: {}\n", counts);
-    if (s.best)
-      fmt::print("best: {}  median {:.2f} us (+-{:.2f}, {} samples), {}\n",
-                 describe(s.best->config), s.best->result.time_ns / 1e3,
-                 s.best->result.noise_ns / 1e3, s.best->result.samples, s.best->result.detail);
-    if (put)
-      fmt::print("cache: {} ({}), bucket {} in {}\n", put->winner ? "stored as winner" : "kept",
-                 put->reason, put->bucket, db);
-    if (gpu.restarts() > 0)
-      fmt::print(
-          "isolation: the measuring process was restarted {} time{} after a candidate "
-          "crashed, hung or lost the GPU context\n",
-          gpu.restarts(), gpu.restarts() == 1 ? "" : "s");
-    fmt::print("files: {}/{{results.jsonl,t4.json,summary.json,curve.svg{}}}\n", out.string(),
-               s.best ? ",winner.json" : "");
+    print_summary(spec, s, w, out, compile_threads, gpu.restarts());
   }
   if (s.stop == tune::StopCause::interrupted) {
     std::fprintf(stderr, "ktune: interrupted; continue with: ktune tune --resume %s\n",
@@ -425,15 +433,17 @@ const bool registered = register_command(
        app.add_option("--strategy", a->strategy,
                       fmt::format("Search strategy: {} (default {})", strategies,
                                   tune::default_strategy_name()));
-       auto* budget = app.add_option("--budget", a->budget,
-                                     "Evaluations, failures included (default 100; 0: no limit)");
+       auto* budget = app.add_option(
+           "--budget", a->budget,
+           fmt::format("Evaluations, failures included (default {}; 0: no limit)", a->budget));
        auto* time = app.add_option("--time", a->time_s, "Wall-clock limit in seconds (0: none)");
-       app.add_option("--seed", a->seed, "Strategy seed (default 1)");
+       app.add_option("--seed", a->seed, fmt::format("Strategy seed (default {})", a->seed));
        app.add_option("--out", a->out, "Output directory (default ktune-tune-<op>-<timestamp>)");
        app.add_option("--resume", a->resume, "Continue the session in this directory");
        app.add_option("--margin", a->margin,
-                      "Fully measure screened candidates within this fraction of the best "
-                      "(default 0.03)");
+                      fmt::format("Fully measure screened candidates within this fraction of the "
+                                  "best (default {:g})",
+                                  a->margin));
        app.add_option("--prefetch", a->prefetch,
                       "Configurations proposed and compiled ahead of measurement (default: twice "
                       "the CPU threads)");
@@ -453,7 +463,8 @@ const bool registered = register_command(
        app.add_option("--arch", a->arch,
                       "GPU architecture for --dry-run's compile (default sm_90)");
        app.add_option("--stop", a->stop,
-                      "Full-measurement stop-rule overrides, e.g. min_gpu_time_s=0.2");
+                      "Full-measurement stop-rule overrides, e.g. min_gpu_time_s=0.2 (" +
+                          stop_rule_defaults(bench::PipelineSettings::tuning_full()) + ")");
        app.add_flag("--no-cache", a->no_cache, "Do not offer the winner to the cache");
        app.add_option("--library", a->library,
                       "Search a library's GEMM algorithms instead of a SPEC: cublaslt (with --op, "

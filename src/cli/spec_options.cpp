@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/tune/spec_problem.hpp"
 
@@ -35,6 +36,18 @@ tune::ProblemSpec load_spec(const std::string& path, const std::string& grid) {
     }
   }
   return spec;
+}
+
+std::map<std::string, std::int64_t> parse_shape_variables(const std::string& text) {
+  std::map<std::string, std::int64_t> out;
+  for (const NamedSize& s : parse_named_sizes(text, "--shape", "n=4096,k=8192"))
+    out[s.name] = s.value;
+  return out;
+}
+
+std::string stop_rule_defaults(const bench::StopSettings& s) {
+  return fmt::format("defaults: {} samples, {:g} s GPU time, {:g} % noise, {:g} s timeout",
+                     s.min_samples, s.min_gpu_time_s, 100 * s.max_relative_stddev, s.timeout_s);
 }
 
 }  // namespace ktune::cli

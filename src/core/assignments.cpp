@@ -1,6 +1,7 @@
 #include "ktune/core/assignments.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,27 @@ std::vector<Assignment> parse_assignments(std::string_view text, std::string_vie
       throw Error(fmt::format("{} names '{}' twice; give each name once, e.g. {} {}.", flag, a.name,
                               flag, example));
     out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<NamedSize> parse_named_sizes(std::string_view text, std::string_view flag,
+                                         std::string_view example) {
+  const bool old_form = !text.empty() && text.find('=') == std::string_view::npos &&
+                        text.find_first_not_of("0123456789x") == std::string_view::npos;
+  if (old_form)
+    throw Error(fmt::format(
+        "{} {} is the old form, sizes joined by 'x'; name each size instead, e.g. {} {}.", flag,
+        text, flag, example));
+  std::vector<NamedSize> out;
+  for (const Assignment& a : parse_assignments(text, flag, example)) {
+    std::int64_t v = 0;
+    const char* last = a.value.data() + a.value.size();
+    const auto [ptr, ec] = std::from_chars(a.value.data(), last, v);
+    if (ec != std::errc() || ptr != last || v <= 0)
+      throw Error(fmt::format("{} {}={} needs a positive integer size; write e.g. {} {}.", flag,
+                              a.name, a.value, flag, example));
+    out.push_back({a.name, v});
   }
   return out;
 }

@@ -111,29 +111,41 @@ void check_output_path(const fs::path& output, std::initializer_list<fs::path> i
 }
 
 void write_file_atomic(const fs::path& path, std::string_view contents) {
+  write_file_atomic(path, [contents](std::ostream& out) {
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  });
+}
+
+void write_file_atomic(const fs::path& path, const std::function<void(std::ostream&)>& write) {
   check_output_path(path);
   if (path.has_parent_path()) ensure(path.parent_path());
   const fs::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());
+  const auto remove_tmp = [&tmp] {
+    std::error_code ignore;  // the first error is the one to report
+    fs::remove(tmp, ignore);
+  };
+  const auto fail = [&](const std::string& why) {
+    remove_tmp();
+    return Error(why);
+  };
   {
     errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out) {
-      const int err = errno;
-      std::error_code ignore;
-      fs::remove(tmp, ignore);
-      throw Error(fmt::format("cannot write {}: {}; check the directory exists and is writable.",
-                              path.string(), errno_text(err)));
+    try {
+      if (out) write(out);
+    } catch (...) {
+      out.close();
+      remove_tmp();
+      throw;
     }
+    out.flush();
+    if (!out)
+      throw fail(fmt::format("cannot write {}: {}; check the directory is writable and has space.",
+                             path.string(), errno_text(errno)));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignore;  // the rename's error is the one to report
-    fs::remove(tmp, ignore);
-    throw Error(fmt::format("cannot replace {}: {}.", path.string(), ec.message()));
-  }
+  if (ec) throw fail(fmt::format("cannot replace {}: {}.", path.string(), ec.message()));
 }
 
 std::string read_file(const fs::path& path) {

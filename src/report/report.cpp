@@ -57,36 +57,49 @@ json causes_json(const std::vector<analyze::GapCauseTotal>& totals, std::int64_t
 
 }  // namespace
 
-json to_json(const Analysis& a) {
-  json j;
-  j["schema_version"] = kReportSchemaVersion;
-  j["kind"] = "ktune.report";
-  const auto& m = a.metadata;
-  j["trace"] = {{"schema_version", m.schema_version},
-                {"command_line", m.command_line},
-                {"pid", m.pid},
-                {"started_at", m.started_at},
-                {"finished_at", m.finished_at},
-                {"complete", m.complete},
-                {"dropped_records", m.dropped_records},
-                {"capped_records", m.capped_records},
-                {"skipped_records", a.skipped.count},
-                {"first_skipped_record", a.skipped.first},
-                {"tracer_version", m.tracer_version},
-                {"mode", m.mode},
-                {"records", m.records},
-                {"origin_ns", a.origin_ns}};
-  j["group_by"] = analyze::to_string(a.group_by);
-  const std::int64_t busy = a.busy_ns(), window = a.window_ns();
-  j["totals"] = {{"kernel_count", a.kernel_count},
-                 {"kernel_time_ns", a.kernel_total_ns},
-                 {"api_calls", a.api_call_count},
-                 {"window_ns", window},
-                 {"busy_ns", busy},
-                 {"idle_ns", window - busy},
-                 {"busy_pct", 100 * d::fraction(busy, window)},
-                 {"idle_pct", 100 * d::fraction(window - busy, window)}};
+namespace {
 
+// The distribution fields a kernel group and an NVTX range share.
+void add_durations(json& j, const Summary& d) {
+  j["count"] = d.count;
+  j["mean_ns"] = d.mean;
+  j["median_ns"] = d.median;
+  j["min_ns"] = d.min;
+  j["max_ns"] = d.max;
+  j["stddev_ns"] = d.stddev;
+}
+
+json trace_json(const Analysis& a) {
+  const auto& m = a.metadata;
+  return {{"schema_version", m.schema_version},
+          {"command_line", m.command_line},
+          {"pid", m.pid},
+          {"started_at", m.started_at},
+          {"finished_at", m.finished_at},
+          {"complete", m.complete},
+          {"dropped_records", m.dropped_records},
+          {"capped_records", m.capped_records},
+          {"skipped_records", a.skipped.count},
+          {"first_skipped_record", a.skipped.first},
+          {"tracer_version", m.tracer_version},
+          {"mode", m.mode},
+          {"records", m.records},
+          {"origin_ns", a.origin_ns}};
+}
+
+json totals_json(const Analysis& a) {
+  const std::int64_t busy = a.busy_ns(), window = a.window_ns();
+  return {{"kernel_count", a.kernel_count},
+          {"kernel_time_ns", a.kernel_total_ns},
+          {"api_calls", a.api_call_count},
+          {"window_ns", window},
+          {"busy_ns", busy},
+          {"idle_ns", window - busy},
+          {"busy_pct", 100 * d::fraction(busy, window)},
+          {"idle_pct", 100 * d::fraction(window - busy, window)}};
+}
+
+json devices_json(const Analysis& a) {
   json devices = json::array();
   for (const auto& u : a.devices) {
     json idle_bins = json::object();
@@ -104,25 +117,25 @@ json to_json(const Analysis& a) {
          {"idle_by_cause", causes_json(u.idle_by_cause, u.idle_ns)},
          {"timeline", {{"bin_ns", u.bin_ns}, {"busy_ns", u.bin_busy_ns}, {"idle_ns", idle_bins}}}});
   }
-  j["devices"] = devices;
+  return devices;
+}
 
+json kernels_json(const Analysis& a) {
   json kernels = json::array();
   for (const auto& g : a.kernels) {
     json k = {{"name", g.name},
               {"share", g.share},
               {"total_ns", g.total_ns},
-              {"count", g.duration_ns.count},
-              {"mean_ns", g.duration_ns.mean},
-              {"median_ns", g.duration_ns.median},
-              {"min_ns", g.duration_ns.min},
-              {"max_ns", g.duration_ns.max},
-              {"stddev_ns", g.duration_ns.stddev},
-              {"distinct_shapes", g.distinct_shapes}};
-    k["launch"] = shape_json(g.shape);
+              {"distinct_shapes", g.distinct_shapes},
+              {"launch", shape_json(g.shape)}};
+    add_durations(k, g.duration_ns);
     kernels.push_back(std::move(k));
   }
-  j["kernels"] = kernels;
+  return kernels;
+}
 
+json gaps_json(const Analysis& a) {
+  const std::int64_t idle = a.window_ns() - a.busy_ns();
   json largest = json::array();
   for (const auto& g : a.largest_gaps)
     largest.push_back({{"device", g.device},
@@ -131,11 +144,13 @@ json to_json(const Analysis& a) {
                        {"duration_ns", g.duration_ns()},
                        {"cause", analyze::to_string(g.cause)},
                        {"next_kernel", g.next_kernel}});
-  j["gaps"] = {{"count", a.gap_count},
-               {"idle_ns", window - busy},
-               {"by_cause", causes_json(a.idle_by_cause, window - busy)},
-               {"largest", largest}};
+  return {{"count", a.gap_count},
+          {"idle_ns", idle},
+          {"by_cause", causes_json(a.idle_by_cause, idle)},
+          {"largest", largest}};
+}
 
+json storms_json(const Analysis& a) {
   json storms = json::array();
   for (const auto& s : a.storms)
     storms.push_back({{"device", s.device},
@@ -145,36 +160,41 @@ json to_json(const Analysis& a) {
                       {"kernel_ns", s.kernel_ns},
                       {"launch_overhead_ns", s.launch_overhead_ns},
                       {"top_kernel", s.top_kernel}});
-  j["storms"] = {{"count", a.storm_count}, {"longest", storms}};
+  return {{"count", a.storm_count}, {"longest", storms}};
+}
 
+json nvtx_json(const Analysis& a) {
   json nvtx = json::array();
-  for (const auto& n : a.nvtx)
-    nvtx.push_back({{"name", n.name},
-                    {"count", n.duration_ns.count},
-                    {"total_ns", n.total_ns},
-                    {"mean_ns", n.duration_ns.mean},
-                    {"median_ns", n.duration_ns.median},
-                    {"min_ns", n.duration_ns.min},
-                    {"max_ns", n.duration_ns.max},
-                    {"stddev_ns", n.duration_ns.stddev},
-                    {"kernels", n.kernels},
-                    {"kernel_gpu_ns", n.kernel_gpu_ns}});
-  j["nvtx"] = nvtx;
+  for (const auto& n : a.nvtx) {
+    json r = {{"name", n.name},
+              {"total_ns", n.total_ns},
+              {"kernels", n.kernels},
+              {"kernel_gpu_ns", n.kernel_gpu_ns}};
+    add_durations(r, n.duration_ns);
+    nvtx.push_back(std::move(r));
+  }
+  return nvtx;
+}
 
+json copies_json(const Analysis& a) {
   json copies = json::array();
   for (const auto& c : a.copies)
     copies.push_back(
         {{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.total_ns}});
-  j["copies"] = copies;
+  return copies;
+}
 
+json backlog_json(const Analysis& a) {
   json backlog = json::array();
   double share = 0;
   for (std::size_t i = 0; i < a.backlog_size; ++i) {
     backlog.push_back(a.kernels[i].name);
     share += a.kernels[i].share;
   }
-  j["backlog"] = {{"target_share", a.backlog_share}, {"share", share}, {"kernels", backlog}};
-  j["counters"] = d::counters_json(a.counters);
+  return {{"target_share", a.backlog_share}, {"share", share}, {"kernels", backlog}};
+}
+
+json timeline_json(const Analysis& a) {
   json overlap = json::array();
   for (const auto& dv : a.timeline.devices)
     overlap.push_back({{"device", dv.device},
@@ -195,11 +215,29 @@ json to_json(const Analysis& a) {
                     {"kernel_ns", r.kernel_ns},
                     {"longest_kernel_ns", r.longest_kernel_ns},
                     {"first_kernel", r.first_kernel}});
-  j["timeline"] = {{"sm_count_known", a.timeline.sm_count_known},
-                   {"devices", overlap},
-                   {"serialized_runs", runs}};
-  j["baseline"] = nullptr;
-  return j;
+  return {{"sm_count_known", a.timeline.sm_count_known},
+          {"devices", overlap},
+          {"serialized_runs", runs}};
+}
+
+}  // namespace
+
+json to_json(const Analysis& a) {
+  return {{"schema_version", kReportSchemaVersion},
+          {"kind", "ktune.report"},
+          {"trace", trace_json(a)},
+          {"group_by", analyze::to_string(a.group_by)},
+          {"totals", totals_json(a)},
+          {"devices", devices_json(a)},
+          {"kernels", kernels_json(a)},
+          {"gaps", gaps_json(a)},
+          {"storms", storms_json(a)},
+          {"nvtx", nvtx_json(a)},
+          {"copies", copies_json(a)},
+          {"backlog", backlog_json(a)},
+          {"counters", d::counters_json(a.counters)},
+          {"timeline", timeline_json(a)},
+          {"baseline", nullptr}};
 }
 
 std::string render_json(const Analysis& a, const RenderOptions& o) {

@@ -1,5 +1,6 @@
 #include "ktune/store/bucket.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -118,6 +119,35 @@ std::string shape_name(std::span<const std::int64_t> shape) {
   return fmt::format("{}", fmt::join(shape, "x"));
 }
 
+std::vector<std::int64_t> shape_of(const BucketPolicy& policy, std::span<const NamedSize> sizes,
+                                   const std::string& op, std::string_view flag) {
+  std::vector<std::string> names;
+  for (const DimRule& r : policy.dims)
+    if (!r.name.empty()) names.push_back(r.name);
+  std::vector<std::int64_t> shape;
+  if (names.empty()) {
+    for (const NamedSize& s : sizes) shape.push_back(s.value);
+  } else {
+    std::vector<std::string> example;
+    for (const auto& n : names) example.push_back(n + "=4096");
+    const auto fail = [&](const std::string& what) {
+      return Error(fmt::format("{} {}; op {} has the dimensions {}: write e.g. {} {}.", flag, what,
+                               op, fmt::join(names, ", "), flag, fmt::join(example, ",")));
+    };
+    for (const NamedSize& s : sizes)
+      if (std::find(names.begin(), names.end(), s.name) == names.end())
+        throw fail(fmt::format("names '{}'", s.name));
+    for (const auto& n : names) {
+      const auto it =
+          std::find_if(sizes.begin(), sizes.end(), [&](const NamedSize& s) { return s.name == n; });
+      if (it == sizes.end()) throw fail(fmt::format("gives no size for '{}'", n));
+      shape.push_back(it->value);
+    }
+  }
+  validate_shape(shape, std::string(flag));
+  return shape;
+}
+
 double shape_distance(std::span<const std::int64_t> a, std::span<const std::int64_t> b) {
   double d = 0;
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
@@ -131,6 +161,7 @@ void to_json(nlohmann::json& j, const BucketPolicy& p) {
     nlohmann::json d{{"kind", kind_name(r.kind)}};
     if (r.kind == BucketKind::multiple) d["multiple"] = r.multiple;
     if (r.kind == BucketKind::ranges) d["bounds"] = r.bounds;
+    if (!r.name.empty()) d["name"] = r.name;
     j["dims"].push_back(std::move(d));
   }
 }
@@ -162,6 +193,7 @@ void from_json(const nlohmann::json& j, BucketPolicy& p) {
       throw Error(
           fmt::format("unknown bucket rule kind '{}'; use exact, pow2, multiple or ranges.", kind));
     }
+    r.name = json_optional_string(d, "name");
     p.dims.push_back(std::move(r));
   }
 }

@@ -49,22 +49,7 @@ CandidateResult GpuEvaluator::evaluate(const ConfigMap& config, std::optional<do
 store::OpSpec op_spec(const ProblemSpec& spec) {
   store::OpSpec op;
   op.op = spec.ktune.op.empty() ? spec.name : spec.ktune.op;
-  for (const auto& v : spec.ktune.shape) {
-    store::DimRule rule;
-    switch (v.bucket.kind) {
-      case BucketPolicy::Kind::Exact:
-        rule.kind = store::BucketKind::exact;
-        break;
-      case BucketPolicy::Kind::Pow2:
-        rule.kind = store::BucketKind::pow2;
-        break;
-      case BucketPolicy::Kind::Multiple:
-        rule.kind = store::BucketKind::multiple;
-        rule.multiple = v.bucket.step;
-        break;
-    }
-    op.buckets.dims.push_back(rule);
-  }
+  for (const auto& v : spec.ktune.shape) op.buckets.dims.push_back(v.bucket);
   nlohmann::json defaults = nlohmann::json::object();
   for (const auto& [k, v] : default_config(spec)) defaults[k] = v;
   op.default_config = defaults;

@@ -180,135 +180,183 @@ Session::Session(const ProblemSpec& spec, SessionOptions options, Evaluator& eva
   }
 }
 
-SessionSummary Session::run() {
-  const std::filesystem::path& dir = opt_.out_dir;
-  const std::filesystem::path results = results_path(dir);
+namespace {
+
+// Creates the output directory; a fresh session refuses one that already holds results.
+void open_out_dir(const std::filesystem::path& dir, bool resume) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
     throw Error(fmt::format("cannot create the output directory {} ({}); pick another --out.",
                             dir.string(), ec.message()));
-  if (!opt_.resume && std::filesystem::exists(results))
+  const std::filesystem::path results = Session::results_path(dir);
+  if (!resume && std::filesystem::exists(results))
     throw Error(
         fmt::format("{} already holds a session; continue it with --resume {} or pick "
                     "another --out.",
                     results.string(), dir.string()));
+}
 
-  const MapScope constants = spec_.constants(opt_.shape);
-  const SearchSpace space = SearchSpace::from_spec(spec_, &constants);
-  const IndexedSpace index(space);
-  std::unique_ptr<Strategy> strategy = make_strategy(opt_.strategy);
-  strategy->begin(index, opt_.seed, opt_.budget);
-  if (!opt_.warm.spaces.empty() || !opt_.warm.winners.empty())
-    strategy->propose_first(warm_start_order(
-        index, opt_.warm, warm_start_count(std::min<std::size_t>(opt_.budget, index.size()))));
+// One run of a session, in its steps: the strategy started over the space (warm-started), what an
+// earlier run recorded read back, then proposals evaluated (or taken from the record) until the
+// stop condition or the space ends the search.
+class SessionRun {
+ public:
+  SessionRun(const ProblemSpec& spec, const SessionOptions& opt, Evaluator& evaluator)
+      : spec_(spec),
+        opt_(opt),
+        evaluator_(evaluator),
+        results_(Session::results_path(opt.out_dir)),
+        constants_(spec.constants(opt.shape)),
+        space_(SearchSpace::from_spec(spec, &constants_)),
+        index_(space_),
+        strategy_(make_strategy(opt.strategy)),
+        stop_{opt.budget, opt.time_limit_s, opt.interrupt} {}
 
-  std::unordered_map<std::string, SessionRecord> recorded;
-  if (opt_.resume)
-    for (SessionRecord& r : read_results(results)) recorded[config_key(r.config)] = std::move(r);
+  SessionSummary run() {
+    start_strategy();
+    if (opt_.resume)
+      for (SessionRecord& r : read_results(results_))
+        recorded_[config_key(r.config)] = std::move(r);
+    s_ = summary_header();
+    log_.emplace(results_);
+    t0_ = opt_.clock_s();
+    std::optional<StopCause> stop;
+    while (!(stop = step())) {
+    }
+    s_.stop = *stop;
+    finish();
+    if (*stop != StopCause::fatal) return std::move(s_);
+    // A fatal candidate is recorded and the files written; the user is told to --resume.
+    const SessionRecord& last = s_.records.back();
+    throw Error(fmt::format(
+        "configuration {} broke the GPU context ({}); it is recorded in {}, so run the same "
+        "command with --resume {} to continue without it.",
+        config_key(last.config), last.result.detail, results_.string(), opt_.out_dir.string()));
+  }
 
-  SessionSummary s;
-  s.spec = spec_.source;
-  s.op = spec_.ktune.op.empty() ? spec_.name : spec_.ktune.op;
-  s.strategy = opt_.strategy;
-  s.seed = opt_.seed;
-  s.budget = opt_.budget;
-  s.time_limit_s = opt_.time_limit_s;
-  s.shape = opt_.shape;
-  s.space_size = index.size();
-  for (const auto& p : spec_.ktune.shape)
-    if (!s.shape.count(p.name) && p.default_value) s.shape[p.name] = *p.default_value;
+ private:
+  void start_strategy() {
+    strategy_->begin(index_, opt_.seed, opt_.budget);
+    if (!opt_.warm.spaces.empty() || !opt_.warm.winners.empty())
+      strategy_->propose_first(warm_start_order(
+          index_, opt_.warm, warm_start_count(std::min<std::size_t>(opt_.budget, index_.size()))));
+  }
 
-  ResultsLog log(results);
-  const double t0 = opt_.clock_s();
-  const auto elapsed = [&] { return opt_.clock_s() - t0; };
-  const auto must_stop = [&]() -> std::optional<StopCause> {
-    if (opt_.time_limit_s > 0 && elapsed() >= opt_.time_limit_s) return StopCause::time;
-    if (opt_.interrupt && opt_.interrupt->load()) return StopCause::interrupted;
-    return std::nullopt;
-  };
-  std::optional<double> best_ns;
-  std::optional<StopCause> stop;
+  SessionSummary summary_header() const {
+    SessionSummary s;
+    s.spec = spec_.source;
+    s.op = spec_.ktune.op.empty() ? spec_.name : spec_.ktune.op;
+    s.strategy = opt_.strategy;
+    s.seed = opt_.seed;
+    s.budget = opt_.budget;
+    s.time_limit_s = opt_.time_limit_s;
+    s.shape = opt_.shape;
+    s.space_size = index_.size();
+    for (const auto& p : spec_.ktune.shape)
+      if (!s.shape.count(p.name) && p.default_value) s.shape[p.name] = *p.default_value;
+    return s;
+  }
 
-  const auto finish = [&] {
-    s.stop = *stop;
-    s.evaluations = s.records.size();
-    s.elapsed_s = elapsed();
-    s.evaluations_per_s = s.elapsed_s > 0 ? static_cast<double>(s.evaluated_now) / s.elapsed_s : 0;
-    write_outputs(dir, s);
-  };
+  double elapsed() const { return opt_.clock_s() - t0_; }
 
   // A sliding window of proposals: after each evaluation one more is proposed and handed to the
   // evaluator to compile ahead, so compiling never drains while the GPU measures.
-  std::deque<std::pair<std::size_t, ConfigMap>> pending;
-  const auto refill = [&] {
-    const std::size_t room = std::min(opt_.prefetch, opt_.budget - s.records.size());
+  void refill() {
+    const std::size_t room = std::min(opt_.prefetch, opt_.budget - s_.records.size());
     std::vector<ConfigMap> fresh;
-    while (pending.size() < room) {
-      const auto p = strategy->propose();
+    while (pending_.size() < room) {
+      const auto p = strategy_->propose();
       if (!p) break;
-      pending.emplace_back(*p, config_of(space, index.at(*p)));
-      if (!recorded.count(config_key(pending.back().second)))
-        fresh.push_back(pending.back().second);
+      pending_.emplace_back(*p, config_of(space_, index_.at(*p)));
+      if (!recorded_.count(config_key(pending_.back().second)))
+        fresh.push_back(pending_.back().second);
     }
     if (!fresh.empty()) evaluator_.prepare(fresh);
-  };
+  }
 
-  while (!stop) {
-    if (s.records.size() >= opt_.budget) {
-      stop = StopCause::budget;
-      break;
-    }
+  // One proposal taken from the record or evaluated and logged; nullopt while the search goes on.
+  std::optional<StopCause> step() {
+    if (stop_.done(s_.records.size())) return StopCause::budget;
     refill();
-    if (pending.empty()) {
-      stop = StopCause::exhausted;
-      break;
-    }
-    const auto [position, config] = std::move(pending.front());
-    pending.pop_front();
+    if (pending_.empty()) return StopCause::exhausted;
+    const auto [position, config] = std::move(pending_.front());
+    pending_.pop_front();
     SessionRecord rec;
-    bool resumed = false;
-    if (auto it = recorded.find(config_key(config)); it != recorded.end()) {
-      rec = it->second;
-      resumed = true;
-      ++s.resumed;
+    const bool resumed = recorded_.count(config_key(config)) != 0;
+    if (resumed) {
+      rec = recorded_.at(config_key(config));
+      ++s_.resumed;
     } else {
-      if ((stop = must_stop())) break;
-      rec.result = evaluator_.evaluate(config, best_ns);
-      rec.config = config;
-      rec.sequence = s.records.size();
-      rec.elapsed_s = elapsed();
-      rec.timestamp = utc_now_iso8601();
-      log.append(record_json(rec));
-      ++s.evaluated_now;
-      if (rec.result.compile_s > 0)
-        s.compile_s_mean += (rec.result.compile_s - s.compile_s_mean) / double(++s.compiled);
+      if (stop_.out_of_time(elapsed())) return StopCause::time;
+      if (stop_.interrupted()) return StopCause::interrupted;
+      rec = evaluate(config);
     }
+    observe(position, rec);
+    const bool fatal = rec.result.fatal && !resumed;
+    s_.records.push_back(std::move(rec));
+    if (fatal) return StopCause::fatal;
+    return std::nullopt;
+  }
+
+  SessionRecord evaluate(const ConfigMap& config) {
+    SessionRecord rec;
+    rec.result = evaluator_.evaluate(config, best_ns_);
+    rec.config = config;
+    rec.sequence = s_.records.size();
+    rec.elapsed_s = elapsed();
+    rec.timestamp = utc_now_iso8601();
+    log_->append(record_json(rec));
+    ++s_.evaluated_now;
+    if (rec.result.compile_s > 0)
+      s_.compile_s_mean += (rec.result.compile_s - s_.compile_s_mean) / double(++s_.compiled);
+    return rec;
+  }
+
+  void observe(std::size_t position, const SessionRecord& rec) {
     const CandidateResult& r = rec.result;
-    ++s.counts[r.status];
+    ++s_.counts[r.status];
     // A screened-out candidate ran correctly and its rough time ranks it: the strategy learns
     // from that time, while the record keeps the outcome "slower".
     Evaluation e{position, r.status, r.time_ns};
     if (r.status == Status::slower && r.time_ns > 0) e.status = Status::ok;
-    strategy->observe(e);
-    if (r.status == Status::ok && r.full && (!best_ns || r.time_ns < *best_ns)) {
-      best_ns = r.time_ns;
-      s.best = rec;
-    }
-    const bool fatal = r.fatal && !resumed;
-    const std::string detail = r.detail;
-    s.records.push_back(std::move(rec));  // `r` refers into `rec`: not used below
-    if (fatal) {
-      stop = StopCause::fatal;
-      finish();
-      throw Error(fmt::format(
-          "configuration {} broke the GPU context ({}); it is recorded in {}, so run the same "
-          "command with --resume {} to continue without it.",
-          config_key(config), detail, results.string(), dir.string()));
+    strategy_->observe(e);
+    if (r.status == Status::ok && r.full && (!best_ns_ || r.time_ns < *best_ns_)) {
+      best_ns_ = r.time_ns;
+      s_.best = rec;
     }
   }
-  finish();
-  return s;
+
+  void finish() {
+    s_.evaluations = s_.records.size();
+    s_.elapsed_s = elapsed();
+    s_.evaluations_per_s =
+        s_.elapsed_s > 0 ? static_cast<double>(s_.evaluated_now) / s_.elapsed_s : 0;
+    write_outputs(opt_.out_dir, s_);
+  }
+
+  const ProblemSpec& spec_;
+  const SessionOptions& opt_;
+  Evaluator& evaluator_;
+  const std::filesystem::path results_;
+  const MapScope constants_;
+  const SearchSpace space_;
+  const IndexedSpace index_;
+  std::unique_ptr<Strategy> strategy_;
+  const StopCondition stop_;
+  std::unordered_map<std::string, SessionRecord> recorded_;  // by config_key, when resuming
+  SessionSummary s_;
+  std::optional<ResultsLog> log_;
+  double t0_ = 0;
+  std::optional<double> best_ns_;
+  std::deque<std::pair<std::size_t, ConfigMap>> pending_;  // (position, configuration)
+};
+
+}  // namespace
+
+SessionSummary Session::run() {
+  open_out_dir(opt_.out_dir, opt_.resume);
+  return SessionRun(spec_, opt_, evaluator_).run();
 }
 
 // -----------------------------------------------------------------------------------------------

@@ -331,7 +331,7 @@ KtuneExtension parse_extension(const json& j, const Fields& f, const std::string
       ShapeVariable v;
       v.name = sf.string(e, "name", std::nullopt);
       try {
-        v.bucket = BucketPolicy::parse(sf.string(e, "bucket", "exact"));
+        v.bucket = parse_bucket_rule(sf.string(e, "bucket", "exact"), v.name);
       } catch (const Error& err) {
         sf.fail("bucket", err.what());
       }
@@ -380,38 +380,12 @@ std::optional<GridSource> grid_source_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-std::int64_t BucketPolicy::bucket(std::int64_t value) const {
-  switch (kind) {
-    case Kind::Exact:
-      return value;
-    case Kind::Pow2: {
-      std::int64_t p = 1;
-      while (p < value && p < (std::int64_t{1} << 62)) p <<= 1;
-      return p;
-    }
-    case Kind::Multiple:
-      return (value + step - 1) / step * step;
-  }
-  return value;
-}
-
-std::string BucketPolicy::to_string() const {
-  switch (kind) {
-    case Kind::Exact:
-      return "exact";
-    case Kind::Pow2:
-      return "pow2";
-    case Kind::Multiple:
-      return fmt::format("multiple:{}", step);
-  }
-  return "?";
-}
-
-BucketPolicy BucketPolicy::parse(std::string_view text) {
-  BucketPolicy p;
+store::DimRule parse_bucket_rule(std::string_view text, const std::string& name) {
+  store::DimRule p;
+  p.name = name;
   if (text == "exact") return p;
   if (text == "pow2") {
-    p.kind = Kind::Pow2;
+    p.kind = store::BucketKind::pow2;
     return p;
   }
   if (text.substr(0, 9) == "multiple:") {
@@ -419,8 +393,8 @@ BucketPolicy BucketPolicy::parse(std::string_view text) {
     char* end = nullptr;
     const long long step = std::strtoll(n.c_str(), &end, 10);
     if (!n.empty() && !*end && step > 0) {
-      p.kind = Kind::Multiple;
-      p.step = step;
+      p.kind = store::BucketKind::multiple;
+      p.multiple = step;
       return p;
     }
   }

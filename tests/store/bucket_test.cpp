@@ -65,5 +65,21 @@ TEST(Bucket, ShapesMustBePositive) {
   EXPECT_NO_THROW(validate_shape(std::vector<std::int64_t>{4, 1}, "q"));
 }
 
+TEST(Bucket, NamedSizesFollowTheDeclaredDimensionNames) {
+  const BucketPolicy named{{DimRule{.name = "m"}, DimRule{.name = "k"}}};
+  const std::vector<NamedSize> sizes{{"k", 32}, {"m", 1024}};
+  EXPECT_EQ(shape_of(named, sizes, "gemm", "--shape"), (std::vector<std::int64_t>{1024, 32}));
+  EXPECT_THROW(shape_of(named, std::vector<NamedSize>{{"m", 4}}, "gemm", "--shape"), Error);
+  EXPECT_THROW(
+      shape_of(named, std::vector<NamedSize>{{"m", 4}, {"k", 4}, {"n", 4}}, "gemm", "--shape"),
+      Error);
+  // An op that names no dimensions takes the sizes in the order written.
+  EXPECT_EQ(shape_of(BucketPolicy{}, sizes, "scale", "--shape"),
+            (std::vector<std::int64_t>{32, 1024}));
+  nlohmann::json j = named;
+  EXPECT_EQ(j["dims"][1]["name"], "k");
+  EXPECT_EQ(j.get<BucketPolicy>().dims[1].name, "k");
+}
+
 }  // namespace
 }  // namespace ktune::store

@@ -37,7 +37,7 @@ TEST_F(CacheCli, PutGetLsExportImportWithJsonShapes) {
   EXPECT_EQ(pj["reason"], "new key");
 
   auto get = run_ktune(db() +
-                       "cache get --json --op scale --dtype f32 --shape 4096 --arch sm_90 "
+                       "cache get --json --op scale --dtype f32 --shape n=4096 --arch sm_90 "
                        "--device-name H100 --toolkit 13.1");
   ASSERT_EQ(get.exit_code, 0) << get.err;
   const auto gj = nlohmann::json::parse(get.out);
@@ -85,12 +85,51 @@ TEST_F(CacheCli, BadInputGetsOneSentenceAndNonZeroExit) {
                          "cache get --op a --dtype f32 --shape 12xq --arch sm_90 "
                          "--device-name H --toolkit 1");
   EXPECT_EQ(shape.exit_code, 1);
-  EXPECT_NE(shape.err.find("--shape '12xq'"), std::string::npos) << shape.err;
+  EXPECT_NE(shape.err.find("--shape item '12xq' is not NAME=VALUE"), std::string::npos)
+      << shape.err;
 
   auto pg = run_ktune("--db 'postgresql://u:hunter2@127.0.0.1:1/x' cache ls");
   EXPECT_EQ(pg.exit_code, 1);
   EXPECT_EQ(pg.err.find("hunter2"), std::string::npos) << pg.err;
   EXPECT_NE(pg.err.find("u:***@"), std::string::npos) << pg.err;
+}
+
+// One --shape syntax, tune's: sizes by the op's dimension names, in any order; the old form gets
+// one sentence saying how to write it.
+TEST_F(CacheCli, ShapeIsGivenByTheOpsDimensionNames) {
+  std::ofstream(dir_ / "pack.json") << R"({"format":"ktune-tuning-pack","schema_version":1,
+    "ops":[{"op":"gemm","buckets":{"dims":[{"kind":"exact","name":"m"},
+      {"kind":"exact","name":"n"},{"kind":"exact","name":"k"}]},"default_config":null}],
+    "entries":[{"op":"gemm","dtype":"f16","arch":"sm_90","device_name":"H100","toolkit":"13.0",
+      "driver_major":0,"shape":[64,128,256],"config":{"tile":64},"median_ns":5000,
+      "noise_ns":10,"samples":20,"throughput":1e12,"throughput_unit":"flop/s",
+      "verification":"passed","provenance":{"strategy":"grid"}}]})";
+  ASSERT_EQ(run_ktune(db() + "cache import " + (dir_ / "pack.json").string()).exit_code, 0);
+  const std::string get = db() +
+                          "cache get --json --op gemm --dtype f16 --arch sm_90 "
+                          "--device-name H100 --toolkit 13.0 --shape ";
+  auto named = run_ktune(get + "k=256,m=64,n=128");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  const auto j = nlohmann::json::parse(named.out);
+  EXPECT_EQ(j["match"], "exact");
+  EXPECT_EQ(j["bucket"], "64x128x256");
+
+  auto missing = run_ktune(get + "m=64,n=128");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("--shape gives no size for 'k'; op gemm has the dimensions m, n, k: "
+                             "write e.g. --shape m=4096,n=4096,k=4096."),
+            std::string::npos)
+      << missing.err;
+  auto unknown = run_ktune(get + "m=64,n=128,x=256");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("--shape names 'x'"), std::string::npos) << unknown.err;
+
+  auto old = run_ktune(get + "64x128x256");
+  EXPECT_EQ(old.exit_code, 1);
+  EXPECT_NE(old.err.find("--shape 64x128x256 is the old form, sizes joined by 'x'; name each "
+                         "size instead, e.g. --shape m=4096,n=4096,k=1024."),
+            std::string::npos)
+      << old.err;
 }
 
 TEST_F(CacheCli, ExportNeverWritesOverItsOwnStore) {
@@ -167,7 +206,7 @@ TEST_F(CacheCli, DeeplyNestedConfigIsRefusedNotACrash) {
 TEST_F(CacheCli, ReadingCommandsCreateNothing) {
   const auto typo = dir_ / "typo" / "dir" / "x.db";
   for (const char* cmd : {"cache ls", "cache stats --toolkit 13.0", "cache export",
-                          "cache get --op scale --dtype f32 --shape 4096 --arch sm_90 "
+                          "cache get --op scale --dtype f32 --shape n=4096 --arch sm_90 "
                           "--device-name H100 --toolkit 13.0"}) {
     auto r = run_ktune("--db " + typo.string() + " " + cmd);
     EXPECT_EQ(r.exit_code, 1) << cmd;

@@ -15,27 +15,36 @@ extern char** environ;
 namespace ktune::store {
 namespace {
 
-class ConcurrencyTest : public test::StoreTest {};
+class ConcurrencyTest : public test::StoreTest {
+ protected:
+  // Starts `writers` store_writer processes at once, each offering `count` entries to url(), and
+  // expects every one of them to exit 0.
+  void run_writers(int writers, int count) {
+    std::vector<pid_t> pids;
+    const std::string per_writer = std::to_string(count);
+    for (int i = 0; i < writers; ++i) {
+      const std::string id = std::to_string(i);
+      const char* argv[] = {KTUNE_STORE_WRITER, url().c_str(), id.c_str(), per_writer.c_str(),
+                            nullptr};
+      pid_t pid = 0;
+      ASSERT_EQ(posix_spawn(&pid, KTUNE_STORE_WRITER, nullptr, nullptr,
+                            const_cast<char* const*>(argv), environ),
+                0);
+      pids.push_back(pid);
+    }
+    for (pid_t pid : pids) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "writer " << pid << " ended with status " << status;
+    }
+  }
+};
 
 TEST_P(ConcurrencyTest, SixteenWriterProcessesLoseNothing) {
   constexpr int kWriters = 16, kCount = 25;
   Store::open(url());  // create the schema first so the writers contend on data, not DDL
-  std::vector<pid_t> pids;
-  for (int i = 0; i < kWriters; ++i) {
-    const std::string id = std::to_string(i), count = std::to_string(kCount);
-    const char* argv[] = {KTUNE_STORE_WRITER, url().c_str(), id.c_str(), count.c_str(), nullptr};
-    pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, KTUNE_STORE_WRITER, nullptr, nullptr,
-                          const_cast<char* const*>(argv), environ),
-              0);
-    pids.push_back(pid);
-  }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "writer " << pid << " ended with status " << status;
-  }
+  ASSERT_NO_FATAL_FAILURE(run_writers(kWriters, kCount));
   auto store = Store::open(url());
   EntryFilter f;
   f.op = "contended";
@@ -52,22 +61,7 @@ TEST_P(ConcurrencyTest, SixteenWriterProcessesLoseNothing) {
 // PostgreSQL database used to end with 5-7 of them failing on "relation already exists".
 TEST_P(ConcurrencyTest, EightProcessesMigrateAFreshStoreTogether) {
   constexpr int kWriters = 8;
-  std::vector<pid_t> pids;
-  for (int i = 0; i < kWriters; ++i) {
-    const std::string id = std::to_string(i);
-    const char* argv[] = {KTUNE_STORE_WRITER, url().c_str(), id.c_str(), "1", nullptr};
-    pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, KTUNE_STORE_WRITER, nullptr, nullptr,
-                          const_cast<char* const*>(argv), environ),
-              0);
-    pids.push_back(pid);
-  }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "writer " << pid << " ended with status " << status;
-  }
+  ASSERT_NO_FATAL_FAILURE(run_writers(kWriters, 1));
   auto store = Store::open(url());
   EXPECT_EQ(store->schema_version(), Store::kSchemaVersion);
   EntryFilter f;

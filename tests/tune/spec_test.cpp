@@ -50,8 +50,10 @@ TEST(Spec, ReadsT1AndKtuneExtension) {
   EXPECT_EQ(s.ktune.reference->configuration.at("block_x").as_int(), 16);
   EXPECT_DOUBLE_EQ(s.ktune.tolerance.rtol, 1e-4);
   ASSERT_EQ(s.ktune.shape.size(), 3u);
-  EXPECT_EQ(s.ktune.shape[0].bucket.to_string(), "pow2");
-  EXPECT_EQ(s.ktune.shape[1].bucket.to_string(), "multiple:64");
+  EXPECT_EQ(s.ktune.shape[0].bucket.kind, store::BucketKind::pow2);
+  EXPECT_EQ(s.ktune.shape[0].bucket.name, s.ktune.shape[0].name);
+  EXPECT_EQ(s.ktune.shape[1].bucket.kind, store::BucketKind::multiple);
+  EXPECT_EQ(s.ktune.shape[1].bucket.multiple, 64);
 }
 
 TEST(Spec, ConstantsAndLaunchGeometry) {
@@ -73,13 +75,17 @@ TEST(Spec, ConstantsAndLaunchGeometry) {
   EXPECT_THROW(s.constants({{"Q", 1}}), Error);
 }
 
-TEST(Spec, BucketPolicies) {
-  EXPECT_EQ(BucketPolicy::parse("pow2").bucket(1000), 1024);
-  EXPECT_EQ(BucketPolicy::parse("pow2").bucket(1024), 1024);
-  EXPECT_EQ(BucketPolicy::parse("multiple:64").bucket(65), 128);
-  EXPECT_EQ(BucketPolicy::parse("exact").bucket(77), 77);
-  EXPECT_THROW(BucketPolicy::parse("multiple:0"), Error);
-  EXPECT_THROW(BucketPolicy::parse("log"), Error);
+TEST(Spec, BucketRules) {
+  const auto hi = [](std::string_view text, std::int64_t size) {
+    return store::bucket_dim(parse_bucket_rule(text, "n"), size).hi;
+  };
+  EXPECT_EQ(hi("pow2", 1000), 1024);
+  EXPECT_EQ(hi("pow2", 1024), 1024);
+  EXPECT_EQ(hi("multiple:64", 65), 128);
+  EXPECT_EQ(hi("exact", 77), 77);
+  EXPECT_EQ(parse_bucket_rule("exact", "n").name, "n");
+  EXPECT_THROW(parse_bucket_rule("multiple:0", "n"), Error);
+  EXPECT_THROW(parse_bucket_rule("log", "n"), Error);
 }
 
 TEST(Spec, ExpressionErrorsNameFileFieldAndPosition) {

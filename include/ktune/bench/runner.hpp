@@ -33,7 +33,7 @@ class LoadedKernel {
   KernelLaunch launch_;
 };
 
-// Compiles `launch` with compile_cached for the arch of `ctx`; throws cuda::CompileError.
+// Compiles `launch` with compile_cached for `arch` ("sm_90"); throws cuda::CompileError.
 cuda::CompiledProgram compile_launch(const KernelLaunch& launch, const std::string& arch);
 
 // The argument buffers of one Problem (shared by its candidate and reference runs).

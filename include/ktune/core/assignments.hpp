@@ -1,6 +1,7 @@
 #pragma once
 // The one reader of NAME=VALUE,NAME=VALUE lists, the syntax of --config, --shape, --stop and --tag.
 // Each caller gives the values their meaning; this only splits and names what is malformed.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,5 +18,16 @@ struct Assignment {
 // repeats a name, with `example` (e.g. "n=4096,k=8192") as the fix.
 std::vector<Assignment> parse_assignments(std::string_view text, std::string_view flag,
                                           std::string_view example);
+
+struct NamedSize {
+  std::string name;
+  std::int64_t value = 0;  // > 0
+};
+
+// A shape by name, "n=4096,k=8192" (the --shape of tune, queue and cache), in the order written:
+// parse_assignments with every value a positive integer. The old positional form "4096x4096" is
+// refused with one sentence saying how to write it.
+std::vector<NamedSize> parse_named_sizes(std::string_view text, std::string_view flag,
+                                         std::string_view example);
 
 }  // namespace ktune

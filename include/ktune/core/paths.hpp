@@ -1,7 +1,9 @@
 #pragma once
 // Where ktune keeps its files by default, and how it writes them without leaving halves behind.
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
+#include <iosfwd>
 #include <string_view>
 
 namespace ktune {
@@ -28,6 +30,10 @@ void check_output_path(const std::filesystem::path& output,
 // one, never a half. Checks `path` with check_output_path first. Throws ktune::Error naming the
 // path on failure.
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+// The same for an output too large to hold in memory: `write` streams it into the temporary file.
+// Whatever `write` throws propagates, and the temporary file is removed.
+void write_file_atomic(const std::filesystem::path& path,
+                       const std::function<void(std::ostream&)>& write);
 
 // Whole file as a string; ktune::Error naming the path if it cannot be read.
 std::string read_file(const std::filesystem::path& path);

@@ -1,6 +1,7 @@
 #pragma once
-// CUPTI checked calls. Only the tracer and the counter tier include this (they link CUPTI); the
-// tracer uses the _WARN twin everywhere, since it must never throw into its host program.
+// CUPTI checked calls, for code that links CUPTI. Nothing includes this yet: the tracer and the
+// counter tier (src/trace) still name CUPTI results with their own helpers, which never throw into
+// the host program; they are to move onto the _WARN twin here.
 #include <cupti.h>
 
 #include "ktune/cuda/check.hpp"

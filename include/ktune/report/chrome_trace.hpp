@@ -22,8 +22,8 @@ struct ChromeTraceCounts {
 // Event times are microseconds from the trace's first record (three decimals: nanoseconds exact).
 ChromeTraceCounts write_chrome_trace(analyze::TraceSource& source, std::ostream& out);
 
-// Writes to a temporary sibling of `path` and renames it into place; ktune::Error naming the path
-// if it cannot be written.
+// Writes through write_file_atomic (core/paths.hpp): the output is checked, written to a temporary
+// sibling and renamed into place; ktune::Error naming the path if it cannot be written.
 ChromeTraceCounts export_chrome_trace(analyze::TraceSource& source,
                                       const std::filesystem::path& path);
 

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/core/assignments.hpp"
+
 namespace ktune::store {
 
 enum class BucketKind {
@@ -23,6 +25,7 @@ struct DimRule {
   BucketKind kind = BucketKind::exact;
   std::int64_t multiple = 0;         // kind == multiple
   std::vector<std::int64_t> bounds;  // kind == ranges, strictly ascending, positive
+  std::string name;                  // the spec's shape variable ("n"); empty: unnamed
 };
 
 // One rule per dimension; a single rule applies to every dimension; none means exact.
@@ -48,11 +51,17 @@ std::vector<DimRange> bucket_of(const BucketPolicy& policy, std::span<const std:
 std::string bucket_name(std::span<const DimRange> ranges);
 std::string shape_name(std::span<const std::int64_t> shape);  // "4096x4096x1024"
 
+// The shape `sizes` (parse_named_sizes) gives an op: in the order of the dimension names its policy
+// declares, or in the order written when it names none. Throws ktune::Error naming `flag`, the op
+// and its dimension names when a size is missing or unknown.
+std::vector<std::int64_t> shape_of(const BucketPolicy& policy, std::span<const NamedSize> sizes,
+                                   const std::string& op, std::string_view flag);
+
 // How far apart two shapes of the same rank are: sum over dimensions of |log2(a) - log2(b)|.
 double shape_distance(std::span<const std::int64_t> a, std::span<const std::int64_t> b);
 
-// JSON: {"dims": [{"kind": "pow2"}, {"kind": "multiple", "multiple": 128},
-//                 {"kind": "ranges", "bounds": [256, 1024]}]}
+// JSON: {"dims": [{"kind": "pow2", "name": "n"}, {"kind": "multiple", "multiple": 128},
+//                 {"kind": "ranges", "bounds": [256, 1024]}]} ("name" only when set)
 void to_json(nlohmann::json& j, const BucketPolicy& p);
 void from_json(const nlohmann::json& j, BucketPolicy& p);  // Error on unknown kinds or fields
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/store/bucket.hpp"
 #include "ktune/tune/expression.hpp"
 
 namespace ktune::tune {
@@ -76,21 +77,14 @@ struct KernelSpec {
   std::vector<Argument> arguments;
 };
 
-// How one shape variable maps onto a cache key: "exact", "pow2" (next power of two at or above),
-// or "multiple:N" (next multiple of N at or above).
-struct BucketPolicy {
-  enum class Kind { Exact, Pow2, Multiple };
-  Kind kind = Kind::Exact;
-  std::int64_t step = 1;  // Multiple only
-  std::int64_t bucket(std::int64_t value) const;
-  std::string to_string() const;
-  // Throws ktune::Error naming the text and the accepted forms.
-  static BucketPolicy parse(std::string_view text);
-};
+// A shape variable's "bucket" as a spec writes it: "exact", "pow2" (the power-of-two range at or
+// above) or "multiple:N" (the multiple of N at or above); the rule is the store's (bucket.hpp),
+// named after the variable. Throws ktune::Error naming the text and the accepted forms.
+store::DimRule parse_bucket_rule(std::string_view text, const std::string& name);
 
 struct ShapeVariable {
   std::string name;
-  BucketPolicy bucket;
+  store::DimRule bucket;  // bucket.name == name
   std::optional<std::int64_t> default_value;
 };
 

@@ -3,6 +3,7 @@
 // so far; every proposal is evaluated and its outcome, failures included, is fed back. Strategies
 // are registered by name and reproducible: the same space, seed and results give the same
 // proposals.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,10 +25,16 @@ struct Evaluation {
   double time_ns = 0;  // meaningful only when status is Ok
 };
 
-// When a search ends: after `max_evaluations` (failures count), or when the space is exhausted.
+// When a search ends, besides the space running out: after `max_evaluations` (failures count),
+// and, for a session on a GPU, before measuring once `time_limit_s` of wall clock has passed or
+// `interrupt` is set. Replay and the tuning session both stop by it.
 struct StopCondition {
   std::size_t max_evaluations = 100;
+  double time_limit_s = 0;                       // 0: none
+  const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop
   bool done(std::size_t evaluations) const { return evaluations >= max_evaluations; }
+  bool out_of_time(double elapsed_s) const { return time_limit_s > 0 && elapsed_s >= time_limit_s; }
+  bool interrupted() const { return interrupt && interrupt->load(); }
 };
 
 class Strategy {
