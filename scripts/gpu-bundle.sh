@@ -13,9 +13,9 @@ if [ -z "${KTUNE_BUNDLE_FROM:-}" ]; then
 fi
 cmake --build "$build" -j"$(nproc)"
 mkdir -p "$build/lib"
-# libpq and the OpenLDAP 2.5 libraries it needs are absent from the GPU image (Ubuntu 24.04 ships
+# libpq, the OpenLDAP 2.5 libraries it needs and toml++ are absent from the GPU image (Ubuntu 24.04 ships
 # OpenLDAP 2.6); gpu-mount.sh puts them on LD_LIBRARY_PATH there.
-for lib in libpq.so.5 libldap-2.5.so.0 liblber-2.5.so.0 libsasl2.so.2; do
+for lib in libpq.so.5 libldap-2.5.so.0 liblber-2.5.so.0 libsasl2.so.2 libtomlplusplus.so.3; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$build/lib/"
 done
 # The hub kernels the tuning benchmark reads (shared/ does not travel to the GPU machine).

@@ -27,6 +27,11 @@ summary=()
   [ -n "$missing" ] && echo "MISSING LIBRARIES: $missing"
   "$bin" info
 } 2>&1 | tee "$out/identity.txt"
+# Every later step would fail for the same reason; say it once.
+if grep -q 'MISSING LIBRARIES' "$out/identity.txt"; then
+  echo "gpu-tier.sh: the bundle needs libraries this machine lacks (above); add them to scripts/gpu-bundle.sh's lib/." >&2
+  exit 1
+fi
 
 if [ -z "${KTUNE_GPU_SKIP_TESTS:-}" ]; then
   # OccupancyGpu records the driver's occupancy answers here (commit as tests/fixtures/occupancy/).
