@@ -6,7 +6,8 @@ build=$1 data=$2/tuning strategies=$3 budgets=$4 seeds=$5
 here=$(cd "$(dirname "$0")" && pwd)
 exe=${STUDY_EXE:-$build/replay-study}
 [ -x "$exe" ] || g++ -O2 -std=c++20 -I"$here/../../include" "$here/study.cpp" \
-  "$build/src/tune/libktune_tune.a" "$build/src/core/libktune_core.a" -lfmt -lz -pthread -o "$exe"
+  "$build/src/tune/libktune_tune.a" "$build/src/bench/libktune_bench.a" \
+  "$build/src/core/libktune_core.a" -lfmt -lz -pthread -o "$exe"
 args=()
 for gpu in A100 A4000 A6000 MI250X W6600 W7800; do
   args+=("dedispersion=$data/dedispersion_milo/${gpu}_T4.json.gz@$data/dedispersion_milo/T1.json")
