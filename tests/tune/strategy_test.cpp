@@ -148,6 +148,42 @@ TEST(Strategy, ModelAndHybridBeatRandomOnSyntheticSpaces) {
   }
 }
 
+// A space whose time falls towards a cliff of failures, as in kernels where the fastest tiles sit
+// next to the ones that exceed a resource: `a` speeds the kernel up until a >= 5 fails.
+T4File cliff_space() {
+  T4File f;
+  f.source = "cliff";
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 10; ++b)
+      for (int c = 0; c < 6; ++c) {
+        T4Record r;
+        r.configuration = {{"a", Value(a)}, {"b", Value(b)}, {"c", Value(c)}};
+        r.time_ns = 1e6 * (1 + 0.4 * (7 - a) + 0.02 * std::abs(b - 6) + 0.03 * std::abs(c - 2));
+        if (a >= 5) r.status = Status::resources_exceeded;
+        f.results.push_back(r);
+      }
+  return f;
+}
+
+TEST(Strategy, ModelStrategiesLearnWhereConfigurationsFailAndStayAway) {
+  // Failures enter the model as slower than any success. A model that left them out would see
+  // only the trend towards larger `a` and keep proposing into the failing 3/8 of the space.
+  const auto space = RecordedSpace::from_records(cliff_space());
+  for (const char* name : {"model", "hybrid", "random"}) {
+    std::size_t failed = 0, after_start = 0;
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      const auto p = proposals(name, *space, seed, 80);
+      for (std::size_t k = 20; k < p.size(); ++k, ++after_start)
+        failed += space->evaluate(p[k]).status != Status::ok;
+    }
+    const double share = static_cast<double>(failed) / static_cast<double>(after_start);
+    if (std::string(name) == "random")
+      EXPECT_GT(share, 0.25) << "the space's failing share is 3/8";
+    else
+      EXPECT_LT(share, 0.2) << name;
+  }
+}
+
 TEST(Strategy, ProposeFirstLeadsThenTheStrategyTakesOver) {
   const auto space = RecordedSpace::from_records(synthetic_space(5));
   auto s = make_strategy("hybrid");
