@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "ktune/analyze/source.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/fleet/ingest.hpp"
 #include "ktune/fleet/query.hpp"
@@ -144,18 +143,43 @@ int main(int argc, char** argv) {
                      {"aggregates", r.aggregates},
                      {"records_per_s", rate}};
 
-    // The fleet's own share of ingest, without the trace reader: the same records from memory
-    // (analyze::MemorySource), aggregated and pushed as a second run.
+    // The trace reader's share: one visit of the kernels as ingest makes it (stored order), and
+    // one in start order as reports make it, each record only counted.
+    for (const auto order :
+         {ktune::trace::VisitOrder::stored, ktune::trace::VisitOrder::by_start}) {
+      const bool stored = order == ktune::trace::VisitOrder::stored;
+      const auto tr = Clock::now();
+      const double cr = cpu_s();
+      const ktune::trace::KtraceReader reader(trace);
+      std::uint64_t n = 0;
+      reader.kernels(
+          [&](const ktune::trace::KernelRecord&) { ++n; }, order,
+          stored ? ktune::trace::KernelColumns::launch : ktune::trace::KernelColumns::all);
+      const double wall = since(tr), cpu = cpu_s() - cr;
+      fmt::print(
+          "read only ({}): {} records in {:.3f} s wall, {:.3f} s CPU: {:.2f} M records per "
+          "second wall\n",
+          stored ? "launch columns in stored order, as ingest reads"
+                 : "every column in start order, as reports read",
+          n, wall, cpu, static_cast<double>(n) / wall / 1e6);
+      out[stored ? "read_stored" : "read_by_start"] = {
+          {"kernel_records", n}, {"seconds", wall}, {"cpu_s", cpu}};
+    }
+
+    // The fleet's own share of ingest, without the trace reader: the same records from memory,
+    // aggregated and pushed as a second run.
     {
-      ktune::trace::Trace mem;
-      mem.metadata = ktune::analyze::KtraceSource(trace).metadata();
-      mem.metadata.pid += 1;  // another run
-      ktune::analyze::KtraceSource(trace).kernels(
-          [&](const ktune::trace::KernelRecord& k) { mem.kernels.push_back(k); });
-      ktune::analyze::MemorySource source(std::move(mem));
+      const ktune::trace::KtraceReader reader(trace);
+      ktune::trace::TraceMetadata metadata = reader.metadata();
+      metadata.pid += 1;  // another run
+      std::vector<ktune::trace::KernelRecord> records;
+      reader.kernels([&](const ktune::trace::KernelRecord& k) { records.push_back(k); },
+                     ktune::trace::VisitOrder::stored);
       const auto tm = Clock::now();
       const double cm = cpu_s();
-      auto agg = ktune::fleet::aggregate(source, "memory", {});
+      ktune::fleet::RunAggregator aggregator;
+      for (const auto& k : records) aggregator.add(k);
+      auto agg = aggregator.finish(metadata, "memory", {});
       fleet.push_run(agg.run, agg.aggregates);
       const double wall = since(tm), cpu = cpu_s() - cm;
       const auto n = static_cast<double>(agg.kernel_records);

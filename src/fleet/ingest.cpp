@@ -59,6 +59,46 @@ struct Accumulator {
 
 }  // namespace
 
+// Keyed first by name (one hash of the long demangled name per record), then by the few launch
+// shapes and devices a kernel has, searched linearly.
+struct RunAggregator::Impl {
+  struct Shape {
+    std::int32_t grid[3], block[3];
+    std::uint32_t device;
+    Accumulator acc;
+  };
+  std::unordered_map<std::string, std::vector<Shape>> by_name;
+  std::uint64_t records = 0;
+};
+
+RunAggregator::RunAggregator() : impl_(std::make_unique<Impl>()) {}
+RunAggregator::~RunAggregator() = default;
+
+void RunAggregator::add(const trace::KernelRecord& k) {
+  auto& shapes = impl_->by_name[k.display_name()];
+  Impl::Shape* s = nullptr;
+  for (auto& c : shapes)
+    if (c.device == k.device_id && c.grid[0] == k.grid_x && c.grid[1] == k.grid_y &&
+        c.grid[2] == k.grid_z && c.block[0] == k.block_x && c.block[1] == k.block_y &&
+        c.block[2] == k.block_z) {
+      s = &c;
+      break;
+    }
+  if (!s) {
+    shapes.push_back(
+        {{k.grid_x, k.grid_y, k.grid_z}, {k.block_x, k.block_y, k.block_z}, k.device_id, {}});
+    s = &shapes.back();
+  }
+  const auto d = static_cast<std::int64_t>(k.duration_ns());
+  Accumulator& a = s->acc;
+  ++a.calls;
+  a.total_ns += d;
+  a.min_ns = std::min(a.min_ns, d);
+  a.max_ns = std::max(a.max_ns, d);
+  a.sketch.add(static_cast<double>(d));
+  ++impl_->records;
+}
+
 const char* to_string(store::PushOutcome o) {
   switch (o) {
     case store::PushOutcome::added:
@@ -111,12 +151,13 @@ std::string run_identity(const trace::TraceMetadata& m, const std::filesystem::p
   h.add(std::to_string(m.ppid));
   h.add(m.started_at);
   for (const auto& arg : m.command_line) h.add(arg);
+  // Each periodic window of a process is a trace, and a run, of its own.
+  if (m.window.period_s > 0) h.add("window " + std::to_string(m.window.index));
   return "m" + h.hex();
 }
 
-RunAggregates aggregate(analyze::TraceSource& source, const std::string& location, const Tags& tags,
-                        const std::filesystem::path& file) {
-  const trace::TraceMetadata& m = source.metadata();
+RunAggregates RunAggregator::finish(const trace::TraceMetadata& m, const std::string& location,
+                                    const Tags& tags, const std::filesystem::path& file) const {
   RunAggregates out;
   store::FleetRun& run = out.run;
   run.run_id = run_identity(m, file);
@@ -129,39 +170,7 @@ RunAggregates aggregate(analyze::TraceSource& source, const std::string& locatio
   run.rank = tags.rank;
   run.tags = tags.all;
   run.complete = m.complete;
-
-  // Keyed first by name (one hash of the long demangled name per record), then by the few launch
-  // shapes and devices a kernel has, searched linearly.
-  struct Shape {
-    std::int32_t grid[3], block[3];
-    std::uint32_t device;
-    Accumulator acc;
-  };
-  std::unordered_map<std::string, std::vector<Shape>> by_name;
-  source.kernels([&](const trace::KernelRecord& k) {
-    auto& shapes = by_name[analyze::display_name(k)];
-    Shape* s = nullptr;
-    for (auto& c : shapes)
-      if (c.device == k.device_id && c.grid[0] == k.grid_x && c.grid[1] == k.grid_y &&
-          c.grid[2] == k.grid_z && c.block[0] == k.block_x && c.block[1] == k.block_y &&
-          c.block[2] == k.block_z) {
-        s = &c;
-        break;
-      }
-    if (!s) {
-      shapes.push_back(
-          {{k.grid_x, k.grid_y, k.grid_z}, {k.block_x, k.block_y, k.block_z}, k.device_id, {}});
-      s = &shapes.back();
-    }
-    const auto d = static_cast<std::int64_t>(k.duration_ns());
-    Accumulator& a = s->acc;
-    ++a.calls;
-    a.total_ns += d;
-    a.min_ns = std::min(a.min_ns, d);
-    a.max_ns = std::max(a.max_ns, d);
-    a.sketch.add(static_cast<double>(d));
-    ++out.kernel_records;
-  });
+  out.kernel_records = impl_->records;
   run.launches = static_cast<std::int64_t>(out.kernel_records);
 
   std::string driver, toolkit;
@@ -169,8 +178,8 @@ RunAggregates aggregate(analyze::TraceSource& source, const std::string& locatio
     driver = m.identity->software.driver_version;
     toolkit = m.identity->software.nvrtc_major ? m.identity->software.toolkit() : "";
   }
-  for (auto& [name, shapes] : by_name)
-    for (auto& s : shapes) {
+  for (const auto& [name, shapes] : impl_->by_name)
+    for (const auto& s : shapes) {
       store::FleetAggregate a;
       a.kernel = name;
       a.grid = dims(s.grid[0], s.grid[1], s.grid[2]);
@@ -201,13 +210,16 @@ using Clock = std::chrono::steady_clock;
 
 RunAggregates read_file(const std::filesystem::path& path, const Tags& tags, IngestResult& out) {
   const auto t0 = Clock::now();
-  analyze::KtraceSource source(path);
+  const trace::KtraceReader reader(path);
+  RunAggregator aggregator;
+  reader.kernels([&](const trace::KernelRecord& k) { aggregator.add(k); },
+                 trace::VisitOrder::stored, trace::KernelColumns::launch);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(path, ec);
-  RunAggregates r =
-      aggregate(source, fmt::format("{}:{}", host, (ec ? path : absolute).string()), tags, path);
+  RunAggregates r = aggregator.finish(
+      reader.metadata(), fmt::format("{}:{}", host, (ec ? path : absolute).string()), tags, path);
   out.path = path.string();
   out.run_id = r.run.run_id;
   out.kernel_records = r.kernel_records;

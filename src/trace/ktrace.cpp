@@ -55,9 +55,15 @@ CREATE TABLE counters(id INTEGER PRIMARY KEY, device_id INTEGER, correlation_id 
 )sql";
 
 nlohmann::json window_json(const TraceWindow& w) {
-  return {{"delay_s", w.delay_s}, {"duration_s", w.duration_s},
-          {"range", w.range},     {"sample_one_in", w.sample_one_in},
-          {"job_id", w.job_id},   {"max_records", w.max_records}};
+  return {{"delay_s", w.delay_s},
+          {"duration_s", w.duration_s},
+          {"period_s", w.period_s},
+          {"window_s", w.window_s},
+          {"index", w.index},
+          {"range", w.range},
+          {"sample_one_in", w.sample_one_in},
+          {"job_id", w.job_id},
+          {"max_records", w.max_records}};
 }
 
 // Metadata as (key, JSON value) rows.
@@ -395,8 +401,9 @@ Db open_for_reading(const std::filesystem::path& path) {
                     "printed.",
                     path.string()));
   // Read-write, not read-only: a trace cut short mid-transaction has a hot journal that SQLite
-  // rolls back on open, which needs write access.
-  Db db(path, SQLITE_OPEN_READWRITE);
+  // rolls back on open, which needs write access. NOMUTEX: a reader is used by one thread at a
+  // time (KtraceReader's contract), so SQLite's lock around every column read buys nothing.
+  Db db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
   sqlite3_busy_timeout(db.get(), 2000);
   Stmt app(db, "PRAGMA application_id");
   std::int64_t id = 0;
@@ -488,6 +495,9 @@ TraceWindow window_from_json(const MetadataFields& w) {
   TraceWindow out;
   out.delay_s = w.number("delay_s", 0.0);
   out.duration_s = w.number("duration_s", 0.0);
+  out.period_s = w.number("period_s", 0.0);
+  out.window_s = w.number("window_s", 0.0);
+  out.index = w.count("index");
   out.range = w.text("range");
   out.sample_one_in = static_cast<std::uint32_t>(w.integer("sample_one_in", 1));
   out.job_id = w.text("job_id");
@@ -543,33 +553,52 @@ enum Table { kKernels, kMemcpys, kMemsets, kApiCalls, kSyncs, kNvtxRanges, kOver
 constexpr const char* kTableNames[kTables] = {"kernels", "memcpys",     "memsets",  "api_calls",
                                               "syncs",   "nvtx_ranges", "overheads"};
 
-// Every visited row passes this before it is decoded. Columns [first_int, id_col) hold the
-// integers the writer binds and id_col the row id; a non-integer there, or a negative time, is no
-// tracer's doing, so it is one sentence naming file, table, record and column. A row whose times
-// cannot be placed on the timeline (see SkippedRecords) returns false and is counted.
+// One row's integer columns, each read from SQLite once: a column read is an API call with its own
+// checks, and visits used to make two per column (its type, then its value), which perf showed
+// as a quarter of a kernel visit.
+struct Row {
+  std::array<std::int64_t, 32> v{};
+  std::int64_t i64(int c) const { return v[static_cast<std::size_t>(c)]; }
+  std::uint64_t u64(int c) const { return static_cast<std::uint64_t>(i64(c)); }
+  std::uint32_t u32(int c) const { return static_cast<std::uint32_t>(i64(c)); }
+  std::int32_t i32(int c) const { return static_cast<std::int32_t>(i64(c)); }
+};
+
+// Every visited row passes this before it is decoded: it reads columns [0, id_col] into `row`.
+// Columns [first_int, id_col) hold the integers the writer binds (before them: string ids) and
+// id_col the row id; a non-integer there, or a negative time, is no tracer's doing, so it is one
+// sentence naming file, table, record and column. A row whose times cannot be placed on the
+// timeline (see SkippedRecords) returns false and is counted.
 bool usable_row(const Stmt& q, const std::filesystem::path& file, Table table, int first_int,
-                int id_col, int start_col, SkippedRecords& skipped) {
+                int id_col, int start_col, SkippedRecords& skipped, Row& row) {
   sqlite3_stmt* st = q.get();
-  const std::int64_t id = q.i64(id_col);
-  for (int c = first_int; c < id_col; ++c) {
-    const int type = sqlite3_column_type(st, c);
-    if (type == SQLITE_INTEGER) continue;
-    const char* found = type == SQLITE_NULL    ? "no value"
-                        : type == SQLITE_FLOAT ? "a real number"
-                        : type == SQLITE_TEXT  ? "text"
-                                               : "a blob";
+  int bad_col = -1, bad_type = SQLITE_INTEGER;
+  for (int c = 0; c <= id_col; ++c) {
+    sqlite3_value* value = sqlite3_column_value(st, c);
+    row.v[static_cast<std::size_t>(c)] = sqlite3_value_int64(value);
+    if (c >= first_int && c < id_col && bad_col < 0) {
+      const int type = sqlite3_value_type(value);
+      if (type != SQLITE_INTEGER) bad_col = c, bad_type = type;
+    }
+  }
+  const std::int64_t id = row.i64(id_col);
+  if (bad_col >= 0) {
+    const char* found = bad_type == SQLITE_NULL    ? "no value"
+                        : bad_type == SQLITE_FLOAT ? "a real number"
+                        : bad_type == SQLITE_TEXT  ? "text"
+                                                   : "a blob";
     throw Error(fmt::format(
         "trace file {}: {} record {} has {} in column {} where ktune profile writes an integer; "
         "the file was edited or damaged, so re-record it with ktune profile.",
-        file.string(), kTableNames[table], id, found, sqlite3_column_name(st, c)));
+        file.string(), kTableNames[table], id, found, sqlite3_column_name(st, bad_col)));
   }
-  const std::int64_t start = q.i64(start_col), end = q.i64(start_col + 1);
+  const std::int64_t start = row.i64(start_col), end = row.i64(start_col + 1);
   for (int c : {start_col, start_col + 1})
-    if (q.i64(c) < 0)
+    if (row.i64(c) < 0)
       throw Error(fmt::format(
           "trace file {}: {} record {} has a negative {} ({}); the file was edited or damaged, "
           "so re-record it with ktune profile.",
-          file.string(), kTableNames[table], id, sqlite3_column_name(st, c), q.i64(c)));
+          file.string(), kTableNames[table], id, sqlite3_column_name(st, c), row.i64(c)));
   if (start > 0 && end >= start) return true;
   if (skipped.count++ == 0)
     skipped.first =
@@ -579,11 +608,6 @@ bool usable_row(const Stmt& q, const std::filesystem::path& file, Table table, i
   return false;
 }
 
-// A SELECT column that resolves the interned string `id_column` points at ("" when missing).
-std::string str(const char* id_column) {
-  return fmt::format("(SELECT value FROM strings WHERE id={})", id_column);
-}
-
 }  // namespace
 
 struct KtraceReader::Impl {
@@ -591,10 +615,29 @@ struct KtraceReader::Impl {
   TraceMetadata metadata;
   std::array<SkippedRecords, kTables> skipped;  // by the latest visit of each table
   bool has_counters = false;                    // version 1 had no counters table
+  // Interned strings, each read once: a trace has few distinct names and millions of rows that
+  // point at them, which a visit used to look up in SQL, row by row. Node-based, so a reference
+  // into it stays valid while the map grows.
+  Stmt string_by_id;
+  std::unordered_map<std::int64_t, std::string> strings;
+
   explicit Impl(const std::filesystem::path& path) : db(open_for_reading(path)) {
     metadata = read_metadata(db);
     Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='counters'");
     has_counters = t.step();
+    string_by_id = Stmt(db, "SELECT value FROM strings WHERE id=?");
+  }
+
+  // The string `id` points at; "" when there is none (as SQL's lookup gave before: a NULL or
+  // dangling id).
+  const std::string& string(std::int64_t id) {
+    auto it = strings.find(id);
+    if (it != strings.end()) return it->second;
+    sqlite3_stmt* st = string_by_id.get();
+    sqlite3_bind_int64(st, 1, id);
+    std::string value = string_by_id.step() ? string_by_id.text(0) : std::string();
+    sqlite3_reset(st);
+    return strings.emplace(id, std::move(value)).first->second;
   }
 };
 
@@ -641,72 +684,81 @@ std::optional<std::uint64_t> KtraceReader::origin_ns() const {
   return origin;
 }
 
-void KtraceReader::kernels(const Visitor<KernelRecord>& visit) const {
+void KtraceReader::kernels(const Visitor<KernelRecord>& visit, VisitOrder order,
+                           KernelColumns columns) const {
+  const bool all = columns == KernelColumns::all;
   Stmt q(impl_->db,
-         (std::string("SELECT ") + str("name_id") + ", " + str("demangled_id") +
-          ", queued_ns, submitted_ns, start_ns, end_ns, device_id, context_id, stream_id, "
-          "correlation_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, "
-          "cluster_y, cluster_z, registers_per_thread, static_shared_bytes, dynamic_shared_bytes, "
-          "local_memory_per_thread_bytes, local_memory_total_bytes, graph_id, graph_node_id, id "
-          "FROM kernels ORDER BY start_ns, id")
+         fmt::format("SELECT name_id, demangled_id, start_ns, end_ns, device_id, grid_x, grid_y, "
+                     "grid_z, block_x, block_y, block_z, {}id FROM kernels{}",
+                     all ? "queued_ns, submitted_ns, context_id, stream_id, correlation_id, "
+                           "cluster_x, cluster_y, cluster_z, registers_per_thread, "
+                           "static_shared_bytes, dynamic_shared_bytes, "
+                           "local_memory_per_thread_bytes, local_memory_total_bytes, graph_id, "
+                           "graph_node_id, "
+                         : "",
+                     order == VisitOrder::by_start ? " ORDER BY start_ns, id" : "")
              .c_str());
-  KernelRecord r;
+  const int id_col = all ? 26 : 11;
+  KernelRecord r;  // with KernelColumns::launch the other fields stay 0
   SkippedRecords skipped;
+  Row row;
   while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kKernels, 2, 26, 4, skipped)) continue;
-    r.name = q.text(0);
-    r.demangled_name = q.text(1);
-    r.queued_ns = q.u64(2);
-    r.submitted_ns = q.u64(3);
-    r.start_ns = q.u64(4);
-    r.end_ns = q.u64(5);
-    r.device_id = q.u32(6);
-    r.context_id = q.u32(7);
-    r.stream_id = q.u32(8);
-    r.correlation_id = q.u32(9);
-    r.grid_x = q.i32(10);
-    r.grid_y = q.i32(11);
-    r.grid_z = q.i32(12);
-    r.block_x = q.i32(13);
-    r.block_y = q.i32(14);
-    r.block_z = q.i32(15);
-    r.cluster_x = q.u32(16);
-    r.cluster_y = q.u32(17);
-    r.cluster_z = q.u32(18);
-    r.registers_per_thread = q.u32(19);
-    r.static_shared_bytes = q.i32(20);
-    r.dynamic_shared_bytes = q.i32(21);
-    r.local_memory_per_thread_bytes = q.u32(22);
-    r.local_memory_total_bytes = q.u64(23);
-    r.graph_id = q.u32(24);
-    r.graph_node_id = q.u64(25);
+    if (!usable_row(q, impl_->db.path(), kKernels, 2, id_col, 2, skipped, row)) continue;
+    r.name = impl_->string(row.i64(0));
+    r.demangled_name = impl_->string(row.i64(1));
+    r.start_ns = row.u64(2);
+    r.end_ns = row.u64(3);
+    r.device_id = row.u32(4);
+    r.grid_x = row.i32(5);
+    r.grid_y = row.i32(6);
+    r.grid_z = row.i32(7);
+    r.block_x = row.i32(8);
+    r.block_y = row.i32(9);
+    r.block_z = row.i32(10);
+    if (all) {
+      r.queued_ns = row.u64(11);
+      r.submitted_ns = row.u64(12);
+      r.context_id = row.u32(13);
+      r.stream_id = row.u32(14);
+      r.correlation_id = row.u32(15);
+      r.cluster_x = row.u32(16);
+      r.cluster_y = row.u32(17);
+      r.cluster_z = row.u32(18);
+      r.registers_per_thread = row.u32(19);
+      r.static_shared_bytes = row.i32(20);
+      r.dynamic_shared_bytes = row.i32(21);
+      r.local_memory_per_thread_bytes = row.u32(22);
+      r.local_memory_total_bytes = row.u64(23);
+      r.graph_id = row.u32(24);
+      r.graph_node_id = row.u64(25);
+    }
     visit(r);
   }
   impl_->skipped[kKernels] = std::move(skipped);
 }
 
 void KtraceReader::memcpys(const Visitor<MemcpyRecord>& visit) const {
-  Stmt q(impl_->db, (std::string("SELECT ") + str("kind_id") + ", " + str("src_memory_id") + ", " +
-                     str("dst_memory_id") +
-                     ", bytes, start_ns, end_ns, device_id, context_id, stream_id, correlation_id, "
-                     "graph_id, graph_node_id, id FROM memcpys ORDER BY start_ns, id")
-                        .c_str());
+  Stmt q(impl_->db,
+         "SELECT kind_id, src_memory_id, dst_memory_id, bytes, start_ns, end_ns, device_id, "
+         "context_id, stream_id, correlation_id, graph_id, graph_node_id, id FROM memcpys ORDER "
+         "BY start_ns, id");
   MemcpyRecord r;
   SkippedRecords skipped;
+  Row row;
   while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kMemcpys, 3, 12, 4, skipped)) continue;
-    r.kind = q.text(0);
-    r.src_memory = q.text(1);
-    r.dst_memory = q.text(2);
-    r.bytes = q.u64(3);
-    r.start_ns = q.u64(4);
-    r.end_ns = q.u64(5);
-    r.device_id = q.u32(6);
-    r.context_id = q.u32(7);
-    r.stream_id = q.u32(8);
-    r.correlation_id = q.u32(9);
-    r.graph_id = q.u32(10);
-    r.graph_node_id = q.u64(11);
+    if (!usable_row(q, impl_->db.path(), kMemcpys, 3, 12, 4, skipped, row)) continue;
+    r.kind = impl_->string(row.i64(0));
+    r.src_memory = impl_->string(row.i64(1));
+    r.dst_memory = impl_->string(row.i64(2));
+    r.bytes = row.u64(3);
+    r.start_ns = row.u64(4);
+    r.end_ns = row.u64(5);
+    r.device_id = row.u32(6);
+    r.context_id = row.u32(7);
+    r.stream_id = row.u32(8);
+    r.correlation_id = row.u32(9);
+    r.graph_id = row.u32(10);
+    r.graph_node_id = row.u64(11);
     visit(r);
   }
   impl_->skipped[kMemcpys] = std::move(skipped);
@@ -718,62 +770,63 @@ void KtraceReader::memsets(const Visitor<MemsetRecord>& visit) const {
          "correlation_id, graph_id, graph_node_id, id FROM memsets ORDER BY start_ns, id");
   MemsetRecord r;
   SkippedRecords skipped;
+  Row row;
   while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kMemsets, 0, 10, 2, skipped)) continue;
-    r.bytes = q.u64(0);
-    r.value = q.u32(1);
-    r.start_ns = q.u64(2);
-    r.end_ns = q.u64(3);
-    r.device_id = q.u32(4);
-    r.context_id = q.u32(5);
-    r.stream_id = q.u32(6);
-    r.correlation_id = q.u32(7);
-    r.graph_id = q.u32(8);
-    r.graph_node_id = q.u64(9);
+    if (!usable_row(q, impl_->db.path(), kMemsets, 0, 10, 2, skipped, row)) continue;
+    r.bytes = row.u64(0);
+    r.value = row.u32(1);
+    r.start_ns = row.u64(2);
+    r.end_ns = row.u64(3);
+    r.device_id = row.u32(4);
+    r.context_id = row.u32(5);
+    r.stream_id = row.u32(6);
+    r.correlation_id = row.u32(7);
+    r.graph_id = row.u32(8);
+    r.graph_node_id = row.u64(9);
     visit(r);
   }
   impl_->skipped[kMemsets] = std::move(skipped);
 }
 
 void KtraceReader::api_calls(const Visitor<ApiRecord>& visit) const {
-  Stmt q(impl_->db, (std::string("SELECT ") + str("api_id") + ", " + str("name_id") +
-                     ", callback_id, start_ns, end_ns, process_id, thread_id, correlation_id, "
-                     "return_value, id FROM api_calls ORDER BY start_ns, id")
-                        .c_str());
+  Stmt q(impl_->db,
+         "SELECT api_id, name_id, callback_id, start_ns, end_ns, process_id, thread_id, "
+         "correlation_id, return_value, id FROM api_calls ORDER BY start_ns, id");
   ApiRecord r;
   SkippedRecords skipped;
+  Row row;
   while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kApiCalls, 2, 9, 3, skipped)) continue;
-    r.api = q.text(0);
-    r.name = q.text(1);
-    r.callback_id = q.u32(2);
-    r.start_ns = q.u64(3);
-    r.end_ns = q.u64(4);
-    r.process_id = q.u32(5);
-    r.thread_id = q.u32(6);
-    r.correlation_id = q.u32(7);
-    r.return_value = q.u32(8);
+    if (!usable_row(q, impl_->db.path(), kApiCalls, 2, 9, 3, skipped, row)) continue;
+    r.api = impl_->string(row.i64(0));
+    r.name = impl_->string(row.i64(1));
+    r.callback_id = row.u32(2);
+    r.start_ns = row.u64(3);
+    r.end_ns = row.u64(4);
+    r.process_id = row.u32(5);
+    r.thread_id = row.u32(6);
+    r.correlation_id = row.u32(7);
+    r.return_value = row.u32(8);
     visit(r);
   }
   impl_->skipped[kApiCalls] = std::move(skipped);
 }
 
 void KtraceReader::syncs(const Visitor<SyncRecord>& visit) const {
-  Stmt q(impl_->db, (std::string("SELECT ") + str("type_id") +
-                     ", start_ns, end_ns, context_id, stream_id, cuda_event_id, correlation_id "
-                     ", id FROM syncs ORDER BY start_ns, id")
-                        .c_str());
+  Stmt q(impl_->db,
+         "SELECT type_id, start_ns, end_ns, context_id, stream_id, cuda_event_id, "
+         "correlation_id, id FROM syncs ORDER BY start_ns, id");
   SyncRecord r;
   SkippedRecords skipped;
+  Row row;
   while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kSyncs, 1, 7, 1, skipped)) continue;
-    r.type = q.text(0);
-    r.start_ns = q.u64(1);
-    r.end_ns = q.u64(2);
-    r.context_id = q.u32(3);
-    r.stream_id = q.u32(4);
-    r.cuda_event_id = q.u32(5);
-    r.correlation_id = q.u32(6);
+    if (!usable_row(q, impl_->db.path(), kSyncs, 1, 7, 1, skipped, row)) continue;
+    r.type = impl_->string(row.i64(0));
+    r.start_ns = row.u64(1);
+    r.end_ns = row.u64(2);
+    r.context_id = row.u32(3);
+    r.stream_id = row.u32(4);
+    r.cuda_event_id = row.u32(5);
+    r.correlation_id = row.u32(6);
     visit(r);
   }
   impl_->skipped[kSyncs] = std::move(skipped);
@@ -781,19 +834,19 @@ void KtraceReader::syncs(const Visitor<SyncRecord>& visit) const {
 
 void KtraceReader::nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const {
   Stmt q(impl_->db,
-         (std::string("SELECT ") + str("name_id") + ", " + str("domain_id") +
-          ", start_ns, end_ns, process_id, thread_id, id FROM nvtx_ranges ORDER BY start_ns, id")
-             .c_str());
+         "SELECT name_id, domain_id, start_ns, end_ns, process_id, thread_id, id FROM "
+         "nvtx_ranges ORDER BY start_ns, id");
   NvtxRangeRecord r;
   SkippedRecords skipped;
+  Row row;
   while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kNvtxRanges, 2, 6, 2, skipped)) continue;
-    r.name = q.text(0);
-    r.domain = q.text(1);
-    r.start_ns = q.u64(2);
-    r.end_ns = q.u64(3);
-    r.process_id = q.u32(4);
-    r.thread_id = q.u32(5);
+    if (!usable_row(q, impl_->db.path(), kNvtxRanges, 2, 6, 2, skipped, row)) continue;
+    r.name = impl_->string(row.i64(0));
+    r.domain = impl_->string(row.i64(1));
+    r.start_ns = row.u64(2);
+    r.end_ns = row.u64(3);
+    r.process_id = row.u32(4);
+    r.thread_id = row.u32(5);
     visit(r);
   }
   impl_->skipped[kNvtxRanges] = std::move(skipped);
@@ -801,18 +854,18 @@ void KtraceReader::nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const {
 
 void KtraceReader::overheads(const Visitor<OverheadRecord>& visit) const {
   Stmt q(impl_->db,
-         (std::string("SELECT ") + str("kind_id") +
-          ", start_ns, end_ns, thread_id, correlation_id, id FROM overheads ORDER BY start_ns, id")
-             .c_str());
+         "SELECT kind_id, start_ns, end_ns, thread_id, correlation_id, id FROM overheads ORDER "
+         "BY start_ns, id");
   OverheadRecord r;
   SkippedRecords skipped;
+  Row row;
   while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kOverheads, 1, 5, 1, skipped)) continue;
-    r.kind = q.text(0);
-    r.start_ns = q.u64(1);
-    r.end_ns = q.u64(2);
-    r.thread_id = q.u64(3);
-    r.correlation_id = q.u32(4);
+    if (!usable_row(q, impl_->db.path(), kOverheads, 1, 5, 1, skipped, row)) continue;
+    r.kind = impl_->string(row.i64(0));
+    r.start_ns = row.u64(1);
+    r.end_ns = row.u64(2);
+    r.thread_id = row.u64(3);
+    r.correlation_id = row.u32(4);
     visit(r);
   }
   impl_->skipped[kOverheads] = std::move(skipped);
@@ -831,9 +884,9 @@ void KtraceReader::drops(const Visitor<DropRecord>& visit) const {
 
 void KtraceReader::counters(const Visitor<CounterRecord>& visit) const {
   if (!impl_->has_counters) return;
-  Stmt q(impl_->db, (std::string("SELECT device_id, correlation_id, ") + str("metric_id") +
-                     ", value, id FROM counters ORDER BY correlation_id, id")
-                        .c_str());
+  Stmt q(impl_->db,
+         "SELECT device_id, correlation_id, metric_id, value, id FROM counters ORDER BY "
+         "correlation_id, id");
   CounterRecord r;
   while (q.step()) {
     sqlite3_stmt* st = q.get();
@@ -850,7 +903,7 @@ void KtraceReader::counters(const Visitor<CounterRecord>& visit) const {
           impl_->db.path().string(), q.i64(4), bad));
     r.device_id = q.u32(0);
     r.correlation_id = q.u32(1);
-    r.metric = q.text(2);
+    r.metric = impl_->string(q.i64(2));
     r.value = q.f64(3);
     visit(r);
   }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <tuple>
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -93,6 +94,63 @@ TEST_P(FleetStoreTest, CutShortTraceIsReplacedByItsCompleteCopy) {
   EXPECT_EQ(fleet::ingest_file(f, dir() / "part.ktrace", {}).outcome,
             store::PushOutcome::already_ingested);
   EXPECT_EQ(f.kernel_totals({})[0].calls, 40);
+}
+
+// ktune profile --period: each window of one process is a trace, and a run, of its own.
+TEST_P(FleetStoreTest, EachPeriodicWindowIsARunOfItsOwn) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  for (std::uint64_t w : {0, 1, 2})
+    write_trace(dir() / ("t.w" + std::to_string(w) + ".ktrace"), {{"k", spread(1000, 10)}}, 9,
+                "2026-11-23T10:00:00Z", true, w);
+  for (std::uint64_t w : {0, 1, 2})
+    EXPECT_EQ(fleet::ingest_file(f, dir() / ("t.w" + std::to_string(w) + ".ktrace"), {}).outcome,
+              store::PushOutcome::added);
+  EXPECT_EQ(fleet::ingest_file(f, dir() / "t.w1.ktrace", {}).outcome,
+            store::PushOutcome::already_ingested);
+  EXPECT_EQ(f.run_count(), 3);
+  EXPECT_EQ(f.kernel_totals({})[0].calls, 30);
+}
+
+// Ingest reads a trace in stored order: the aggregates must not depend on the records' order.
+TEST(FleetAggregate, RecordOrderDoesNotMatter) {
+  std::vector<trace::KernelRecord> records;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    trace::KernelRecord k;
+    k.name = i % 3 ? "_Z4gemmv" : "copy";
+    k.demangled_name = i % 3 ? "gemm()" : "";
+    k.grid_x = 1 + i % 2;
+    k.start_ns = 1000 + 10 * static_cast<std::uint64_t>(i);
+    k.end_ns = k.start_ns + 100 + rng() % 5000;
+    records.push_back(k);
+  }
+  auto aggregates = [](const std::vector<trace::KernelRecord>& rs) {
+    fleet::RunAggregator a;
+    for (const auto& k : rs) a.add(k);
+    trace::TraceMetadata m;
+    m.pid = 1;
+    m.started_at = "2026-11-25T00:00:00Z";
+    auto out = a.finish(m, "memory", {}).aggregates;
+    std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+      return std::tie(x.kernel, x.grid) < std::tie(y.kernel, y.grid);
+    });
+    return out;
+  };
+  const auto in_order = aggregates(records);
+  std::shuffle(records.begin(), records.end(), rng);
+  const auto shuffled = aggregates(records);
+  ASSERT_EQ(in_order.size(), 4u);  // two kernels, two grids each
+  ASSERT_EQ(shuffled.size(), in_order.size());
+  EXPECT_EQ(in_order[0].kernel, "copy");  // no demangled name: the name as recorded
+  EXPECT_EQ(in_order[2].kernel, "gemm()");
+  for (std::size_t i = 0; i < in_order.size(); ++i) {
+    EXPECT_EQ(shuffled[i].calls, in_order[i].calls);
+    EXPECT_EQ(shuffled[i].total_ns, in_order[i].total_ns);
+    EXPECT_EQ(shuffled[i].min_ns, in_order[i].min_ns);
+    EXPECT_EQ(shuffled[i].max_ns, in_order[i].max_ns);
+    EXPECT_EQ(shuffled[i].sketch, in_order[i].sketch);
+  }
 }
 
 // Runs pushed as aggregates: the ranking, shares and merged quantiles against the exact ones.

@@ -9,7 +9,8 @@
 namespace ktune::test {
 
 void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel>& kernels,
-                 std::int64_t pid, const std::string& started_at, bool complete) {
+                 std::int64_t pid, const std::string& started_at, bool complete,
+                 std::optional<std::uint64_t> window) {
   trace::TraceMetadata m;
   m.mode = "kernels";
   m.pid = pid;
@@ -17,6 +18,11 @@ void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel
   m.started_at = started_at;
   m.complete = complete;
   m.command_line = {"python", "train.py"};
+  if (window) {
+    m.window.period_s = 60;
+    m.window.window_s = 2;
+    m.window.index = *window;
+  }
   Identity id;
   id.host.hostname = "node-7";
   id.software.driver_version = "580.159.04";

@@ -100,6 +100,8 @@ TEST(Ktrace, MetadataCarriesIdentityCommandLineAndWindow) {
   EXPECT_EQ(m.window.sample_one_in, 4u);
   EXPECT_EQ(m.window.job_id, "job-7");
   EXPECT_EQ(m.window.max_records, 1000000u);
+  EXPECT_EQ(m.window.period_s, 0);  // one capture, not periodic windows
+  EXPECT_EQ(m.window.index, 0u);
   ASSERT_TRUE(m.identity.has_value());
   ASSERT_EQ(m.identity->devices.size(), 1u);
   EXPECT_EQ(m.identity->devices[0].name, "NVIDIA H100 80GB HBM3");
@@ -289,6 +291,73 @@ TEST(KtraceReader, StreamsEachTableInStartThenIdOrderReusingOneRecord) {
   ASSERT_EQ(out.kernels.size(), 4u);
   EXPECT_EQ(out.kernels[1].name, "tie_first");
   EXPECT_EQ(out.drops.size(), 2u);
+}
+
+// Ingest's visit: every usable row once, as written (no sort), strings resolved as in start order.
+TEST(KtraceReader, StoredOrderVisitsRowsAsWritten) {
+  TempDir dir;
+  Trace t = sample_trace();
+  KernelRecord k = t.kernels[0];
+  t.kernels.clear();
+  for (const auto& [name, start] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"_Z4latev", 9000}, {"_Z5earlyv", 100}, {"_Z4latev", 5000}, {"untimed", 0}}) {
+    k.name = name;
+    k.demangled_name.clear();
+    k.start_ns = start;
+    k.end_ns = start + 10;
+    t.kernels.push_back(k);
+  }
+  write_ktrace(dir.path / "t.ktrace", t);
+  const KtraceReader reader(dir.path / "t.ktrace");
+  std::vector<std::pair<std::string, std::uint64_t>> seen;
+  reader.kernels([&](const KernelRecord& r) { seen.emplace_back(r.display_name(), r.start_ns); },
+                 VisitOrder::stored);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::uint64_t>>{
+                      {"late()", 9000}, {"early()", 100}, {"late()", 5000}}));
+  EXPECT_EQ(reader.skipped().count, 1u);  // the untimed one, as in start order
+  seen.clear();
+  reader.kernels([&](const KernelRecord& r) { seen.emplace_back(r.name, r.start_ns); });
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::uint64_t>>{
+                      {"_Z5earlyv", 100}, {"_Z4latev", 5000}, {"_Z4latev", 9000}}));
+}
+
+// Strings are read once per id; an id with no string (a damaged file) reads as "", as the SQL
+// lookup it replaced did.
+TEST(KtraceReader, StringIdWithoutAStringReadsEmpty) {
+  TempDir dir;
+  write_ktrace(dir.path / "t.ktrace", sample_trace());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir.path / "t.ktrace").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "UPDATE kernels SET demangled_id = 999999 WHERE start_ns = 1000; "
+                           "UPDATE memcpys SET kind_id = NULL",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+  ASSERT_EQ(out.kernels.size(), 2u);
+  EXPECT_EQ(out.kernels[0].demangled_name, "");
+  EXPECT_EQ(out.kernels[0].display_name(), "_Z4gemmPKfS0_Pfi");
+  EXPECT_EQ(out.kernels[1].demangled_name, "vector_add");
+  ASSERT_EQ(out.memcpys.size(), 1u);
+  EXPECT_EQ(out.memcpys[0].kind, "");
+  EXPECT_EQ(out.memcpys[0].src_memory, "pinned");
+}
+
+TEST(Ktrace, PeriodicWindowMetadataRoundTrips) {
+  TempDir dir;
+  Trace t = sample_trace();
+  t.metadata.window.range.clear();
+  t.metadata.window.period_s = 60;
+  t.metadata.window.window_s = 2;
+  t.metadata.window.index = 17;
+  write_ktrace(dir.path / "t.ktrace", t);
+  const TraceMetadata m = KtraceReader(dir.path / "t.ktrace").metadata();
+  EXPECT_EQ(m.window.period_s, 60);
+  EXPECT_EQ(m.window.window_s, 2);
+  EXPECT_EQ(m.window.index, 17u);
 }
 
 TEST(KtraceReader, EmptyTraceHasNoOrigin) {

@@ -78,9 +78,9 @@ class KtraceSource : public TraceSource {
   trace::TraceCounts counts_;
 };
 
-// The name a report shows: demangled where the tracer could, else as recorded.
+// The name a report shows: the record's own rule (trace::KernelRecord::display_name).
 inline const std::string& display_name(const trace::KernelRecord& k) {
-  return k.demangled_name.empty() ? k.name : k.demangled_name;
+  return k.display_name();
 }
 
 }  // namespace ktune::analyze

@@ -1,14 +1,17 @@
 #pragma once
 // Ingest: a trace becomes per-kernel aggregates (count, total, min, max and a quantile sketch per
-// kernel, launch shape and GPU) pushed to the store as one run. Traces are read through
-// analyze::TraceSource (KtraceSource for .ktrace files: trace::KtraceReader, the one decoder).
+// kernel, launch shape and GPU) pushed to the store as one run. A .ktrace is read through
+// trace::KtraceReader, the one decoder of the format, in stored order: aggregates do not depend
+// on the order of the records, and skipping the reader's sort is most of ingest's speed.
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "ktune/analyze/source.hpp"
+#include <memory>
+
 #include "ktune/store/fleet.hpp"
+#include "ktune/trace/ktrace.hpp"
 
 namespace ktune::fleet {
 
@@ -22,7 +25,8 @@ Tags parse_tags(const std::vector<std::string>& items);
 
 // The run's content identity. A traced process is one run: its host, pid, parent pid, start time
 // and command line name it wherever the file is copied or however often it is ingested, and cost
-// nothing to read. A trace without them (hand-built) is named by a hash of its file instead.
+// nothing to read; a periodic capture window (trace::TraceWindow::index) is a run of its own. A
+// trace without them (hand-built) is named by a hash of its file instead.
 std::string run_identity(const trace::TraceMetadata& metadata,
                          const std::filesystem::path& file = {});
 
@@ -32,9 +36,25 @@ struct RunAggregates {
   std::uint64_t kernel_records = 0;
 };
 
-// Reads every kernel record of `source` once. `location` is recorded as where the trace was.
-RunAggregates aggregate(analyze::TraceSource& source, const std::string& location, const Tags& tags,
-                        const std::filesystem::path& file = {});
+// One run's aggregates, built one kernel record at a time, in any order (a trace on disk, or
+// records held in memory).
+class RunAggregator {
+ public:
+  RunAggregator();
+  ~RunAggregator();
+  RunAggregator(const RunAggregator&) = delete;
+  RunAggregator& operator=(const RunAggregator&) = delete;
+
+  void add(const trace::KernelRecord& k);
+  // The run of `metadata` with the aggregates added so far. `location` is recorded as where the
+  // trace was; `file` names a trace that has no pid and start time (run_identity).
+  RunAggregates finish(const trace::TraceMetadata& metadata, const std::string& location,
+                       const Tags& tags, const std::filesystem::path& file = {}) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 struct IngestResult {
   std::string path, run_id;

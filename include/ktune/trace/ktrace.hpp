@@ -58,6 +58,8 @@ struct KernelRecord {
   std::uint32_t graph_id = 0;  // 0: not launched from a CUDA graph
   std::uint64_t graph_node_id = 0;
   std::uint64_t duration_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
+  // The name reports and the fleet show: demangled where the tracer could, else as recorded.
+  const std::string& display_name() const { return demangled_name.empty() ? name : demangled_name; }
 };
 
 struct MemcpyRecord {
@@ -131,7 +133,12 @@ struct CounterRecord {
 struct TraceWindow {
   double delay_s = 0;     // capture starts this long after the tracer loads
   double duration_s = 0;  // and stops this long after it started; 0: until exit
-  std::string range;      // "": always; "profiler": inside cudaProfilerStart/Stop; "nvtx:NAME"
+  // Periodic capture (period_s > 0): a window of window_s seconds opens every period_s seconds
+  // from delay_s on (until duration_s, when set), and each window is a trace of its own; `index`
+  // is this trace's window, counted from 0 at delay_s. Between windows nothing is recorded.
+  double period_s = 0, window_s = 0;
+  std::uint64_t index = 0;
+  std::string range;  // "": always; "profiler": inside cudaProfilerStart/Stop; "nvtx:NAME"
   std::uint32_t sample_one_in = 1;  // 1 in N processes traced
   std::string job_id;               // the sampling key; same job id, same choice
   std::uint64_t max_records = 0;    // cap on records written; 0: none
@@ -216,10 +223,28 @@ struct SkippedRecords {
   std::string first;  // the first one, e.g. "kernels record 17 (end_ns 5 is before start_ns 9)"
 };
 
+// The order a visit hands records over in.
+enum class VisitOrder {
+  by_start,  // (start_ns, id): what timelines, gap attribution and exports need
+  stored,    // as written, no sort: for results that do not depend on order (ingest's aggregates)
+};
+
+// The columns a kernel visit decodes.
+enum class KernelColumns {
+  all,
+  // Names, start and end, device, grid and block: what a kernel's fleet aggregate is keyed and
+  // measured by; every other field of the record stays 0. Ingest's lean path (with
+  // VisitOrder::stored): at 2 M kernels, sorting and decoding the other 15 columns were most of
+  // the time (logs/2026-11-25-fleet-cpu.md).
+  launch,
+};
+
 // Streams a .ktrace one table at a time: the one place that decodes the tables above. Each visit
-// runs one ordered query and calls `visit` once per row in (start_ns, id) order (drops: id order),
-// reusing one record object, so a large trace is never held in memory as records. Visits may be
-// repeated, in any order, and a visitor may start another visit. Opening throws ktune::Error with
+// runs one query and calls `visit` once per row in (start_ns, id) order (drops: id order; kernels:
+// as asked), reusing one record object, so a large trace is never held in memory as records. Each
+// interned string is read once per reader, not once per row. Visits may be repeated, in any
+// order, and a visitor may start another visit; one thread at a time uses a reader (each thread
+// opens its own). Opening throws ktune::Error with
 // one sentence when the file is missing, not a .ktrace, has a schema_version newer than this ktune
 // reads, or a metadata field of the wrong JSON type. A visit throws ktune::Error naming the file,
 // table, record id and column when a row holds what no tracer writes (a non-integer or negative
@@ -242,7 +267,8 @@ class KtraceReader {
   // nullopt when there is none.
   std::optional<std::uint64_t> origin_ns() const;
 
-  void kernels(const Visitor<KernelRecord>& visit) const;
+  void kernels(const Visitor<KernelRecord>& visit, VisitOrder order = VisitOrder::by_start,
+               KernelColumns columns = KernelColumns::all) const;
   void memcpys(const Visitor<MemcpyRecord>& visit) const;
   void memsets(const Visitor<MemsetRecord>& visit) const;
   void api_calls(const Visitor<ApiRecord>& visit) const;
