@@ -10,6 +10,12 @@
 // traced with --range profiler) and one outside, in ABBA order so a drift cancels. Prints
 // ab_traced_launches (launches inside the capture windows), ab_off_us and ab_on_us (median
 // µs/launch of the blocks) and ab_added_us with its quartiles (over pairs, on minus off).
+//
+// --blocks B (after N): the N launches are timed in blocks of B (each ending in a synchronize),
+// for periodic capture windows, which the tracer opens on its own clock: tiny_us_per_launch is
+// then the mean over all blocks, block_median_us the median block (95 % of blocks fall between
+// windows at a 5 % duty cycle, so it is the cost there) and block_added_us the mean minus the
+// median: what the windows add, amortized over every launch, measured inside one process.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -58,6 +64,7 @@ double quantile(std::vector<double> v, double q) {
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 20000;
   const int pairs = argc > 3 && std::strcmp(argv[2], "--ab") == 0 ? std::atoi(argv[3]) : 0;
+  const long block = argc > 3 && std::strcmp(argv[2], "--blocks") == 0 ? std::atol(argv[3]) : 0;
   if (const char* kb = std::getenv("TINY_TOUCH_KB")) g_touch.assign(std::atol(kb) * 1024, 0);
   float* x = nullptr;
   if (cudaMalloc(&x, 1024 * sizeof(float)) != cudaSuccess) {
@@ -67,8 +74,22 @@ int main(int argc, char** argv) {
   cudaMemset(x, 0, 1024 * sizeof(float));
   for (int i = 0; i < 100; ++i) tiny_add<<<1, 1024>>>(x, 1.0f);
   cudaDeviceSynchronize();
-  const double us = timed_block(x, n);
-  std::printf("tiny_launches=%ld tiny_us_per_launch=%.3f", n + 100, us);
+  if (block > 0) {
+    std::vector<double> blocks;
+    double total_us = 0;
+    for (long done = 0; done < n; done += block) {
+      const long b = std::min(block, n - done);
+      blocks.push_back(timed_block(x, b));
+      total_us += blocks.back() * b;
+    }
+    const double mean = total_us / n, median = quantile(blocks, 0.5);
+    std::printf(
+        "tiny_launches=%ld tiny_us_per_launch=%.3f blocks=%zu block_median_us=%.3f "
+        "block_added_us=%.4f block_p99_us=%.3f",
+        n + 100, mean, blocks.size(), median, mean - median, quantile(blocks, 0.99));
+  } else {
+    std::printf("tiny_launches=%ld tiny_us_per_launch=%.3f", n + 100, timed_block(x, n));
+  }
 
   if (pairs > 0) {
     constexpr long kBlock = 2000;

@@ -19,14 +19,19 @@ namespace {
 
 constexpr int kIngestSchemaVersion = 1;
 
-struct IngestArgs {
-  std::vector<std::string> traces, tags;
-  unsigned jobs = 0;  // 0: one per CPU
-  bool json = false;
-};
+}  // namespace
 
-int run_ingest(const IngestArgs& a, const GlobalOptions& g) {
-  if (a.traces.empty()) throw Error("ktune ingest needs at least one .ktrace file.");
+void add_ingest_options(CLI::App& app, IngestOptions& o) {
+  app.add_option("--tag", o.tags,
+                 "job=...,build=...,rank=... (and any other KEY=VALUE) recorded with the "
+                 "run; fleet top/diff filter on build and job");
+  app.add_option("--jobs,-j", o.jobs,
+                 "Traces read at once (default: one per CPU); pushes take turns");
+}
+
+int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
+               const GlobalOptions& g) {
+  if (traces.empty()) throw Error("ktune ingest needs at least one .ktrace file.");
   const fleet::Tags tags = fleet::parse_tags(a.tags);
   auto st = store::Store::open(g.db);
   store::FleetStore fleet(*st);
@@ -36,7 +41,7 @@ int run_ingest(const IngestArgs& a, const GlobalOptions& g) {
   const auto start = std::chrono::steady_clock::now();
   const unsigned threads = a.jobs ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
   fleet::ingest_files(
-      fleet, {a.traces.begin(), a.traces.end()}, tags, threads, [&](const fleet::IngestResult& r) {
+      fleet, {traces.begin(), traces.end()}, tags, threads, [&](const fleet::IngestResult& r) {
         records += r.kernel_records;
         runs.push_back({{"path", r.path},
                         {"run_id", r.run_id},
@@ -56,24 +61,23 @@ int run_ingest(const IngestArgs& a, const GlobalOptions& g) {
                                       {"runs", runs}}
                            .dump(2));
   else
-    fmt::print("{} trace{} into {}: {} launches in {:.2f} s\n", a.traces.size(),
-               a.traces.size() == 1 ? "" : "s", st->describe(), records, seconds);
+    fmt::print("{} trace{} into {}: {} launches in {:.2f} s\n", traces.size(),
+               traces.size() == 1 ? "" : "s", st->describe(), records, seconds);
   return 0;
 }
+
+namespace {
 
 const bool registered = register_command(
     {"ingest", "Push per-kernel aggregates of .ktrace files into the (fleet) store", 32,
      [](CLI::App& app, const GlobalOptions& globals) -> Runner {
-       auto a = std::make_shared<IngestArgs>();
-       app.add_option("traces", a->traces, ".ktrace files")->required();
-       app.add_option("--tag", a->tags,
-                      "job=...,build=...,rank=... (and any other KEY=VALUE) recorded with the "
-                      "run; fleet top/diff filter on build and job");
-       app.add_option("--jobs,-j", a->jobs,
-                      "Traces read at once (default: one per CPU); pushes take turns");
+       auto traces = std::make_shared<std::vector<std::string>>();
+       auto a = std::make_shared<IngestOptions>();
+       app.add_option("traces", *traces, ".ktrace files")->required();
+       add_ingest_options(app, *a);
        app.add_flag("--json", a->json,
                     fmt::format("JSON output (schema_version {})", kIngestSchemaVersion));
-       return [a, &globals] { return run_ingest(*a, globals); };
+       return [traces, a, &globals] { return run_ingest(*traces, *a, globals); };
      }});
 
 }  // namespace

@@ -1,6 +1,8 @@
 // ktune profile [options] -- CMD ARGS...: runs CMD with libktune_tracer.so injected through
 // CUDA_INJECTION64_PATH, forwards SIGINT/SIGTERM to it, and lists the trace(s) it left: OUT.ktrace
-// for CMD itself and OUT.<pid>.ktrace for each child process that used CUDA. Exits with CMD's code.
+// for CMD itself and OUT.<pid>.ktrace for each child process that used CUDA (with periodic
+// windows, one per window: OUT.wK.ktrace, OUT.<pid>.wK.ktrace). With --ingest it then pushes them
+// to the store as ktune ingest does. Exits with CMD's code.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -93,7 +95,8 @@ void check_command(const std::string& cmd) {
                   cmd));
 }
 
-// Traces this run wrote: OUT.ktrace and OUT.<pid>.ktrace, written since `since`.
+// Traces this run wrote (the names trace::trace_path gives, written since `since`): OUT.ktrace
+// first, then the others with shorter names first, so window 2 comes before window 10.
 std::vector<fs::path> traces_written(const fs::path& output, fs::file_time_type since) {
   std::vector<fs::path> out;
   std::error_code ec;
@@ -101,22 +104,18 @@ std::vector<fs::path> traces_written(const fs::path& output, fs::file_time_type 
     return fs::is_regular_file(p, ec) && fs::last_write_time(p, ec) >= since;
   };
   if (fresh(output)) out.push_back(output);
-  fs::path stem = output;
-  if (stem.extension() == ".ktrace") stem.replace_extension();
-  const fs::path dir = stem.parent_path().empty() ? fs::path(".") : stem.parent_path();
-  const std::string prefix = stem.filename().string() + ".";
-  std::vector<fs::path> children;
+  const fs::path dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
+  std::vector<fs::path> others;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() <= prefix.size() + 7 || name.rfind(prefix, 0) != 0 ||
-        name.substr(name.size() - 7) != ".ktrace")
-      continue;
-    const std::string mid = name.substr(prefix.size(), name.size() - prefix.size() - 7);
-    if (mid.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (fresh(e.path())) children.push_back(stem.parent_path() / name);
+    const fs::path p = output.parent_path() / e.path().filename();
+    if (p != output && trace::is_trace_of(output, p) && fresh(p)) others.push_back(p);
   }
-  std::sort(children.begin(), children.end());
-  out.insert(out.end(), children.begin(), children.end());
+  std::sort(others.begin(), others.end(), [](const fs::path& a, const fs::path& b) {
+    const std::string& x = a.native();
+    const std::string& y = b.native();
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
+  });
+  out.insert(out.end(), others.begin(), others.end());
   return out;
 }
 
@@ -135,10 +134,24 @@ std::string help_of(const trace::TracerSetting& s) {
   return help;
 }
 
+// The settings of type "duration" take "60s", "100ms" or bare seconds, from the flag or the
+// variable alike; the tracer reads them back with the same parser.
+const CLI::Validator kDuration(
+    [](std::string& value) {
+      const auto seconds = trace::parse_duration_s(value);
+      if (!seconds)
+        return fmt::format("'{}' is not a duration; write e.g. 60s, 2s or 100ms", value);
+      value = fmt::format("{}", *seconds);
+      return std::string();
+    },
+    "DURATION");
+
 template <class T>
 CLI::Option* setting_option(CLI::App& app, const char* name, T& value) {
   const trace::TracerSetting& s = trace::tracer_setting(name);
-  return app.add_option(s.flag, value, help_of(s))->envname(s.env);
+  CLI::Option* o = app.add_option(s.flag, value, help_of(s))->envname(s.env);
+  if (std::string_view(s.type) == "duration") o->transform(kDuration);
+  return o;
 }
 
 CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
@@ -148,11 +161,13 @@ CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
 
 }  // namespace
 
-int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) {
+int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
+                std::vector<std::string>* written) {
   if (cmd.empty())
     throw Error(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
   trace::check_range(opts.window.range);
+  trace::check_schedule(opts.window);
   trace::check_counter_options(opts);
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
@@ -219,6 +234,7 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd) 
     return code;
   }
   for (const auto& p : traces) {
+    if (written) written->push_back(p.string());
     try {
       const trace::TraceCounts c = trace::read_ktrace_counts(p);
       std::fprintf(
@@ -242,7 +258,7 @@ namespace {
 
 const bool registered = register_command(
     {"profile", "Run a CUDA program under the injected tracer and write a .ktrace", 20,
-     [](CLI::App& app, const GlobalOptions&) -> Runner {
+     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
        auto opts = std::make_shared<trace::TracerOptions>();
        auto cmd = std::make_shared<std::vector<std::string>>();
        auto kernels_only = std::make_shared<bool>(false);
@@ -259,6 +275,8 @@ const bool registered = register_command(
            ->excludes(lightest);
        setting_option(app, "delay", w.delay_s)->check(CLI::NonNegativeNumber);
        setting_option(app, "duration", w.duration_s)->check(CLI::NonNegativeNumber);
+       setting_option(app, "period", w.period_s)->check(CLI::NonNegativeNumber);
+       setting_option(app, "window", w.window_s)->check(CLI::NonNegativeNumber);
        setting_option(app, "range", w.range);
        setting_option(app, "sample", w.sample_one_in)->check(CLI::PositiveNumber);
        setting_option(app, "job-id", w.job_id);
@@ -281,8 +299,15 @@ const bool registered = register_command(
        setting_option(app, "every", c.every)->check(CLI::PositiveNumber);
        setting_option(app, "max-kernels", c.max_kernels);
        setting_option(app, "time-box", c.time_box_s)->check(CLI::NonNegativeNumber);
+       // At exit, the traces go to the store (--db) as `ktune ingest` pushes them.
+       auto ingest = std::make_shared<bool>(false);
+       auto ingest_opts = std::make_shared<IngestOptions>();
+       app.add_flag("--ingest", *ingest,
+                    "When the command ends, push its traces' per-kernel aggregates to the store "
+                    "(--db), as ktune ingest does");
+       add_ingest_options(app, *ingest_opts);
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
-       return [opts, cmd, kernels_only, full, output, opt_in] {
+       return [opts, cmd, kernels_only, full, output, opt_in, ingest, ingest_opts, &globals] {
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {
            const std::string_view mode(env);
            if (mode != "default" && mode != "kernels" && mode != "full")
@@ -302,7 +327,18 @@ const bool registered = register_command(
          opts->output = *output;
          if (opts->window.job_id.empty())
            if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) opts->window.job_id = s;
-         return run_profile(*opts, *cmd);
+         if (!*ingest) return run_profile(*opts, *cmd);
+         std::vector<std::string> traces;
+         const int code = run_profile(*opts, *cmd, &traces);
+         if (traces.empty()) return code;
+         // The command's exit code stands; a failed ingest makes a clean exit a failure.
+         try {
+           run_ingest(traces, *ingest_opts, globals);
+         } catch (const Error& e) {
+           std::fprintf(stderr, "ktune: the traces were not ingested: %s\n", e.what());
+           return code != 0 ? code : 1;
+         }
+         return code;
        };
      }});
 

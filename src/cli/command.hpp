@@ -32,7 +32,20 @@ bool register_command(CommandSpec spec);
 const std::vector<CommandSpec>& registered_commands();
 
 // ktune profile's run: `cmd` with the tracer injected and `opts` handed over; prints the traces it
-// left and returns the command's exit code (cmd_profile.cpp). ktune bench --metrics uses it too.
-int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd);
+// left (and adds them to `traces`, when given) and returns the command's exit code
+// (cmd_profile.cpp). ktune bench --metrics uses it too.
+int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
+                std::vector<std::string>* traces = nullptr);
+
+// ktune ingest's options and run (cmd_ingest.cpp); ktune profile --ingest runs it on the traces
+// its command left.
+struct IngestOptions {
+  std::vector<std::string> tags;
+  unsigned jobs = 0;  // 0: one per CPU
+  bool json = false;
+};
+void add_ingest_options(CLI::App& app, IngestOptions& o);  // --tag and --jobs
+int run_ingest(const std::vector<std::string>& traces, const IngestOptions& o,
+               const GlobalOptions& g);
 
 }  // namespace ktune::cli

@@ -12,6 +12,12 @@
 // (memset GPU records: ~1.5 µs of GPU time per memset; synchronization records, whose calls the
 // API records hold; overhead; queued/submitted timestamps) are off unless asked for (mode
 // "full"), and no callbacks are enabled unless a capture range needs them.
+//
+// Periodic windows (--period, --window): the writer thread follows a CaptureSchedule. Between
+// windows every activity kind is disabled, so a launch pays only for CUPTI being attached; as a
+// window closes its records are flushed to its own trace (OUT.wK.ktrace), which stays open
+// through the gap for records CUPTI hands over late and is closed, complete, as the next window
+// opens or the process exits.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h>
@@ -19,6 +25,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -27,13 +34,16 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "capture_schedule.hpp"
 #include "counter_profiler.hpp"
 #include "decode.hpp"
 #include "ktune/core/identity.hpp"
@@ -185,6 +195,13 @@ class Tracer {
 
  private:
   void set_capturing(bool on);
+  bool closing() {
+    std::lock_guard lock(capture_mu_);
+    return closing_;
+  }
+  double seconds_since(Clock::time_point t) const {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
   void writer_main() noexcept;
   void disable(const char* why) noexcept;
   void writer_loop();
@@ -222,8 +239,10 @@ class Tracer {
   bool capturing_ = false;
   std::atomic<bool> capturing_now_{false};  // capturing_, for the launch callbacks' lock-free read
   bool capped_ = false;
+  bool closing_ = false;  // stop() began: no capture opens again (a window on the schedule)
   std::atomic<int> nvtx_open_{0};
 
+  Clock::time_point started_;  // the schedule's time 0 (--delay counts from here)
   std::thread writer_;
   std::thread::id writer_id_;
   std::mutex done_mu_;
@@ -351,7 +370,7 @@ void Tracer::mark_finished() {
 
 void Tracer::set_capturing(bool on) {
   std::lock_guard lock(capture_mu_);
-  if (on && capped_) return;
+  if (on && (capped_ || closing_)) return;
   if (on == capturing_) return;
   capturing_ = on;
   capturing_now_.store(on, std::memory_order_relaxed);
@@ -433,6 +452,7 @@ void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 }
 
 bool Tracer::start() {
+  started_ = Clock::now();
   debug_ =
       std::getenv("KTUNE_TRACE_DEBUG") && std::string_view(std::getenv("KTUNE_TRACE_DEBUG")) == "1";
   cupti_zero_ = experiment("cupti_zero");
@@ -709,38 +729,52 @@ void Tracer::writer_loop() {
     recycle(b, std::size_t{opts_.buffer_mib} << 20);
   }
   std::unique_ptr<KtraceWriter> writer;
-  const auto path = trace_path(opts_.output, opts_.root_pid, ::getpid());
-  const auto t_open = Clock::now();
-  try {
-    writer = std::make_unique<KtraceWriter>(path, meta_);
-  } catch (const std::exception& e) {
-    failed_ = true;
-    say(std::string(e.what()) + " This process runs untraced.");
-  }
-  open_ms_ = ms_since(t_open);
-  const auto t0 = Clock::now();
-  const auto begin = t0 + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(opts_.window.delay_s));
-  bool begun = opts_.window.delay_s <= 0, ended = false;
+  auto open = [&](std::optional<std::uint64_t> window) {
+    const auto t_open = Clock::now();
+    try {
+      writer = std::make_unique<KtraceWriter>(
+          trace_path(opts_.output, opts_.root_pid, ::getpid(), window), meta_);
+    } catch (const std::exception& e) {
+      failed_ = true;
+      say(std::string(e.what()) + " This process runs untraced.");
+    }
+    open_ms_ += ms_since(t_open);
+  };
+  // --range: the program opens and closes capture (callbacks); otherwise the schedule does.
+  const bool scheduled = opts_.window.range.empty();
+  const CaptureSchedule schedule(opts_.window);
+  const bool periodic = scheduled && schedule.periodic();
+  if (!periodic) open(std::nullopt);
+  std::optional<std::uint64_t> window_open;  // periodic: the window whose trace is open
+  bool capturing = false;                    // as the schedule last set it
+  bool stopping = false;
   for (;;) {
-    bool stopping;
-    {
-      std::unique_lock lock(queue_mu_);
-      queue_cv_.wait_for(lock, std::chrono::milliseconds(50),
-                         [&] { return stopping_ || !queue_.empty(); });
-      stopping = stopping_;
-    }
-    const auto now = Clock::now();
-    if (!begun && now >= begin && opts_.window.range.empty()) {
-      begun = true;
-      set_capturing(true);
-    }
-    if (begun && !ended && opts_.window.duration_s > 0 &&
-        now >= begin + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(opts_.window.duration_s))) {
-      ended = true;
-      set_capturing(false);
-      cupti_ok(cuptiActivityFlushAll(0), "flushing at the end of the capture window");
+    double wake_s = std::numeric_limits<double>::infinity();
+    if (scheduled && !stopping) {
+      const CaptureSchedule::State now = schedule.at(seconds_since(started_));
+      wake_s = now.next_change_s;
+      if (periodic && now.capturing && window_open != now.window && !closing()) {
+        // The previous window's trace stayed open through the gap, so records CUPTI delivered
+        // late are in it; it is complete once they are flushed.
+        if (writer) {
+          cupti_ok(cuptiActivityFlushAll(0), "flushing before a capture window opens");
+          drain(writer.get());
+          finish(writer.get());
+          writer.reset();
+        }
+        meta_.window.index = now.window;
+        meta_.complete = false;
+        meta_.finished_at.clear();
+        if (!failed_) open(now.window);
+        window_open = now.window;
+      }
+      if (now.capturing != capturing) {
+        capturing = now.capturing;
+        set_capturing(capturing);
+        // The window's records reach the writer now, not at the next periodic flush.
+        if (!capturing)
+          cupti_ok(cuptiActivityFlushAll(0), "flushing at the end of a capture window");
+      }
     }
     if (const int sig = signal_flush_.exchange(0)) {
       cupti_ok(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing on a signal");
@@ -752,6 +786,15 @@ void Tracer::writer_loop() {
     }
     drain(writer.get());
     if (stopping) break;
+    // Wake for the next buffer, for stop(), and at the schedule's next change (windows open and
+    // close on time, not on the 50 ms tick).
+    auto timeout = std::chrono::duration<double>(0.05);
+    if (wake_s < std::numeric_limits<double>::infinity())
+      timeout = std::clamp(std::chrono::duration<double>(wake_s - seconds_since(started_)),
+                           std::chrono::duration<double>(0), timeout);
+    std::unique_lock lock(queue_mu_);
+    queue_cv_.wait_for(lock, timeout, [&] { return stopping_ || !queue_.empty(); });
+    stopping = stopping_;
   }
   drain(writer.get());
   finish(writer.get());
@@ -763,6 +806,10 @@ void Tracer::stop() {
   std::call_once(stop_once_, [this] {
     if (forked_ || !writer_.joinable()) return;
     const auto t0 = Clock::now();
+    {
+      std::lock_guard lock(capture_mu_);
+      closing_ = true;  // first, so the writer's schedule cannot reopen what closes next
+    }
     set_capturing(false);
     cupti_ok(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing at exit");
     const double flush_ms = ms_since(t0);

@@ -18,8 +18,10 @@ namespace {
 const std::vector<TracerSetting> kSettings = {
     {"output", "-o,--output", "KTUNE_TRACE_OUTPUT", "path", "ktune.ktrace", "trace of the root process; every other traced process writes OUT.<pid>.ktrace"},
     {"mode", "", "KTUNE_TRACE_MODE", "mode", "default", "'default' (kernels, copies, launch/copy/memset/sync API calls, NVTX), 'kernels' (--kernels-only) or 'full' (--full: default and every opt-in record kind below)"},
-    {"delay", "--delay", "KTUNE_TRACE_DELAY_S", "seconds", "0", "seconds after start-up before capture begins"},
-    {"duration", "--duration", "KTUNE_TRACE_DURATION_S", "seconds", "0", "seconds of capture, then stop; 0: until exit"},
+    {"delay", "--delay", "KTUNE_TRACE_DELAY_S", "duration", "0", "time after start-up before capture begins"},
+    {"duration", "--duration", "KTUNE_TRACE_DURATION_S", "duration", "0", "time of capture, then stop; 0: until exit"},
+    {"period", "--period", "KTUNE_TRACE_PERIOD", "duration", "0", "periodic capture: a window opens this often (e.g. 60s), each window a trace of its own (OUT.w<K>.ktrace), nothing recorded between windows; 0: one capture"},
+    {"window", "--window", "KTUNE_TRACE_WINDOW", "duration", "0", "length of each periodic window (e.g. 2s), at most the period"},
     {"range", "--range", "KTUNE_TRACE_RANGE", "text", "", "capture only inside cudaProfilerStart/Stop ('profiler') or NVTX push/pop ranges named NAME ('nvtx:NAME')"},
     {"sample", "--sample", "KTUNE_TRACE_SAMPLE", "count", "1", "trace 1 in N processes, chosen by job id and rank"},
     {"job-id", "--job-id", "KTUNE_TRACE_JOB_ID", "text", "$SLURM_JOB_ID", "sampling key shared by a job's processes: same job id and rank, same choice"},
@@ -46,6 +48,25 @@ const std::vector<TracerSetting> kSettings = {
 
 const char* env(std::string_view name) {
   return tracer_setting(name).env;
+}
+
+// "--period (KTUNE_TRACE_PERIOD)": how a sentence names a setting that has a flag and a variable.
+std::string flag_and_env(std::string_view name) {
+  const TracerSetting& s = tracer_setting(name);
+  std::string flag(s.flag);
+  if (const auto comma = flag.find(','); comma != std::string::npos) flag.erase(0, comma + 1);
+  return fmt::format("{} ({})", flag, s.env);
+}
+
+double parse_duration_env(const GetEnv& get, const char* name) {
+  const char* v = get(name);
+  if (!v || !*v) return 0;
+  const auto s = parse_duration_s(v);
+  if (!s)
+    throw Error(fmt::format(
+        "{}='{}' is not a duration; set it to a time like 60s, 2s or 100ms, or unset it.", name,
+        v));
+  return *s;
 }
 
 template <class T>
@@ -108,6 +129,43 @@ std::string tracer_settings_markdown() {
   return out;
 }
 
+std::optional<double> parse_duration_s(std::string_view text) {
+  // Longest suffix first: "ms" before "s" and "m".
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}};
+  double scale = 1;
+  for (const auto& [suffix, factor] : kUnits)
+    if (text.size() > suffix.size() && text.substr(text.size() - suffix.size()) == suffix) {
+      text.remove_suffix(suffix.size());
+      scale = factor;
+      break;
+    }
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
+      !std::isfinite(value) || value < 0)
+    return std::nullopt;
+  return value * scale;
+}
+
+void check_schedule(const TraceWindow& w) {
+  if (w.period_s <= 0 && w.window_s <= 0) return;
+  if (w.period_s <= 0)
+    throw Error(fmt::format("{} needs {} too, how often a window opens; add e.g. --period 60s.",
+                            flag_and_env("window"), flag_and_env("period")));
+  if (w.window_s <= 0)
+    throw Error(fmt::format("{} needs {} too, the length of each window; add e.g. --window 2s.",
+                            flag_and_env("period"), flag_and_env("window")));
+  if (w.window_s > w.period_s)
+    throw Error(
+        fmt::format("{} of {} s is longer than {} of {} s; a window must fit in its "
+                    "period.",
+                    flag_and_env("window"), w.window_s, flag_and_env("period"), w.period_s));
+  if (!w.range.empty())
+    throw Error(fmt::format("{} and --range ({}) both decide when to capture; use one of them.",
+                            flag_and_env("period"), tracer_setting("range").env));
+}
+
 void check_range(const std::string& range) {
   if (range.empty() || range == "profiler") return;
   if (range.rfind("nvtx:", 0) == 0 && range.size() > 5) return;
@@ -139,8 +197,10 @@ TracerOptions options_from_env(const GetEnv& get) {
                       "or 'full'.",
                       v));
   }
-  o.window.delay_s = parse_number(get, env("delay"), 0.0, 0.0, "a delay in seconds");
-  o.window.duration_s = parse_number(get, env("duration"), 0.0, 0.0, "a duration in seconds");
+  o.window.delay_s = parse_duration_env(get, env("delay"));
+  o.window.duration_s = parse_duration_env(get, env("duration"));
+  o.window.period_s = parse_duration_env(get, env("period"));
+  o.window.window_s = parse_duration_env(get, env("window"));
   if (const char* v = get(env("range")); v && *v) {
     o.window.range = v;
     try {
@@ -149,6 +209,7 @@ TracerOptions options_from_env(const GetEnv& get) {
       throw Error(std::string("KTUNE_TRACE_RANGE: ") + e.what());
     }
   }
+  check_schedule(o.window);
   o.window.sample_one_in =
       parse_number(get, env("sample"), 1u, 1u, "a sampling rate N >= 1 (1 in N)");
   if (const char* v = get(env("job-id")); v && *v)
@@ -187,6 +248,8 @@ std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOpti
       {env("mode"), o.kernels_only ? "kernels" : "default"},
       {env("delay"), fmt::format("{}", o.window.delay_s)},
       {env("duration"), fmt::format("{}", o.window.duration_s)},
+      {env("period"), fmt::format("{}", o.window.period_s)},
+      {env("window"), fmt::format("{}", o.window.window_s)},
       {env("range"), o.window.range},
       {env("sample"), std::to_string(o.window.sample_one_in)},
       {env("job-id"), o.window.job_id},
@@ -247,11 +310,39 @@ std::string process_key(const GetEnv& get) {
 }
 
 std::filesystem::path trace_path(const std::filesystem::path& output, std::int64_t root_pid,
-                                 std::int64_t pid) {
-  if (root_pid == 0 || root_pid == pid) return output;
+                                 std::int64_t pid, std::optional<std::uint64_t> window) {
+  const bool root = root_pid == 0 || root_pid == pid;
+  if (root && !window) return output;
   std::filesystem::path stem = output;
   if (stem.extension() == ".ktrace") stem.replace_extension();
-  return stem.string() + "." + std::to_string(pid) + ".ktrace";
+  std::string name = stem.string();
+  if (!root) name += "." + std::to_string(pid);
+  if (window) name += ".w" + std::to_string(*window);
+  return name + ".ktrace";
+}
+
+bool is_trace_of(const std::filesystem::path& output, const std::filesystem::path& file) {
+  if (file == output) return true;
+  std::filesystem::path stem = output;
+  if (stem.extension() == ".ktrace") stem.replace_extension();
+  if (file.parent_path() != stem.parent_path()) return false;
+  const std::string name = file.filename().string(), prefix = stem.filename().string() + ".";
+  constexpr std::string_view kExt = ".ktrace";
+  if (name.size() <= prefix.size() + kExt.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - kExt.size(), kExt.size(), kExt) != 0)
+    return false;
+  // What trace_path puts between them: PID, wK or PID.wK.
+  std::string_view mid(name);
+  mid = mid.substr(prefix.size(), mid.size() - prefix.size() - kExt.size());
+  auto digits = [](std::string_view d) {
+    return !d.empty() && d.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  const auto dot = mid.find('.');
+  const std::string_view first = mid.substr(0, dot);
+  if (dot == std::string_view::npos)
+    return digits(first) || (first.size() > 1 && first[0] == 'w' && digits(first.substr(1)));
+  const std::string_view second = mid.substr(dot + 1);
+  return digits(first) && second.size() > 1 && second[0] == 'w' && digits(second.substr(1));
 }
 
 bool is_traced_api(std::string_view name) {

@@ -170,6 +170,76 @@ TEST(Options, BadValuesNameTheVariable) {
   expect_error({{"KTUNE_TRACE_FLUSH_MS", "1"}}, "KTUNE_TRACE_FLUSH_MS");
 }
 
+TEST(Options, DurationsTakeAUnitOrBareSeconds) {
+  EXPECT_EQ(parse_duration_s("60s"), 60.0);
+  EXPECT_EQ(parse_duration_s("2s"), 2.0);
+  EXPECT_DOUBLE_EQ(*parse_duration_s("0.1s"), 0.1);
+  EXPECT_DOUBLE_EQ(*parse_duration_s("100ms"), 0.1);
+  EXPECT_EQ(parse_duration_s("1.5m"), 90.0);
+  EXPECT_EQ(parse_duration_s("1h"), 3600.0);
+  EXPECT_EQ(parse_duration_s("2.5"), 2.5);
+  EXPECT_EQ(parse_duration_s("0"), 0.0);
+  for (const char* bad :
+       {"", "s", "ms", "soon", "-1s", "1x", "1 s", " 1s", "1s ", "inf", "nan", "1e999s", "1sms"})
+    EXPECT_FALSE(parse_duration_s(bad).has_value()) << bad;
+}
+
+// A fleet's launcher sets the variables itself, with units; ktune profile hands over seconds.
+TEST(Options, PeriodicWindowsThroughTheEnvironment) {
+  const TracerOptions o =
+      options_from_env(env_of({{"KTUNE_TRACE_PERIOD", "60s"}, {"KTUNE_TRACE_WINDOW", "2s"}}));
+  EXPECT_EQ(o.window.period_s, 60);
+  EXPECT_EQ(o.window.window_s, 2);
+  TracerOptions p;
+  p.window.period_s = 2;
+  p.window.window_s = 0.1;
+  p.window.delay_s = 0.25;
+  std::map<std::string, std::string> vars;
+  for (const auto& [k, v] : options_to_env(p)) vars[k] = v;
+  EXPECT_EQ(vars["KTUNE_TRACE_PERIOD"], "2");
+  EXPECT_EQ(vars["KTUNE_TRACE_WINDOW"], "0.1");
+  const TracerOptions back = options_from_env(env_of(vars));
+  EXPECT_EQ(back.window.period_s, 2);
+  EXPECT_EQ(back.window.window_s, 0.1);
+  EXPECT_EQ(back.window.delay_s, 0.25);
+  // The older settings take the same durations.
+  EXPECT_EQ(options_from_env(env_of({{"KTUNE_TRACE_DELAY_S", "500ms"}})).window.delay_s, 0.5);
+  EXPECT_EQ(options_from_env(env_of({{"KTUNE_TRACE_DURATION_S", "2m"}})).window.duration_s, 120);
+}
+
+TEST(Options, BadPeriodicWindowsAreOneSentence) {
+  auto error_of = [](std::map<std::string, std::string> vars) -> std::string {
+    try {
+      options_from_env(env_of(std::move(vars)));
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.back(), '.') << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      return msg;
+    }
+    ADD_FAILURE() << "expected an error";
+    return "";
+  };
+  EXPECT_NE(error_of({{"KTUNE_TRACE_PERIOD", "often"}}).find("KTUNE_TRACE_PERIOD='often'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"KTUNE_TRACE_WINDOW", "2s"}})
+                .find("--window (KTUNE_TRACE_WINDOW) needs "
+                      "--period (KTUNE_TRACE_PERIOD)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"KTUNE_TRACE_PERIOD", "60s"}}).find("--window"), std::string::npos);
+  EXPECT_NE(error_of({{"KTUNE_TRACE_PERIOD", "1s"}, {"KTUNE_TRACE_WINDOW", "2s"}})
+                .find("must fit in its period"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"KTUNE_TRACE_PERIOD", "60s"},
+                      {"KTUNE_TRACE_WINDOW", "2s"},
+                      {"KTUNE_TRACE_RANGE", "profiler"}})
+                .find("--range"),
+            std::string::npos);
+  TraceWindow whole;  // a window as long as its period is allowed: continuous, one file each
+  whole.period_s = whole.window_s = 5;
+  EXPECT_NO_THROW(check_schedule(whole));
+}
+
 TEST(Options, SlurmJobIdIsTheDefaultSamplingKey) {
   EXPECT_EQ(options_from_env(env_of({{"SLURM_JOB_ID", "991"}})).window.job_id, "991");
   EXPECT_EQ(options_from_env(env_of({{"SLURM_JOB_ID", "991"}, {"KTUNE_TRACE_JOB_ID", "a"}}))
@@ -214,6 +284,22 @@ TEST(TracePath, RootWritesOutChildrenWritePidFiles) {
   EXPECT_EQ(trace_path("/r/run.ktrace", 55, 55), "/r/run.ktrace");
   EXPECT_EQ(trace_path("/r/run.ktrace", 55, 56), "/r/run.56.ktrace");
   EXPECT_EQ(trace_path("/r/run", 55, 56), "/r/run.56.ktrace");
+  // Periodic windows: one trace per window.
+  EXPECT_EQ(trace_path("/r/run.ktrace", 55, 55, 0), "/r/run.w0.ktrace");
+  EXPECT_EQ(trace_path("/r/run.ktrace", 0, 9, 12), "/r/run.w12.ktrace");
+  EXPECT_EQ(trace_path("/r/run.ktrace", 55, 56, 3), "/r/run.56.w3.ktrace");
+}
+
+TEST(TracePath, ProfileFindsEveryNameTracePathGives) {
+  const std::filesystem::path out = "/r/run.ktrace";
+  for (const auto& p : {trace_path(out, 5, 5), trace_path(out, 5, 6), trace_path(out, 5, 5, 0),
+                        trace_path(out, 5, 6, 41)})
+    EXPECT_TRUE(is_trace_of(out, p)) << p;
+  EXPECT_TRUE(is_trace_of("/r/run", trace_path("/r/run", 5, 6, 2)));
+  for (const char* other : {"/r/run.x.ktrace", "/r/run.w.ktrace", "/r/run.12.w.ktrace",
+                            "/r/run.12.13.ktrace", "/r/run.w1.w2.ktrace", "/r/run.12.ktrace.bak",
+                            "/r/other.12.ktrace", "/s/run.12.ktrace", "/r/run..ktrace"})
+    EXPECT_FALSE(is_trace_of(out, other)) << other;
 }
 
 TEST(TracedApis, LaunchesCopiesSyncsButNotGraphBuilding) {

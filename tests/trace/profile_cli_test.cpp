@@ -18,6 +18,7 @@
 #include "ktune/cuda/driver.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/metrics.hpp"
+#include "ktune/trace/options.hpp"
 #include "run_ktune.hpp"
 #include "trace_test_util.hpp"
 
@@ -163,6 +164,72 @@ TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
   EXPECT_EQ(d.out, "") << d.out;
 }
 
+TEST(ProfileCli, PeriodicWindowsReachTheTracerInSeconds) {
+  test::TempDir dir;
+  const auto r =
+      run_ktune("profile --period 60s --window 2s -o " + (dir.path / "p.ktrace").string() +
+                " -- sh -c 'env | grep -E \"^KTUNE_TRACE_(PERIOD|WINDOW)=\" | sort'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "KTUNE_TRACE_PERIOD=60\nKTUNE_TRACE_WINDOW=2\n");
+  // The variables a fleet's launcher sets work as the flags do.
+  const auto e = run_ktune("profile -o " + (dir.path / "e.ktrace").string() +
+                               " -- sh -c 'env | grep -E \"^KTUNE_TRACE_(PERIOD|WINDOW)=\" | sort'",
+                           "KTUNE_TRACE_PERIOD=1m KTUNE_TRACE_WINDOW=500ms");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out, "KTUNE_TRACE_PERIOD=60\nKTUNE_TRACE_WINDOW=0.5\n");
+}
+
+// --ingest on the CPU: the command stands in for the tracer and leaves the traces a periodic run
+// would (two windows of itself, one of a child process); each is pushed once, as a run of its own.
+TEST(ProfileCli, IngestPushesEveryTraceTheRunLeft) {
+  test::TempDir dir;
+  for (std::uint64_t w : {0, 1}) {
+    Trace t = test::sample_trace();
+    t.metadata.window = {};
+    t.metadata.window.period_s = 60;
+    t.metadata.window.window_s = 2;
+    t.metadata.window.index = w;
+    write_ktrace(dir.path / ("made" + std::to_string(w) + ".ktrace"), t);
+  }
+  const auto out = dir.path / "p.ktrace";
+  const std::string leave =
+      "cp " + (dir.path / "made0.ktrace").string() + " " + trace_path(out, 0, 0, 0).string() +
+      " && cp " + (dir.path / "made1.ktrace").string() + " " + trace_path(out, 0, 0, 1).string() +
+      " && cp " + (dir.path / "made1.ktrace").string() + " " + trace_path(out, 1, 77, 1).string();
+  const std::string cmd = "--db " + (dir.path / "fleet.db").string() +
+                          " profile --ingest --tag build=b7 -o " + out.string() + " -- sh -c '" +
+                          leave + "'";
+  const auto r = run_ktune(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::size_t added = 0;
+  for (std::size_t at = 0; (at = r.out.find(": added (", at)) != std::string::npos; ++at) ++added;
+  EXPECT_EQ(added, 2u) << r.out;  // the child's window 1 is a copy of the root's: one run
+  EXPECT_NE(r.out.find("3 traces into"), std::string::npos) << r.out;
+  const auto again = run_ktune(cmd);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.find(": added ("), std::string::npos) << again.out;
+  // A store that cannot be opened fails the run after the command, in one sentence.
+  const auto bad = run_ktune("--db postgresql://nobody@127.0.0.1:1/none profile --ingest -o " +
+                             out.string() + " -- sh -c '" + leave + "'");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("the traces were not ingested"), std::string::npos) << bad.err;
+}
+
+TEST(ProfileCli, BadPeriodicWindowsAreOneSentence) {
+  const auto alone = run_ktune("profile --window 2s -- true");
+  EXPECT_EQ(alone.exit_code, 1);
+  expect_one_sentence(alone.err, "--window (KTUNE_TRACE_WINDOW) needs --period");
+  const auto longer = run_ktune("profile --period 1s --window 2s -- true");
+  EXPECT_EQ(longer.exit_code, 1);
+  expect_one_sentence(longer.err, "must fit in its period");
+  const auto both = run_ktune("profile --period 1s --window 0.1s --range profiler -- true");
+  EXPECT_EQ(both.exit_code, 1);
+  expect_one_sentence(both.err, "--range");
+  const auto unit = run_ktune("profile --period 10x --window 1s -- true");
+  EXPECT_EQ(unit.exit_code, 2);
+  EXPECT_NE(unit.err.find("'10x' is not a duration"), std::string::npos) << unit.err;
+}
+
 // GPU tier: the lead's H100 run. Needs nvcc (the toolkit is on the GPU machine). Builds `source`
 // (relative to the source tree) into `dir`; the path of the program, or "" when nvcc fails.
 std::string build_cuda_program(const test::TempDir& dir, const char* source, const char* name) {
@@ -299,6 +366,46 @@ TEST(ProfileGpu, TinyLoopKernelCountIsExactAndNothingDropped) {
 }
 
 // GPU tier: the costly record kinds come back when their variables (or --full) ask for them.
+// Periodic windows on real launches: one complete trace per window, none of them recording outside
+// its window, about the duty cycle's share of the launches in all, and --ingest pushing one run
+// per window.
+TEST(ProfileGpu, PeriodicWindowsWriteOneCompleteTracePerWindow) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = build_tiny_loop(dir);
+  ASSERT_FALSE(exe.empty());
+  const auto out = dir.path / "w.ktrace";
+  // About 2 s of launches; a 0.1 s window every 0.5 s.
+  const auto r = run_ktune("--db " + (dir.path / "fleet.db").string() +
+                           " profile --kernels-only --period 0.5s --window 100ms --ingest -o " +
+                           out.string() + " -- " + exe + " 600000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));  // every record is in a window's trace
+  std::size_t windows = 0, tiny = 0;
+  for (std::uint64_t w = 0; std::filesystem::exists(trace_path(out, 0, 0, w)); ++w, ++windows) {
+    const Trace t = read_ktrace(trace_path(out, 0, 0, w));
+    EXPECT_TRUE(t.metadata.complete) << w;
+    EXPECT_EQ(t.metadata.dropped_records, 0u) << w;
+    EXPECT_EQ(t.metadata.window.index, w);
+    EXPECT_EQ(t.metadata.window.period_s, 0.5);
+    EXPECT_EQ(t.metadata.window.window_s, 0.1);
+    if (t.kernels.empty()) continue;
+    std::uint64_t first = UINT64_MAX, last = 0;
+    for (const auto& k : t.kernels) {
+      first = std::min(first, k.start_ns);
+      last = std::max(last, k.end_ns);
+      tiny += k.demangled_name.find("tiny_add") != std::string::npos;
+    }
+    EXPECT_LE(last - first, 120'000'000u) << "window " << w << " recorded outside its 100 ms";
+  }
+  EXPECT_GE(windows, 3u);
+  EXPECT_GT(tiny, 0u);
+  EXPECT_LT(tiny, 600100u * 35 / 100) << "a 20 % duty cycle captured more than 35 %";
+  std::size_t added = 0;
+  for (std::size_t at = 0; (at = r.out.find(": added (", at)) != std::string::npos; ++at) ++added;
+  EXPECT_EQ(added, windows) << r.out;
+}
+
 TEST(ProfileGpu, CostlyRecordKindsAreOptIn) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
   test::TempDir dir;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -93,6 +94,15 @@ void check_counter_options(const TracerOptions& o);
 // Validates a --range value: "", "profiler" or "nvtx:NAME"; throws ktune::Error otherwise.
 void check_range(const std::string& range);
 
+// A value of the settings of type "duration": a number with a unit, "60s", "2.5s", "100ms", "5m",
+// "1h", or a bare number of seconds. Seconds; nullopt when `text` is none of these or negative.
+std::optional<double> parse_duration_s(std::string_view text);
+
+// Validates the periodic capture settings: --window needs --period and fits in it, and periodic
+// windows do not mix with --range. Throws ktune::Error with one sentence naming the flags and
+// variables; no-op when neither is set.
+void check_schedule(const TraceWindow& window);
+
 // Whether this process is one of the 1 in window.sample_one_in that are traced. Deterministic in
 // (job_id, process_key): the same job traces the same ranks on every run.
 bool sampled_in(const TraceWindow& window, std::string_view process_key);
@@ -101,9 +111,15 @@ bool sampled_in(const TraceWindow& window, std::string_view process_key);
 // SLURM_PROCID, OMPI_COMM_WORLD_RANK), else its pid.
 std::string process_key(const GetEnv& get = [](const char* n) { return std::getenv(n); });
 
-// OUT.ktrace for the root process, OUT.<pid>.ktrace for every other traced process.
+// OUT.ktrace for the root process, OUT.<pid>.ktrace for every other traced process. With periodic
+// windows each window K has its own: OUT.wK.ktrace, OUT.<pid>.wK.ktrace.
 std::filesystem::path trace_path(const std::filesystem::path& output, std::int64_t root_pid,
-                                 std::int64_t pid);
+                                 std::int64_t pid,
+                                 std::optional<std::uint64_t> window = std::nullopt);
+
+// Whether `file` is a name trace_path gives for `output` (any pid, any window), so ktune profile
+// finds every trace of its run.
+bool is_trace_of(const std::filesystem::path& output, const std::filesystem::path& file);
 
 // The host-side calls worth a record: launches, copies, memsets, synchronizations, profiler
 // start/stop. The tracer enables API activity for these callback names only, which keeps the
