@@ -207,6 +207,7 @@ class Tracer {
   void writer_loop();
   void drain(KtraceWriter* writer);
   void finish(KtraceWriter* writer);
+  void flush_on_signal(KtraceWriter* writer);  // a forced flush that a held driver lock cannot hang
   std::uint8_t* fresh_buffer() const;
   void recycle(std::uint8_t* buffer, std::size_t valid_bytes);
   void mark_finished();
@@ -715,6 +716,26 @@ void Tracer::disable(const char* why) noexcept {
   }
 }
 
+// A signal can arrive while the program's thread holds the driver's lock inside a CUDA call, and
+// its handler then waits for this thread: a forced flush here would wait for that lock until the
+// handler gives up, and the trace would lose everything. So the flush runs on a thread of its own,
+// and the trace closes after at most kSignalFlushWait with what has arrived (everything up to the
+// last periodic flush at least).
+void Tracer::flush_on_signal(KtraceWriter* writer) {
+  constexpr auto kSignalFlushWait = std::chrono::milliseconds(1000);
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([this, done] {
+    cupti_ok(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing on a signal");
+    done->store(true);
+  }).detach();
+  const auto until = Clock::now() + kSignalFlushWait;
+  while (!done->load() && Clock::now() < until) {
+    drain(writer);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  drain(writer);
+}
+
 void Tracer::writer_loop() {
   // Signals go to the program's threads, never to this one.
   sigset_t block;
@@ -748,6 +769,8 @@ void Tracer::writer_loop() {
   std::optional<std::uint64_t> window_open;  // periodic: the window whose trace is open
   bool capturing = false;                    // as the schedule last set it
   bool stopping = false;
+  const auto flush_period = std::chrono::milliseconds(opts_.flush_period_ms);
+  auto next_flush = Clock::now() + flush_period;
   for (;;) {
     double wake_s = std::numeric_limits<double>::infinity();
     if (scheduled && !stopping) {
@@ -777,12 +800,17 @@ void Tracer::writer_loop() {
       }
     }
     if (const int sig = signal_flush_.exchange(0)) {
-      cupti_ok(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing on a signal");
-      drain(writer.get());
+      flush_on_signal(writer.get());
       if (sig == 2) {
         finish(writer.get());
         mark_finished();
       }
+    }
+    // CUPTI's own periodic flush hands over full buffers only; this one hands over the partly
+    // filled ones too, so that a program that dies keeps its trace up to the last period.
+    if (capturing_now_.load(std::memory_order_relaxed) && Clock::now() >= next_flush) {
+      cupti_ok(cuptiActivityFlushAll(0), "flushing at the commit period");
+      next_flush = Clock::now() + flush_period;
     }
     drain(writer.get());
     if (stopping) break;
