@@ -22,6 +22,7 @@ StopSettings StopSettings::screen() {
   // session (87 us kernels, 200 samples each) a third of its wall time, to rank them no better.
   s.min_gpu_time_s = 0.005;
   s.max_relative_stddev = 0.02;  // 2 %: enough to rank, not to quote
+  s.max_relative_error = 0.01;   // or the mean within 1 % (one standard error)
   s.timeout_s = 0.5;
   s.screen_margin = 0.10;  // fastest sample 10 % slower than the best median: clearly slower
   s.min_screen_samples = 3;
@@ -29,10 +30,15 @@ StopSettings StopSettings::screen() {
 }
 
 void to_json(nlohmann::json& j, const StopSettings& s) {
-  j = {{"warmup_samples", s.warmup_samples}, {"min_samples", s.min_samples},
-       {"min_gpu_time_s", s.min_gpu_time_s}, {"max_relative_stddev", s.max_relative_stddev},
-       {"timeout_s", s.timeout_s},           {"max_samples", s.max_samples},
-       {"screen_margin", s.screen_margin},   {"min_screen_samples", s.min_screen_samples}};
+  j = {{"warmup_samples", s.warmup_samples},
+       {"min_samples", s.min_samples},
+       {"min_gpu_time_s", s.min_gpu_time_s},
+       {"max_relative_stddev", s.max_relative_stddev},
+       {"timeout_s", s.timeout_s},
+       {"max_samples", s.max_samples},
+       {"max_relative_error", s.max_relative_error},
+       {"screen_margin", s.screen_margin},
+       {"min_screen_samples", s.min_screen_samples}};
 }
 
 void StopSettings::apply_overrides(std::string_view overrides) {
@@ -54,6 +60,8 @@ void StopSettings::apply_overrides(std::string_view overrides) {
       min_gpu_time_s = v;
     else if (key == "max_relative_stddev")
       max_relative_stddev = v;
+    else if (key == "max_relative_error")
+      max_relative_error = v;
     else if (key == "timeout_s")
       timeout_s = v;
     else if (key == "max_samples")
@@ -65,7 +73,8 @@ void StopSettings::apply_overrides(std::string_view overrides) {
     else
       throw Error(fmt::format(
           "unknown stop-rule setting '{}'; use warmup_samples, min_samples, min_gpu_time_s, "
-          "max_relative_stddev, timeout_s, max_samples, screen_margin or min_screen_samples.",
+          "max_relative_stddev, max_relative_error, timeout_s, max_samples, screen_margin or "
+          "min_screen_samples.",
           key));
   }
 }
@@ -91,6 +100,11 @@ double StopRule::noise() const {
   const std::size_t n = times_ns_.size();
   if (n < 2 || mean_ == 0) return 0;
   return std::sqrt(m2_ / static_cast<double>(n - 1)) / mean_;
+}
+
+double StopRule::relative_error() const {
+  const std::size_t n = times_ns_.size();
+  return n < 2 ? 0 : noise() / std::sqrt(static_cast<double>(n));
 }
 
 bool StopRule::timed_out(double wall_elapsed_s) {
@@ -123,7 +137,8 @@ bool StopRule::add(const Sample& s, double wall_elapsed_s) {
     return true;
   }
   if (n >= settings_.min_samples && gpu_time_s() >= settings_.min_gpu_time_s &&
-      noise() <= settings_.max_relative_stddev) {
+      (noise() <= settings_.max_relative_stddev ||
+       (settings_.max_relative_error > 0 && relative_error() <= settings_.max_relative_error))) {
     reason_ = StopReason::converged;
     return true;
   }

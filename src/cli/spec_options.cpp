@@ -46,8 +46,12 @@ std::map<std::string, std::int64_t> parse_shape_variables(const std::string& tex
 }
 
 std::string stop_rule_defaults(const bench::StopSettings& s) {
-  return fmt::format("defaults: {} samples, {:g} s GPU time, {:g} % noise, {:g} s timeout",
-                     s.min_samples, s.min_gpu_time_s, 100 * s.max_relative_stddev, s.timeout_s);
+  const std::string error = s.max_relative_error > 0 ? fmt::format(" (or the mean within {:g} %)",
+                                                                   100 * s.max_relative_error)
+                                                     : "";
+  return fmt::format("defaults: {} samples, {:g} s GPU time, {:g} % noise{}, {:g} s timeout",
+                     s.min_samples, s.min_gpu_time_s, 100 * s.max_relative_stddev, error,
+                     s.timeout_s);
 }
 
 }  // namespace ktune::cli

@@ -48,6 +48,39 @@ TEST(StopRule, QuietStreamStopsAtMinimumGpuTime) {
   EXPECT_LT(rule.noise(), 0.005);
 }
 
+TEST(StopRule, WideSamplesStopOnceTheMeanIsKnownWellEnough) {
+  // 88 us samples with 4 % jitter (a cold-mode GEMV on a busy host): the samples never get under
+  // the 1 % noise bound, so without an error bound the rule runs to its timeout; with a 0.3 %
+  // bound on the mean's relative standard error it stops once (0.04 / 0.003)^2 ~ 178 samples
+  // are in (after the 10 ms of GPU time, ~114 samples).
+  for (const double error : {0.0, 0.003}) {
+    SCOPED_TRACE(error);
+    StopSettings s;
+    s.min_gpu_time_s = 0.01;
+    s.max_relative_stddev = 0.01;
+    s.max_relative_error = error;
+    s.timeout_s = 2;
+    StopRule rule(s);
+    std::mt19937 rng(3);
+    std::normal_distribution<double> d(88e3, 88e3 * 0.04);
+    const std::size_t n = feed(
+        rule,
+        [&] {
+          return Sample{d(rng), 1980, 0};
+        },
+        100e-6);
+    if (error == 0) {
+      EXPECT_EQ(rule.reason(), StopReason::timeout);
+      EXPECT_EQ(n, 20000u);  // 2 s of 100 us wall steps
+    } else {
+      EXPECT_EQ(rule.reason(), StopReason::converged);
+      EXPECT_GT(n, 140u);
+      EXPECT_LT(n, 230u);
+      EXPECT_LE(rule.relative_error(), 0.003);
+    }
+  }
+}
+
 TEST(StopRule, ShortKernelStopsAtMinimumSampleCountOnlyWithEnoughGpuTime) {
   // 1 s samples: min_gpu_time is reached at once, min_samples (10) decides.
   StopRule rule(StopSettings{});
@@ -174,10 +207,12 @@ TEST(StopRule, MaxSamplesCapsACountedStream) {
 
 TEST(StopRule, OverridesParseAndRejectUnknownKeys) {
   StopSettings s;
-  s.apply_overrides("min_samples=20,timeout_s=2.5,max_relative_stddev=0.01");
+  s.apply_overrides(
+      "min_samples=20,timeout_s=2.5,max_relative_stddev=0.01,max_relative_error=0.002");
   EXPECT_EQ(s.min_samples, 20u);
   EXPECT_DOUBLE_EQ(s.timeout_s, 2.5);
   EXPECT_DOUBLE_EQ(s.max_relative_stddev, 0.01);
+  EXPECT_DOUBLE_EQ(s.max_relative_error, 0.002);
   try {
     s.apply_overrides("min_sample=3");
     FAIL();

@@ -18,7 +18,11 @@ struct StopSettings {
   std::size_t min_samples = 10;        // counted (unthrottled) samples before any stop
   double min_gpu_time_s = 0.5;         // summed GPU time of counted samples before any stop
   double max_relative_stddev = 0.005;  // 0.5 % relative stddev: the noise bound
-  double timeout_s = 15;               // wall clock, warm-up included; stops whatever the noise
+  // Also converged when the mean is known this well (relative standard error, stddev / mean /
+  // sqrt(n)), however wide the samples are: a search needs the estimate, not tight samples, and a
+  // kernel whose samples stay above the noise bound would otherwise run to the timeout. 0: off.
+  double max_relative_error = 0;
+  double timeout_s = 15;  // wall clock, warm-up included; stops whatever the noise
   std::size_t max_samples = 1'000'000;
   // Screen only: after min_screen_samples, stop as soon as the fastest sample seen is slower than
   // the best median so far by this fraction (the candidate is clearly slower). 0 disables it.
@@ -77,6 +81,8 @@ class StopRule {
   double gpu_time_s() const { return gpu_time_ns_ * 1e-9; }
   // Relative stddev of the counted samples (stddev / mean).
   double noise() const;
+  // Relative standard error of their mean (noise() / sqrt(n)).
+  double relative_error() const;
   const StopSettings& settings() const { return settings_; }
 
  private:
