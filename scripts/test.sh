@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CPU test tier: installs dependencies, builds, starts a throwaway PostgreSQL server for the
-# store tests, runs every test with ctest, builds and runs the store tests without PostgreSQL, then
-# the suite again under ASan + UBSan (scripts/sanitize.sh), then each fuzz target for 8 s
-# (scripts/fuzz.sh). Usage: scripts/test.sh [ctest args...]
+# store tests, runs every test with ctest, then again under ASan + UBSan and without PostgreSQL
+# (scripts/sanitize.sh), then each fuzz target for 8 s (scripts/fuzz.sh).
+# Usage: scripts/test.sh [ctest args...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KTUNE_BUILD_DIR:-$root/build}
@@ -29,19 +29,6 @@ if [ -z "${KTUNE_TEST_PG_URL:-}" ] && [ -x "$pg_bin/initdb" ]; then
 fi
 
 (cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@")
-
-# The build option KTUNE_WITH_POSTGRES=OFF must keep building. Only the store library and the
-# tests of the store and the fleet compile differently without it; the fleet's tests would pull in
-# tune, bench and cuda, so only the store library and its tests are built and run here: measured
-# 4.0 min wall beside a full build on 2 cores (2.5 CPU-min), about 1.5 min alone, where a second
-# whole build would take what CI's 30 minutes no longer have. KTUNE_TEST_NO_POSTGRES=0 skips it.
-if [ "${KTUNE_TEST_NO_POSTGRES:-1}" != 0 ]; then
-  nopg=${KTUNE_NOPG_BUILD_DIR:-$root/build-nopg}
-  cmake -S "$root" -B "$nopg" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKTUNE_WITH_POSTGRES=OFF >/dev/null
-  cmake --build "$nopg" -j"$(nproc)" --target store_tests
-  "$nopg/tests/store/store_tests" --gtest_brief=1
-fi
 
 # The same suite under ASan + UBSan, then every fuzz target briefly (both on every CI commit).
 # Locally: KTUNE_TEST_SANITIZE=0 and KTUNE_TEST_FUZZ_SECONDS=0 leave them out.
