@@ -15,7 +15,6 @@ hub_hotspot spec cold $hub/hotspot_milo.json
 hub_convolution spec cold $hub/convolution_milo.json
 hub_dedispersion spec cold $hub/dedispersion_milo.json
 cublaslt_gemm_4096 program cold $gemm 4096
-cublaslt_gemm_2048 program cold $gemm 2048
 LIST
 }
 

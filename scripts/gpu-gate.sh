@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The gate on a GPU, one logged run (issue 12):
 #   scripts/gpu-gate.sh BUNDLE OUTDIR      (BUNDLE: a build, or .gpu-carry from gpu-bundle.sh)
-# A suite of 10 benchmarks (copy, GEMV, l2_axpy, three hub kernels, two cuBLASLt GEMMs) is
+# A suite of 9 benchmarks (copy, GEMV, l2_axpy, three hub kernels, a cuBLASLt GEMM) is
 # recorded, then checked KTUNE_GATE_ROUNDS times (20) unchanged, then as many times with the copy
 # kernel slowed by 1, 5 and 10 % (GATE_EXTRA_PCT, a define in kernels/copy/copy.cu, as a code
 # change), then KTUNE_GATE_ENV_ROUNDS times (3) with unchanged code and another NVRTC option set
 # (KTUNE_GATE_ENV_OPTION, default -G) standing in for a compiler upgrade. Prints a table last:
 # alarms per case, how many checks flagged copy_f32, its measured change, the blame, and the time
-# of one check. Every check's JSON stays in OUTDIR/checks/.
+# of one check. Every check's JSON stays in OUTDIR/checks/; the unchanged runs also become the
+# noise fixture of the CPU acceptance test (OUTDIR/h100-noise.json, to commit over
+# tests/fixtures/gate/h100-noise.json).
 # KTUNE_GATE_CASES (default record,unchanged,planted-1,planted-5,planted-10,environment) runs some
 # of the cases, so that the run can be split over commands of limited length: a later part reuses
 # OUTDIR (its store and checks) and needs the same KTUNE_HOME. The table covers every check in OUTDIR.
@@ -41,6 +43,32 @@ json.dump(spec, open(sys.argv[2], "w"), indent=1)
 PY
 }
 gate() { "$bin" --db "$db" gate "$@"; }
+# The CPU acceptance test's noise fixture (tests/fixtures/gate/h100-noise.json), from the runs of
+# the unchanged code this run stored: each baseline and candidate run is one process's samples.
+noise_fixture() {
+  python3 - "$db" "$out/h100-noise.json" <<'PY'
+import json, sqlite3, subprocess, sys
+db, path = sys.argv[1], sys.argv[2]
+smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem",
+                      "--format=csv,noheader"], capture_output=True, text=True).stdout.strip().split(", ")
+rows = sqlite3.connect(db).execute(
+    "SELECT benchmark, samples, sm_clock_mhz FROM gate_runs WHERE code_commit = 'base' "
+    "ORDER BY benchmark, recorded_at, run_id").fetchall()
+runs = {}
+for name, samples, clock in rows:
+    runs.setdefault(name, []).append({"samples_ns": [round(x, 1) for x in json.loads(samples)],
+                                      "sm_clock_mhz_median": clock})
+doc = {"schema_version": 1, "provisional": False,
+       "note": "Recorded by scripts/gpu-gate.sh: the baseline and unchanged-check runs of its suite, "
+               "each run a set of samples taken round robin over the suite.",
+       "device": smi[0] if smi else "?",
+       "clocks": dict(zip(["driver", "sm_clock", "sm_clock_max", "mem_clock"], smi[1:])),
+       "benchmarks": [{"name": n, "runs": r} for n, r in sorted(runs.items()) if len(r) >= 2]}
+json.dump(doc, open(path, "w"), indent=1)
+print(f"noise fixture: {len(doc['benchmarks'])} benchmarks, "
+      f"{sum(len(b['runs']) for b in doc['benchmarks'])} runs -> {path}")
+PY
+}
 {
   echo "# ktune gate on a GPU, $(date -u +%Y-%m-%dT%H:%MZ)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -68,6 +96,7 @@ gate() { "$bin" --db "$db" gate "$@"; }
   if has unchanged; then
     run_case unchanged "$out/suite.toml" base "$rounds"
     echo "$check_time" >"$out/check_time_s"
+    noise_fixture
   fi
   for p in 1 5 10; do
     has "planted-$p" && { plant "$p"; run_case "planted-$p" "$out/suite.toml" "planted-$p" "$rounds"; }
@@ -103,5 +132,5 @@ for r in rows:
     print(f"{r[0]:<12} {r[1]:>6} {r[2]:>6} {r[3]:>7} {r[4]:>11} {r[5]:>13} {r[6]:>+8.2f}%  {r[7]:<24} {r[8]}")
 try: t = open(f"{out}/check_time_s").read().strip()
 except OSError: t = "?"
-print(f"one check of 10 benchmarks: {t} s (target <= 120 s); environment case: NVRTC option {env_option}")
+print(f"one check of 9 benchmarks: {t} s (target <= 120 s); environment case: NVRTC option {env_option}")
 PY
