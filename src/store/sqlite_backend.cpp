@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "backend.hpp"
+#include "ktune/store/sqlite.hpp"
 
 namespace ktune::store::detail {
 namespace {
@@ -63,10 +64,8 @@ class SqliteBackend final : public Backend {
     } catch (const Error&) {
       // A WAL database in a directory this user cannot write: SQLite cannot make the -wal and
       // -shm files beside it, so read it as immutable (no writer can change it there either).
-      const int primary = last_code_ & 0xff;
+      const int primary = db_.last_error_code() & 0xff;
       if (!read_only || (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY)) throw;
-      sqlite3_close(db_);
-      db_ = nullptr;
       open(SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, "file:" + uri_escaped(path_) + "?immutable=1");
       check_is_store();
     }
@@ -76,15 +75,10 @@ class SqliteBackend final : public Backend {
       else
         script("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
     } catch (...) {
-      sqlite3_close(db_);
-      db_ = nullptr;
+      db_.close();
       throw;
     }
   }
-  ~SqliteBackend() override {
-    if (db_) sqlite3_close_v2(db_);
-  }
-
   std::string describe() const override { return path_; }
   std::optional<std::string> file() const override { return path_; }
 
@@ -92,7 +86,7 @@ class SqliteBackend final : public Backend {
     Statement st(*this, sql, params);
     while (st.step()) {
     }
-    return sqlite3_changes64(db_);
+    return sqlite3_changes64(db_.get());
   }
 
   std::vector<Row> query(std::string_view sql, const Params& params) override {
@@ -121,20 +115,13 @@ class SqliteBackend final : public Backend {
     return rows;
   }
 
-  void script(std::string_view sql) override {
-    char* err = nullptr;
-    const std::string text(sql);
-    if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      const std::string msg = err ? err : sqlite3_errmsg(db_);
-      sqlite3_free(err);
-      fail(msg, sqlite3_extended_errcode(db_));
-    }
-  }
+  void script(std::string_view sql) override { db_.exec(std::string(sql)); }
 
   void begin_write() override { script("BEGIN IMMEDIATE"); }
   void commit() override { script("COMMIT"); }
   void rollback() noexcept override {
-    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (!sqlite3_get_autocommit(db_.get()))
+      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
   }
   std::string_view for_update() const override { return ""; }  // BEGIN IMMEDIATE locked it all
   void lock_schema() override {}
@@ -166,19 +153,17 @@ class SqliteBackend final : public Backend {
   }
 
   void open(int flags, const std::string& name = {}) {
-    const int rc = sqlite3_open_v2(name.empty() ? path_.c_str() : name.c_str(), &db_,
-                                   flags | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK) {
-      const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw Error(fmt::format(
-          "cannot open the store {}: {}; check the path exists and is writable, or pass another "
-          "--db.",
-          path_, msg));
-    }
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-    sqlite3_extended_result_codes(db_, 1);
+    db_ = sqlite::Connection(
+        name.empty() ? path_ : name, flags | SQLITE_OPEN_NOMUTEX,
+        [&](std::string_view msg, int) {
+          return fmt::format(
+              "cannot open the store {}: {}; check the path exists and is writable, or pass "
+              "another --db.",
+              path_, msg);
+        },
+        [this](std::string_view msg, int code) { return failure(msg, code); });
+    sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
+    sqlite3_extended_result_codes(db_.get(), 1);
   }
 
   // Read before writing anything: a file that is not a database, or a database that is not a
@@ -194,74 +179,53 @@ class SqliteBackend final : public Backend {
             "another --db path, ktune leaves this file untouched.",
             path_));
     } catch (...) {
-      sqlite3_close(db_);
-      db_ = nullptr;
+      db_.close();
       throw;
     }
   }
 
-  [[noreturn]] void fail(const std::string& msg, int code) {
-    last_code_ = code;
+  // The sentence for a failed call, by SQLite's (extended) result code.
+  std::string failure(std::string_view msg, int code) const {
     const int primary = code & 0xff;
     if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
-      throw Error(fmt::format(
+      return fmt::format(
           "the store {} is not a readable SQLite database ({}); ktune leaves it untouched: move "
           "it aside and re-import a tuning pack, or pass another --db.",
-          path_, msg));
+          path_, msg);
     if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
-      throw Error(fmt::format(
+      return fmt::format(
           "the store {} stayed locked by another writer for {} s ({}); retry when that process "
           "ends.",
-          path_, kBusyTimeoutMs / 1000, msg));
+          path_, kBusyTimeoutMs / 1000, msg);
     if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR)
-      throw Error(
-          fmt::format("the store {} cannot be written ({}); check its permissions and "
-                      "free disk space, or pass another --db.",
-                      path_, msg));
-    throw Error(fmt::format("the store {} failed: {} (SQLite code {}).", path_, msg, code));
+      return fmt::format(
+          "the store {} cannot be written ({}); check its permissions and free disk space, or "
+          "pass another --db.",
+          path_, msg);
+    return fmt::format("the store {} failed: {} (SQLite code {}).", path_, msg, code);
   }
 
-  class Statement {
+  // One statement with its parameters bound ($N placeholders, as backend.hpp writes SQL).
+  class Statement : public sqlite::Statement {
    public:
-    Statement(SqliteBackend& b, std::string_view sql, const Params& params) : b_(b) {
-      const std::string text = to_sqlite_placeholders(sql);
-      if (sqlite3_prepare_v2(b_.db_, text.c_str(), static_cast<int>(text.size()), &st_, nullptr) !=
-          SQLITE_OK)
-        b_.fail(sqlite3_errmsg(b_.db_), sqlite3_extended_errcode(b_.db_));
+    Statement(SqliteBackend& b, std::string_view sql, const Params& params)
+        : sqlite::Statement(b.db_, to_sqlite_placeholders(sql)) {
       for (std::size_t i = 0; i < params.size(); ++i) {
         const int idx = static_cast<int>(i) + 1;
-        int rc = SQLITE_OK;
         if (auto* v = std::get_if<std::int64_t>(&params[i]))
-          rc = sqlite3_bind_int64(st_, idx, *v);
+          bind(idx, *v);
         else if (auto* d = std::get_if<double>(&params[i]))
-          rc = sqlite3_bind_double(st_, idx, *d);
+          bind(idx, *d);
         else if (auto* s = std::get_if<std::string>(&params[i]))
-          rc =
-              sqlite3_bind_text(st_, idx, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
+          bind(idx, std::string_view(*s));
         else
-          rc = sqlite3_bind_null(st_, idx);
-        if (rc != SQLITE_OK) b_.fail(sqlite3_errmsg(b_.db_), rc);
+          bind_null(idx);
       }
     }
-    ~Statement() { sqlite3_finalize(st_); }
-    Statement(const Statement&) = delete;
-    Statement& operator=(const Statement&) = delete;
-    bool step() {
-      const int rc = sqlite3_step(st_);
-      if (rc == SQLITE_ROW) return true;
-      if (rc == SQLITE_DONE) return false;
-      b_.fail(sqlite3_errmsg(b_.db_), sqlite3_extended_errcode(b_.db_));
-    }
-    sqlite3_stmt* get() const { return st_; }
-
-   private:
-    SqliteBackend& b_;
-    sqlite3_stmt* st_ = nullptr;
   };
 
   std::string path_;
-  sqlite3* db_ = nullptr;
-  int last_code_ = SQLITE_OK;  // of the last failure, to tell "cannot open" from the rest
+  sqlite::Connection db_;
 };
 
 }  // namespace
