@@ -5,8 +5,8 @@
 # (the default), which is mounted back at /work/main/build-gpu where its ctest files point.
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, then scripts/gpu-counters.sh (the counter tier vs ncu), and prints a short
-# summary last. KTUNE_GPU_ONLY=calibrate,tracer,counters,gate-noise,gate picks benchmarks and steps
-# (gate-noise and gate, scripts/gpu-gate-noise.sh and scripts/gpu-gate.sh, run only when named);
+# summary last. KTUNE_GPU_ONLY=calibrate,tracer,counters,gate picks benchmarks and steps (gate,
+# scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only when named);
 # KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the GPU tests
 # matching it.
 set -uo pipefail
@@ -69,8 +69,8 @@ if [ -z "${KTUNE_GPU_ONLY:-}" ] || [[ ",$KTUNE_GPU_ONLY," == *",counters,"* ]]; 
   summary+=("$(grep -hE '^agreement|ratio|plain \(target' "$out/counters.log" | tail -n 8)")
 fi
 
-# The gate (docs/gate.md): its noise fixture, then the logged run; only when named in KTUNE_GPU_ONLY.
-for step in gate-noise gate; do
+# The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.
+for step in gate; do
   [[ ",${KTUNE_GPU_ONLY:-}," == *",$step,"* ]] || continue
   echo "== $step"
   start=$(date +%s)
