@@ -1,4 +1,5 @@
-# The gate's GPU benchmark set, for scripts/gpu-gate.sh (sourced, not run). One line per benchmark: NAME KIND MODE TARGET
+# The gate's GPU benchmark set, for scripts/gpu-gate.sh (sourced, not run).
+# One line per benchmark: NAME KIND MODE TARGET
 #   KIND spec: TARGET is a T1 spec; KIND program: TARGET is a command printing samples_ns JSON.
 # $kernels is the folder holding copy/, gemv/, l2_axpy/ (the code under test; gpu-gate.sh points
 # it at a copy with a planted slowdown), $hub the benchmark hub's kernels (.hub/ on the GPU
