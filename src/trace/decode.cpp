@@ -2,94 +2,60 @@
 
 #include <cstring>
 
+#include "ktune/core/enum_names.hpp"
+
 namespace ktune::trace {
 
-std::string memcpy_kind_name(std::uint32_t kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-      return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-      return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-      return "HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
-      return "AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-      return "AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-      return "AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-      return "DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-      return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-      return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-      return "PtoP";
-    default:
-      return "unknown";
-  }
-}
+namespace {
 
-std::string memory_kind_name(std::uint32_t kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
-      return "pageable";
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
-      return "pinned";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
-      return "device";
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
-      return "array";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-      return "managed";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
-      return "device_static";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
-      return "managed_static";
-    default:
-      return "unknown";
-  }
-}
+// CUPTI's enums, named as the .ktrace stores them. CUPTI grows values: any other is "unknown".
+constexpr EnumName<std::uint32_t> kMemcpyKinds[] = {
+    {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, "HtoD"}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, "DtoH"},
+    {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, "HtoA"}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, "AtoH"},
+    {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, "AtoA"}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, "AtoD"},
+    {CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, "DtoA"}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, "DtoD"},
+    {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, "HtoH"}, {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, "PtoP"},
+};
+constexpr EnumName<std::uint32_t> kMemoryKinds[] = {
+    {CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, "pageable"},
+    {CUPTI_ACTIVITY_MEMORY_KIND_PINNED, "pinned"},
+    {CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "device"},
+    {CUPTI_ACTIVITY_MEMORY_KIND_ARRAY, "array"},
+    {CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, "managed"},
+    {CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC, "device_static"},
+    {CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC, "managed_static"},
+};
+constexpr EnumName<std::uint32_t> kSyncTypes[] = {
+    {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, "event_synchronize"},
+    {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, "stream_wait_event"},
+    {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, "stream_synchronize"},
+    {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, "context_synchronize"},
+};
+constexpr EnumName<std::uint32_t> kOverheadKinds[] = {
+    {CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, "driver_compiler"},
+    {CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, "cupti_buffer_flush"},
+    {CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION, "cupti_instrumentation"},
+    {CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE, "cupti_resource"},
+    {CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING, "module_loading"},
+    {CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING, "lazy_function_loading"},
+    {CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL, "command_buffer_full"},
+    {CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST, "activity_buffer_request"},
+    {CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT, "uvm_activity_init"},
+};
 
-std::string sync_type_name(std::uint32_t type) {
-  switch (type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
-      return "event_synchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
-      return "stream_wait_event";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
-      return "stream_synchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
-      return "context_synchronize";
-    default:
-      return "unknown";
-  }
-}
+}  // namespace
 
-std::string overhead_kind_name(std::uint32_t kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
-      return "driver_compiler";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
-      return "cupti_buffer_flush";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
-      return "cupti_instrumentation";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
-      return "cupti_resource";
-    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
-      return "module_loading";
-    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
-      return "lazy_function_loading";
-    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
-      return "command_buffer_full";
-    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
-      return "activity_buffer_request";
-    case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT:
-      return "uvm_activity_init";
-    default:
-      return "unknown";
-  }
+const char* memcpy_kind_name(std::uint32_t kind) {
+  return name_of(kMemcpyKinds, kind, "unknown");
+}
+const char* memory_kind_name(std::uint32_t kind) {
+  return name_of(kMemoryKinds, kind, "unknown");
+}
+const char* sync_type_name(std::uint32_t type) {
+  return name_of(kSyncTypes, type, "unknown");
+}
+const char* overhead_kind_name(std::uint32_t kind) {
+  return name_of(kOverheadKinds, kind, "unknown");
 }
 
 std::string strip_api_version(std::string_view name) {
@@ -111,146 +77,165 @@ const std::string& ActivityDecoder::api_name(bool runtime, std::uint32_t cbid) {
   return it->second;
 }
 
+namespace {
+
+// The fields a GPU-side record (kernel, memcpy, memset) copies from its CUPTI record, which names
+// them alike in each.
+template <class Cupti, class Record>
+void copy_gpu_fields(const Cupti& c, Record& r) {
+  r.start_ns = c.start;
+  r.end_ns = c.end;
+  r.device_id = c.deviceId;
+  r.context_id = c.contextId;
+  r.stream_id = c.streamId;
+  r.correlation_id = c.correlationId;
+  r.graph_id = c.graphId;
+  r.graph_node_id = c.graphNodeId;
+}
+
+std::uint64_t known_timestamp(std::uint64_t t) {
+  return t == CUPTI_TIMESTAMP_UNKNOWN ? 0 : t;
+}
+
+KernelRecord kernel_record(const CUpti_ActivityKernel10& k) {
+  KernelRecord r;
+  r.name = k.name ? k.name : "";
+  copy_gpu_fields(k, r);
+  r.queued_ns = known_timestamp(k.queued);
+  r.submitted_ns = known_timestamp(k.submitted);
+  r.grid_x = k.gridX;
+  r.grid_y = k.gridY;
+  r.grid_z = k.gridZ;
+  r.block_x = k.blockX;
+  r.block_y = k.blockY;
+  r.block_z = k.blockZ;
+  r.cluster_x = k.clusterX;
+  r.cluster_y = k.clusterY;
+  r.cluster_z = k.clusterZ;
+  r.registers_per_thread = k.registersPerThread;
+  r.static_shared_bytes = k.staticSharedMemory;
+  r.dynamic_shared_bytes = k.dynamicSharedMemory;
+  r.local_memory_per_thread_bytes = k.localMemoryPerThread;
+  r.local_memory_total_bytes = k.localMemoryTotal_v2 ? k.localMemoryTotal_v2 : k.localMemoryTotal;
+  return r;
+}
+
+MemcpyRecord memcpy_record(const CUpti_ActivityMemcpy6& m) {
+  MemcpyRecord r;
+  r.kind = memcpy_kind_name(m.copyKind);
+  r.src_memory = memory_kind_name(m.srcKind);
+  r.dst_memory = memory_kind_name(m.dstKind);
+  r.bytes = m.bytes;
+  copy_gpu_fields(m, r);
+  return r;
+}
+
+MemsetRecord memset_record(const CUpti_ActivityMemset4& m) {
+  MemsetRecord r;
+  r.bytes = m.bytes;
+  r.value = m.value;
+  copy_gpu_fields(m, r);
+  return r;
+}
+
+SyncRecord sync_record(const CUpti_ActivitySynchronization2& s) {
+  SyncRecord r;
+  r.type = sync_type_name(s.type);
+  r.start_ns = s.start;
+  r.end_ns = s.end;
+  r.context_id = s.contextId;
+  r.stream_id = s.streamId;
+  r.cuda_event_id = s.cudaEventId;
+  r.correlation_id = s.correlationId;
+  return r;
+}
+
+OverheadRecord overhead_record(const CUpti_ActivityOverhead3& o) {
+  OverheadRecord r;
+  r.kind = overhead_kind_name(o.overheadKind);
+  r.start_ns = o.start;
+  r.end_ns = o.end;
+  if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) r.thread_id = o.objectId.pt.threadId;
+  r.correlation_id = o.correlationId;
+  return r;
+}
+
+// CUPTI hands every record as its CUpti_Activity header; `kind` says which layout it has.
+template <class Layout>
+const Layout& as(const CUpti_Activity& record) {
+  return reinterpret_cast<const Layout&>(record);
+}
+
+}  // namespace
+
+ApiRecord ActivityDecoder::api_record(const CUpti_ActivityAPI& a, bool runtime) {
+  ApiRecord r;
+  r.api = runtime ? "runtime" : "driver";
+  r.name = api_name(runtime, a.cbid);
+  r.callback_id = a.cbid;
+  r.start_ns = a.start;
+  r.end_ns = a.end;
+  r.process_id = a.processId;
+  r.thread_id = a.threadId;
+  r.correlation_id = a.correlationId;
+  r.return_value = a.returnValue;
+  return r;
+}
+
+bool ActivityDecoder::marker(const CUpti_ActivityMarker2& m, std::vector<NvtxRangeRecord>& out) {
+  const bool instant = m.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS;
+  if (instant || (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_START)) {
+    NvtxRangeRecord r;
+    r.name = m.name ? m.name : "";
+    r.domain = m.domain ? m.domain : "";
+    r.start_ns = r.end_ns = m.timestamp;
+    if (m.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+        m.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+      r.process_id = m.objectId.pt.processId;
+      r.thread_id = m.objectId.pt.threadId;
+    }
+    if (instant)
+      out.push_back(std::move(r));
+    else
+      open_[m.id] = {std::move(r)};
+    return true;
+  }
+  if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+    auto it = open_.find(m.id);
+    if (it == open_.end()) return false;  // its start fell outside the capture window
+    it->second.range.end_ns = m.timestamp;
+    out.push_back(std::move(it->second.range));
+    open_.erase(it);
+    return true;
+  }
+  return false;
+}
+
 bool ActivityDecoder::decode(const CUpti_Activity& record, Trace& out) {
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
-      KernelRecord r;
-      r.name = k.name ? k.name : "";
-      r.queued_ns = k.queued == CUPTI_TIMESTAMP_UNKNOWN ? 0 : k.queued;
-      r.submitted_ns = k.submitted == CUPTI_TIMESTAMP_UNKNOWN ? 0 : k.submitted;
-      r.start_ns = k.start;
-      r.end_ns = k.end;
-      r.device_id = k.deviceId;
-      r.context_id = k.contextId;
-      r.stream_id = k.streamId;
-      r.correlation_id = k.correlationId;
-      r.grid_x = k.gridX;
-      r.grid_y = k.gridY;
-      r.grid_z = k.gridZ;
-      r.block_x = k.blockX;
-      r.block_y = k.blockY;
-      r.block_z = k.blockZ;
-      r.cluster_x = k.clusterX;
-      r.cluster_y = k.clusterY;
-      r.cluster_z = k.clusterZ;
-      r.registers_per_thread = k.registersPerThread;
-      r.static_shared_bytes = k.staticSharedMemory;
-      r.dynamic_shared_bytes = k.dynamicSharedMemory;
-      r.local_memory_per_thread_bytes = k.localMemoryPerThread;
-      r.local_memory_total_bytes =
-          k.localMemoryTotal_v2 ? k.localMemoryTotal_v2 : k.localMemoryTotal;
-      r.graph_id = k.graphId;
-      r.graph_node_id = k.graphNodeId;
-      out.kernels.push_back(std::move(r));
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      out.kernels.push_back(kernel_record(as<CUpti_ActivityKernel10>(record)));
       return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
-      MemcpyRecord r;
-      r.kind = memcpy_kind_name(m.copyKind);
-      r.src_memory = memory_kind_name(m.srcKind);
-      r.dst_memory = memory_kind_name(m.dstKind);
-      r.bytes = m.bytes;
-      r.start_ns = m.start;
-      r.end_ns = m.end;
-      r.device_id = m.deviceId;
-      r.context_id = m.contextId;
-      r.stream_id = m.streamId;
-      r.correlation_id = m.correlationId;
-      r.graph_id = m.graphId;
-      r.graph_node_id = m.graphNodeId;
-      out.memcpys.push_back(std::move(r));
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      out.memcpys.push_back(memcpy_record(as<CUpti_ActivityMemcpy6>(record)));
       return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
-      MemsetRecord r;
-      r.bytes = m.bytes;
-      r.value = m.value;
-      r.start_ns = m.start;
-      r.end_ns = m.end;
-      r.device_id = m.deviceId;
-      r.context_id = m.contextId;
-      r.stream_id = m.streamId;
-      r.correlation_id = m.correlationId;
-      r.graph_id = m.graphId;
-      r.graph_node_id = m.graphNodeId;
-      out.memsets.push_back(r);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      out.memsets.push_back(memset_record(as<CUpti_ActivityMemset4>(record)));
       return true;
-    }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const auto& a = reinterpret_cast<const CUpti_ActivityAPI&>(record);
-      const bool runtime = record.kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-      ApiRecord r;
-      r.api = runtime ? "runtime" : "driver";
-      r.name = api_name(runtime, a.cbid);
-      r.callback_id = a.cbid;
-      r.start_ns = a.start;
-      r.end_ns = a.end;
-      r.process_id = a.processId;
-      r.thread_id = a.threadId;
-      r.correlation_id = a.correlationId;
-      r.return_value = a.returnValue;
-      out.api_calls.push_back(std::move(r));
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      out.api_calls.push_back(
+          api_record(as<CUpti_ActivityAPI>(record), record.kind == CUPTI_ACTIVITY_KIND_RUNTIME));
       return true;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const auto& s = reinterpret_cast<const CUpti_ActivitySynchronization2&>(record);
-      SyncRecord r;
-      r.type = sync_type_name(s.type);
-      r.start_ns = s.start;
-      r.end_ns = s.end;
-      r.context_id = s.contextId;
-      r.stream_id = s.streamId;
-      r.cuda_event_id = s.cudaEventId;
-      r.correlation_id = s.correlationId;
-      out.syncs.push_back(std::move(r));
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      out.syncs.push_back(sync_record(as<CUpti_ActivitySynchronization2>(record)));
       return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      const auto& m = reinterpret_cast<const CUpti_ActivityMarker2&>(record);
-      const bool instant = m.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS;
-      if (instant || (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_START)) {
-        NvtxRangeRecord r;
-        r.name = m.name ? m.name : "";
-        r.domain = m.domain ? m.domain : "";
-        r.start_ns = r.end_ns = m.timestamp;
-        if (m.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-            m.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-          r.process_id = m.objectId.pt.processId;
-          r.thread_id = m.objectId.pt.threadId;
-        }
-        if (instant) {
-          out.nvtx_ranges.push_back(std::move(r));
-          return true;
-        }
-        open_[m.id] = {std::move(r)};
-        return true;
-      }
-      if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-        auto it = open_.find(m.id);
-        if (it == open_.end()) return false;  // its start fell outside the capture window
-        it->second.range.end_ns = m.timestamp;
-        out.nvtx_ranges.push_back(std::move(it->second.range));
-        open_.erase(it);
-        return true;
-      }
-      return false;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      const auto& o = reinterpret_cast<const CUpti_ActivityOverhead3&>(record);
-      OverheadRecord r;
-      r.kind = overhead_kind_name(o.overheadKind);
-      r.start_ns = o.start;
-      r.end_ns = o.end;
-      if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) r.thread_id = o.objectId.pt.threadId;
-      r.correlation_id = o.correlationId;
-      out.overheads.push_back(std::move(r));
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      return marker(as<CUpti_ActivityMarker2>(record), out.nvtx_ranges);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      out.overheads.push_back(overhead_record(as<CUpti_ActivityOverhead3>(record)));
       return true;
-    }
     default:
       return false;
   }

@@ -9,15 +9,18 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "ktune/trace/ktrace.hpp"
 
 namespace ktune::trace {
 
-std::string memcpy_kind_name(std::uint32_t kind);    // CUpti_ActivityMemcpyKind -> "HtoD"
-std::string memory_kind_name(std::uint32_t kind);    // CUpti_ActivityMemoryKind -> "pinned"
-std::string sync_type_name(std::uint32_t type);      // -> "stream_synchronize"
-std::string overhead_kind_name(std::uint32_t kind);  // -> "cupti_buffer_flush"
+// Names of CUPTI's enums as the .ktrace stores them; "unknown" for a value this build does not
+// know.
+const char* memcpy_kind_name(std::uint32_t kind);    // CUpti_ActivityMemcpyKind -> "HtoD"
+const char* memory_kind_name(std::uint32_t kind);    // CUpti_ActivityMemoryKind -> "pinned"
+const char* sync_type_name(std::uint32_t type);      // -> "stream_synchronize"
+const char* overhead_kind_name(std::uint32_t kind);  // -> "cupti_buffer_flush"
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel", "cudaMemcpy_ptds_v7000" -> "cudaMemcpy_ptds"
 std::string strip_api_version(std::string_view name);
 
@@ -37,6 +40,9 @@ class ActivityDecoder {
     NvtxRangeRecord range;
   };
   const std::string& api_name(bool runtime, std::uint32_t cbid);
+  ApiRecord api_record(const CUpti_ActivityAPI& a, bool runtime);
+  // A start marker opens a range, its end marker closes it into `out`; true: the marker was used.
+  bool marker(const CUpti_ActivityMarker2& m, std::vector<NvtxRangeRecord>& out);
 
   ApiNamer namer_;
   std::unordered_map<std::uint64_t, std::string> api_names_;  // (runtime << 32 | cbid) -> name

@@ -199,13 +199,13 @@ TEST(Decode, IgnoresKindsTheTraceDoesNotKeep) {
 }
 
 TEST(Decode, NamesForCuptiEnums) {
-  EXPECT_EQ(memcpy_kind_name(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD), "HtoD");
-  EXPECT_EQ(memcpy_kind_name(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP), "PtoP");
-  EXPECT_EQ(memcpy_kind_name(999), "unknown");
-  EXPECT_EQ(memory_kind_name(CUPTI_ACTIVITY_MEMORY_KIND_PINNED), "pinned");
-  EXPECT_EQ(sync_type_name(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT),
-            "stream_wait_event");
-  EXPECT_EQ(overhead_kind_name(CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER), "driver_compiler");
+  EXPECT_STREQ(memcpy_kind_name(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD), "HtoD");
+  EXPECT_STREQ(memcpy_kind_name(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP), "PtoP");
+  EXPECT_STREQ(memcpy_kind_name(999), "unknown");
+  EXPECT_STREQ(memory_kind_name(CUPTI_ACTIVITY_MEMORY_KIND_PINNED), "pinned");
+  EXPECT_STREQ(sync_type_name(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT),
+               "stream_wait_event");
+  EXPECT_STREQ(overhead_kind_name(CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER), "driver_compiler");
   EXPECT_EQ(strip_api_version("cudaMemcpyAsync_ptsz_v7000"), "cudaMemcpyAsync_ptsz");
   EXPECT_EQ(strip_api_version("cuLaunchKernel"), "cuLaunchKernel");
   EXPECT_EQ(strip_api_version("cuMemcpy_v2x"), "cuMemcpy_v2x");
