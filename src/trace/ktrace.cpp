@@ -54,6 +54,21 @@ CREATE TABLE counters(id INTEGER PRIMARY KEY, device_id INTEGER, correlation_id 
   metric_id INTEGER, value REAL);
 )sql";
 
+// Separate from kSchemaSql so append_gemm_calls can add it to a file of an older version.
+constexpr const char* kGemmCallsSql = R"sql(
+CREATE TABLE IF NOT EXISTS gemm_calls(id INTEGER PRIMARY KEY, m INTEGER, n INTEGER, k INTEGER,
+  batch INTEGER, lda INTEGER, ldb INTEGER, ldc INTEGER, ldd INTEGER, a_type_id INTEGER,
+  b_type_id INTEGER, c_type_id INTEGER, d_type_id INTEGER, compute_type_id INTEGER,
+  scale_type_id INTEGER, transa_id INTEGER, transb_id INTEGER, epilogue_id INTEGER,
+  algo_id INTEGER, tile_id INTEGER, stages_id INTEGER, splits INTEGER, reduction_id INTEGER,
+  calls INTEGER);
+)sql";
+constexpr const char* kInsertGemmCallSql =
+    "INSERT INTO gemm_calls(m, n, k, batch, lda, ldb, ldc, ldd, a_type_id, b_type_id, "
+    "c_type_id, d_type_id, compute_type_id, scale_type_id, transa_id, transb_id, epilogue_id, "
+    "algo_id, tile_id, stages_id, splits, reduction_id, calls) "
+    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+
 nlohmann::json window_json(const TraceWindow& w) {
   return {{"delay_s", w.delay_s},
           {"duration_s", w.duration_s},
@@ -179,11 +194,20 @@ class Stmt {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// The one encoding of a gemm_calls row, for the writer and for append_gemm_calls.
+template <class Intern>
+void insert_gemm_call(Stmt& insert, const GemmCallRecord& r, Intern&& intern) {
+  insert.run(r.m, r.n, r.k, r.batch, r.lda, r.ldb, r.ldc, r.ldd, intern(r.a_type), intern(r.b_type),
+             intern(r.c_type), intern(r.d_type), intern(r.compute_type), intern(r.scale_type),
+             intern(r.transa), intern(r.transb), intern(r.epilogue), r.algo_id, intern(r.tile),
+             intern(r.stages), r.splits, intern(r.reduction), r.calls);
+}
+
 }  // namespace
 
 std::size_t Trace::record_count() const {
   return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + syncs.size() +
-         nvtx_ranges.size() + overheads.size() + counters.size();
+         nvtx_ranges.size() + overheads.size() + counters.size() + gemm_calls.size();
 }
 
 std::string demangle(std::string_view mangled) {
@@ -202,7 +226,8 @@ std::string demangle(std::string_view mangled) {
 
 struct KtraceWriter::Impl {
   Db db;
-  Stmt insert_string, kernel, memcpy, memset, api, sync, nvtx, overhead, drop, counter, metadata;
+  Stmt insert_string, kernel, memcpy, memset, api, sync, nvtx, overhead, drop, counter, gemm_call,
+      metadata;
   std::unordered_map<std::string, std::int64_t> strings;
   std::unordered_map<std::int64_t, std::int64_t> demangled;  // name id -> demangled id
   bool in_transaction = false;
@@ -238,6 +263,7 @@ KtraceWriter::KtraceWriter(const std::filesystem::path& path, const TraceMetadat
               .c_str());
   db.exec("BEGIN");
   db.exec(kSchemaSql);
+  db.exec(kGemmCallsSql);
   impl_->insert_string = Stmt(db, "INSERT INTO strings(value) VALUES(?)");
   impl_->kernel = Stmt(db,
                        "INSERT INTO kernels(name_id, demangled_id, queued_ns, submitted_ns, "
@@ -272,6 +298,7 @@ KtraceWriter::KtraceWriter(const std::filesystem::path& path, const TraceMetadat
   impl_->counter = Stmt(db,
                         "INSERT INTO counters(device_id, correlation_id, metric_id, value) "
                         "VALUES(?,?,?,?)");
+  impl_->gemm_call = Stmt(db, kInsertGemmCallSql);
   impl_->metadata = Stmt(db, "INSERT OR REPLACE INTO metadata(key, value) VALUES(?,?)");
   impl_->in_transaction = true;
   write_metadata(metadata);
@@ -374,6 +401,12 @@ void KtraceWriter::add(const CounterRecord& r) {
   ++records_written_;
 }
 
+void KtraceWriter::add(const GemmCallRecord& r) {
+  impl_->begin();
+  insert_gemm_call(impl_->gemm_call, r, [&](const std::string& s) { return impl_->intern(s); });
+  ++records_written_;
+}
+
 void KtraceWriter::add_records(const Trace& batch) {
   for (const auto& r : batch.kernels) add(r);
   for (const auto& r : batch.memcpys) add(r);
@@ -384,6 +417,7 @@ void KtraceWriter::add_records(const Trace& batch) {
   for (const auto& r : batch.overheads) add(r);
   for (const auto& r : batch.drops) add(r);
   for (const auto& r : batch.counters) add(r);
+  for (const auto& r : batch.gemm_calls) add(r);
 }
 
 void write_ktrace(const std::filesystem::path& path, const Trace& trace) {
@@ -615,6 +649,7 @@ struct KtraceReader::Impl {
   TraceMetadata metadata;
   std::array<SkippedRecords, kTables> skipped;  // by the latest visit of each table
   bool has_counters = false;                    // version 1 had no counters table
+  bool has_gemm_calls = false;                  // versions 1 and 2 had no gemm_calls table
   // Interned strings, each read once: a trace has few distinct names and millions of rows that
   // point at them, which a visit used to look up in SQL, row by row. Node-based, so a reference
   // into it stays valid while the map grows.
@@ -625,6 +660,8 @@ struct KtraceReader::Impl {
     metadata = read_metadata(db);
     Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='counters'");
     has_counters = t.step();
+    Stmt g(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='gemm_calls'");
+    has_gemm_calls = g.step();
     string_by_id = Stmt(db, "SELECT value FROM strings WHERE id=?");
   }
 
@@ -666,6 +703,7 @@ TraceCounts KtraceReader::counts() const {
   c.nvtx_ranges = count("nvtx_ranges");
   c.overheads = count("overheads");
   if (impl_->has_counters) c.counters = count("counters");
+  if (impl_->has_gemm_calls) c.gemm_calls = count("gemm_calls");
   return c;
 }
 
@@ -909,6 +947,54 @@ void KtraceReader::counters(const Visitor<CounterRecord>& visit) const {
   }
 }
 
+void KtraceReader::gemm_calls(const Visitor<GemmCallRecord>& visit) const {
+  if (!impl_->has_gemm_calls) return;
+  Stmt q(impl_->db,
+         "SELECT m, n, k, batch, lda, ldb, ldc, ldd, algo_id, splits, calls, a_type_id, "
+         "b_type_id, c_type_id, d_type_id, compute_type_id, scale_type_id, transa_id, transb_id, "
+         "epilogue_id, tile_id, stages_id, reduction_id, id FROM gemm_calls ORDER BY id");
+  constexpr int kIntegers = 11, kId = 23;
+  GemmCallRecord r;
+  while (q.step()) {
+    sqlite3_stmt* st = q.get();
+    for (int c = 0; c < kId; ++c) {
+      // algo_id is -1 where the log named no algorithm; every other number is a count or size.
+      const bool ok = sqlite3_column_type(st, c) == SQLITE_INTEGER &&
+                      (c >= kIntegers || q.i64(c) >= (c == 8 ? -1 : 0));
+      if (!ok)
+        throw Error(fmt::format(
+            "trace file {}: gemm_calls record {} has no usable {} where ktune profile writes a "
+            "non-negative integer; the file was edited or damaged, so re-record it with ktune "
+            "profile.",
+            impl_->db.path().string(), q.i64(kId), sqlite3_column_name(st, c)));
+    }
+    r.m = q.i64(0);
+    r.n = q.i64(1);
+    r.k = q.i64(2);
+    r.batch = q.i64(3);
+    r.lda = q.i64(4);
+    r.ldb = q.i64(5);
+    r.ldc = q.i64(6);
+    r.ldd = q.i64(7);
+    r.algo_id = q.i64(8);
+    r.splits = q.i64(9);
+    r.calls = q.u64(10);
+    r.a_type = impl_->string(q.i64(11));
+    r.b_type = impl_->string(q.i64(12));
+    r.c_type = impl_->string(q.i64(13));
+    r.d_type = impl_->string(q.i64(14));
+    r.compute_type = impl_->string(q.i64(15));
+    r.scale_type = impl_->string(q.i64(16));
+    r.transa = impl_->string(q.i64(17));
+    r.transb = impl_->string(q.i64(18));
+    r.epilogue = impl_->string(q.i64(19));
+    r.tile = impl_->string(q.i64(20));
+    r.stages = impl_->string(q.i64(21));
+    r.reduction = impl_->string(q.i64(22));
+    visit(r);
+  }
+}
+
 SkippedRecords KtraceReader::skipped() const {
   SkippedRecords all;
   for (const SkippedRecords& t : impl_->skipped) {
@@ -931,7 +1017,30 @@ Trace read_ktrace(const std::filesystem::path& path) {
   reader.overheads([&](const OverheadRecord& r) { t.overheads.push_back(r); });
   reader.drops([&](const DropRecord& r) { t.drops.push_back(r); });
   reader.counters([&](const CounterRecord& r) { t.counters.push_back(r); });
+  reader.gemm_calls([&](const GemmCallRecord& r) { t.gemm_calls.push_back(r); });
   return t;
+}
+
+void append_gemm_calls(const std::filesystem::path& path,
+                       const std::vector<GemmCallRecord>& calls) {
+  const Db db = open_for_reading(path);
+  db.exec("BEGIN");
+  db.exec(kGemmCallsSql);
+  Stmt insert(db, kInsertGemmCallSql);
+  Stmt add_string(db, "INSERT OR IGNORE INTO strings(value) VALUES(?)");
+  Stmt string_id(db, "SELECT id FROM strings WHERE value=?");
+  std::unordered_map<std::string, std::int64_t> ids;
+  auto intern = [&](const std::string& s) {
+    if (auto it = ids.find(s); it != ids.end()) return it->second;
+    add_string.run(s);
+    sqlite3_bind_text(string_id.get(), 1, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    const std::int64_t id = string_id.step() ? string_id.i64(0) : 0;
+    sqlite3_reset(string_id.get());
+    ids.emplace(s, id);
+    return id;
+  };
+  for (const GemmCallRecord& r : calls) insert_gemm_call(insert, r, intern);
+  db.exec("COMMIT");
 }
 
 TraceCounts read_ktrace_counts(const std::filesystem::path& path) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -126,12 +127,16 @@ TEST(Ktrace, SchemaIsPinned) {
     sqlite3_finalize(s);
     return v;
   };
-  EXPECT_EQ(one("PRAGMA user_version"), "2");
-  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "2");
+  EXPECT_EQ(one("PRAGMA user_version"), "3");
+  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "3");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
                 "type='table' ORDER BY name)"),
-            "api_calls,counters,drops,kernels,memcpys,memsets,metadata,nvtx_ranges,overheads,"
-            "strings,syncs");
+            "api_calls,counters,drops,gemm_calls,kernels,memcpys,memsets,metadata,nvtx_ranges,"
+            "overheads,strings,syncs");
+  EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('gemm_calls')"),
+            "id,m,n,k,batch,lda,ldb,ldc,ldd,a_type_id,b_type_id,c_type_id,d_type_id,"
+            "compute_type_id,scale_type_id,transa_id,transb_id,epilogue_id,algo_id,tile_id,"
+            "stages_id,splits,reduction_id,calls");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('counters')"),
             "id,device_id,correlation_id,metric_id,value");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('kernels')"),
@@ -540,6 +545,110 @@ TEST(Ktrace, VersionOneTraceStillReads) {
   std::size_t counters = 0;
   reader.counters([&](const CounterRecord&) { ++counters; });
   EXPECT_EQ(counters, 0u);
+}
+
+GemmCallRecord gemm_bias_call() {
+  GemmCallRecord g;
+  g.m = 11008;
+  g.n = 2048;
+  g.k = 4096;
+  g.lda = 4096;
+  g.ldb = 4096;
+  g.ldc = g.ldd = 11008;
+  g.a_type = g.b_type = g.c_type = g.d_type = "R_16F";
+  g.compute_type = "COMPUTE_32F";
+  g.scale_type = "R_32F";
+  g.transa = "OP_T";
+  g.epilogue = "EPILOGUE_BIAS";
+  g.algo_id = 66;
+  g.tile = "MATMUL_TILE_192x192";
+  g.stages = "MATMUL_STAGES_64xAUTO";
+  g.calls = 40;
+  return g;
+}
+
+void expect_same(const GemmCallRecord& a, const GemmCallRecord& b) {
+  EXPECT_EQ(
+      std::tie(a.m, a.n, a.k, a.batch, a.lda, a.ldb, a.ldc, a.ldd, a.algo_id, a.splits, a.calls),
+      std::tie(b.m, b.n, b.k, b.batch, b.lda, b.ldb, b.ldc, b.ldd, b.algo_id, b.splits, b.calls));
+  EXPECT_EQ(std::tie(a.a_type, a.b_type, a.c_type, a.d_type, a.compute_type, a.scale_type, a.transa,
+                     a.transb, a.epilogue, a.tile, a.stages, a.reduction),
+            std::tie(b.a_type, b.b_type, b.c_type, b.d_type, b.compute_type, b.scale_type, b.transa,
+                     b.transb, b.epilogue, b.tile, b.stages, b.reduction));
+}
+
+TEST(Ktrace, GemmCallsRoundTrip) {
+  TempDir dir;
+  Trace in = sample_trace();
+  GemmCallRecord split = gemm_bias_call();
+  split.m = 256;
+  split.n = 16;
+  split.epilogue = "EPILOGUE_DEFAULT";
+  split.splits = 3;
+  split.reduction = "REDUCTION_SCHEME_COMPUTE_TYPE";
+  split.calls = 1;
+  in.gemm_calls = {gemm_bias_call(), split};
+  write_ktrace(dir.path / "t.ktrace", in);
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+  ASSERT_EQ(out.gemm_calls.size(), 2u);
+  expect_same(out.gemm_calls[0], in.gemm_calls[0]);
+  expect_same(out.gemm_calls[1], in.gemm_calls[1]);
+  EXPECT_EQ(KtraceReader(dir.path / "t.ktrace").counts().gemm_calls, 2u);
+}
+
+// ktune profile files the calls into a trace the tracer closed; the recorded version-1 trace
+// gains the table and keeps reading.
+TEST(Ktrace, GemmCallsAppendToAClosedTraceOfAnyVersion) {
+  TempDir dir;
+  write_ktrace(dir.path / "t.ktrace", sample_trace());
+  append_gemm_calls(dir.path / "t.ktrace", {gemm_bias_call()});
+  GemmCallRecord other = gemm_bias_call();
+  other.epilogue = "EPILOGUE_DEFAULT";  // interned strings are reused, new ones added
+  other.tile = "MATMUL_TILE_256x128";
+  append_gemm_calls(dir.path / "t.ktrace", {other});
+  const Trace out = read_ktrace(dir.path / "t.ktrace");
+  ASSERT_EQ(out.gemm_calls.size(), 2u);
+  expect_same(out.gemm_calls[0], gemm_bias_call());
+  expect_same(out.gemm_calls[1], other);
+  EXPECT_EQ(out.kernels.size(), sample_trace().kernels.size());
+
+  const auto fixture = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests" / "fixtures" / "traces" /
+                       "torch_layer_h200.ktrace";
+  std::filesystem::copy_file(fixture, dir.path / "v1.ktrace");
+  EXPECT_EQ(KtraceReader(dir.path / "v1.ktrace").counts().gemm_calls, 0u);
+  append_gemm_calls(dir.path / "v1.ktrace", {gemm_bias_call()});
+  const KtraceReader v1(dir.path / "v1.ktrace");
+  EXPECT_EQ(v1.metadata().schema_version, 1);
+  std::vector<GemmCallRecord> calls;
+  v1.gemm_calls([&](const GemmCallRecord& r) { calls.push_back(r); });
+  ASSERT_EQ(calls.size(), 1u);
+  expect_same(calls[0], gemm_bias_call());
+
+  try {
+    append_gemm_calls(dir.path / "missing.ktrace", {gemm_bias_call()});
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Ktrace, GemmCallCountThatIsNotANumberIsOneSentence) {
+  TempDir dir;
+  Trace in = sample_trace();
+  in.gemm_calls = {gemm_bias_call()};
+  write_ktrace(dir.path / "t.ktrace", in);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path / "t.ktrace").c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "UPDATE gemm_calls SET calls = -3", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  try {
+    read_ktrace(dir.path / "t.ktrace");
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm_calls record 1 has no usable calls"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Ktrace, CounterValueThatIsNotANumberIsOneSentence) {

@@ -170,6 +170,65 @@ TEST(Options, BadValuesNameTheVariable) {
   expect_error({{"KTUNE_TRACE_FLUSH_MS", "1"}}, "KTUNE_TRACE_FLUSH_MS");
 }
 
+// --gemm-shapes: one row of the settings table gives the flag and the variable; --full does not
+// turn it on (it costs every GEMM call), and it reaches the tracer only when on.
+TEST(Options, GemmShapesIsOptInAndRoundTrips) {
+  const TracerSetting& s = tracer_setting("gemm-shapes");
+  EXPECT_STREQ(s.flag, "--gemm-shapes");
+  EXPECT_STREQ(s.env, "KTUNE_TRACE_GEMM_SHAPES");
+  EXPECT_FALSE(options_from_env(env_of({})).gemm_shapes);
+  EXPECT_FALSE(options_from_env(env_of({{"KTUNE_TRACE_MODE", "full"}})).gemm_shapes);
+  const TracerOptions on = options_from_env(env_of({{"KTUNE_TRACE_GEMM_SHAPES", "1"}}));
+  EXPECT_TRUE(on.gemm_shapes);
+  EXPECT_EQ(record_kinds(on).back(), "gemm_call");
+  std::map<std::string, std::string> vars;
+  for (const auto& [k, v] : options_to_env(on)) vars[k] = v;
+  EXPECT_EQ(vars.at("KTUNE_TRACE_GEMM_SHAPES"), "1");
+  EXPECT_TRUE(options_from_env(env_of(vars)).gemm_shapes);
+  for (const auto& [k, v] : options_to_env(TracerOptions{}))
+    EXPECT_NE(k, "KTUNE_TRACE_GEMM_SHAPES") << "off is the default: left to the environment";
+  try {
+    options_from_env(env_of({{"KTUNE_TRACE_GEMM_SHAPES", "yes"}}));
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KTUNE_TRACE_GEMM_SHAPES='yes' is not 0 or 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Options, GemmShapesConflictsAreOneSentence) {
+  TracerOptions o;
+  o.gemm_shapes = true;
+  auto error_of = [&](std::map<std::string, std::string> vars) -> std::string {
+    try {
+      check_gemm_shapes(o, env_of(std::move(vars)));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of({}), "");
+  EXPECT_EQ(error_of({{"CUBLASLT_LOG_LEVEL", "5"}}), "");  // levels are cumulative
+  EXPECT_EQ(error_of({{"CUBLASLT_LOG_MASK", "3"}}), "");
+  EXPECT_EQ(error_of({{"CUBLASLT_LOG_LEVEL", "1"}}),
+            "--gemm-shapes (KTUNE_TRACE_GEMM_SHAPES) needs cuBLASLt's Trace lines, but "
+            "CUBLASLT_LOG_LEVEL=1 leaves them out; unset it or set it to 2.");
+  EXPECT_EQ(error_of({{"CUBLASLT_LOG_MASK", "16"}}),
+            "--gemm-shapes (KTUNE_TRACE_GEMM_SHAPES) needs cuBLASLt's Trace lines, but "
+            "CUBLASLT_LOG_MASK=16 leaves them out; unset it or add 2 (Trace) to it.");
+  EXPECT_EQ(error_of({{"CUBLASLT_LOG_FILE", "/tmp/lt.log"}}),
+            "--gemm-shapes (KTUNE_TRACE_GEMM_SHAPES) needs cuBLASLt's log in a file of its own, "
+            "but CUBLASLT_LOG_FILE is set (/tmp/lt.log); unset it or drop --gemm-shapes.");
+  o.window.period_s = 60;
+  o.window.window_s = 2;
+  EXPECT_EQ(error_of({}),
+            "--gemm-shapes (KTUNE_TRACE_GEMM_SHAPES) records the whole run, which --period "
+            "(KTUNE_TRACE_PERIOD) splits into many traces; use one of them.");
+  o.gemm_shapes = false;
+  EXPECT_EQ(error_of({{"CUBLASLT_LOG_LEVEL", "0"}}), "");  // off: the user's logging is theirs
+}
+
 TEST(Options, DurationsTakeAUnitOrBareSeconds) {
   EXPECT_EQ(parse_duration_s("60s"), 60.0);
   EXPECT_EQ(parse_duration_s("2s"), 2.0);

@@ -7,7 +7,7 @@
 // Times are CUPTI timestamps in nanoseconds: one clock for GPU and CPU records of a trace. A value
 // of 0 means "not known". Ids (device, context, stream, correlation, graph) are CUPTI's.
 //
-// SQL layout (schema_version 2; additive changes only within a version). Text columns that repeat
+// SQL layout (schema_version 3; additive changes only within a version). Text columns that repeat
 // are interned: *_id columns point at strings(id, value).
 //   metadata(key TEXT PRIMARY KEY, value TEXT)   value is JSON; keys are TraceMetadata's fields
 //   strings(id, value)
@@ -27,6 +27,12 @@
 //   drops(context_id, stream_id, count)
 //   counters(device_id, correlation_id, metric_id, value)   since version 2 (the counter tier);
 //           value is REAL. A version-1 file has no counters table and reads as having none.
+//   gemm_calls(m, n, k, batch, lda, ldb, ldc, ldd, a_type_id, b_type_id, c_type_id, d_type_id,
+//           compute_type_id, scale_type_id, transa_id, transb_id, epilogue_id, algo_id, tile_id,
+//           stages_id, splits, reduction_id, calls)   since version 3 (ktune profile
+//           --gemm-shapes): one row per distinct cuBLASLt GEMM problem and algorithm of the
+//           process, from cuBLASLt's own log, added by ktune profile after the program exits.
+//           Older files have no gemm_calls table and read as having none.
 // PRAGMA user_version holds schema_version too, so `sqlite3 f.ktrace 'pragma user_version'` tells.
 #include <cstdint>
 #include <filesystem>
@@ -41,7 +47,7 @@
 
 namespace ktune::trace {
 
-inline constexpr int kKtraceSchemaVersion = 2;
+inline constexpr int kKtraceSchemaVersion = 3;
 
 struct KernelRecord {
   std::string name;            // mangled, as the driver reports it
@@ -129,6 +135,26 @@ struct CounterRecord {
   double value = 0;    // in the metric's own unit (bytes, ns, %, instructions, ...)
 };
 
+// One distinct GEMM problem and algorithm that cuBLASLt ran in the process, and how many calls ran
+// it: what `ktune profile --gemm-shapes` reads from cuBLASLt's own log (trace/cublaslt_log.hpp).
+// BLAS column-major, as cuBLASLt's descriptors are: D is m x n, k the reduction. Types and options
+// keep cuBLASLt's names ("R_16F", "COMPUTE_32F", "OP_T", "EPILOGUE_BIAS"), so nothing is lost
+// in translation. The log has no timestamps a kernel can be matched by: calls are counts only.
+struct GemmCallRecord {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  std::string a_type, b_type, c_type, d_type;
+  std::string compute_type, scale_type;  // scale_type "": not logged
+  std::string transa = "OP_N", transb = "OP_N";
+  std::string epilogue = "EPILOGUE_DEFAULT";
+  // The algorithm cuBLASLt chose; algo_id -1 and "" where the line had none.
+  std::int64_t algo_id = -1;
+  std::string tile, stages;  // "MATMUL_TILE_192x192", "MATMUL_STAGES_64xAUTO"
+  std::int64_t splits = 1;   // split-K count (numSplitsK); 1: none
+  std::string reduction;     // split-K reduction scheme; "": none
+  std::uint64_t calls = 0;
+};
+
 // The capture window and sampling that were in effect (all zero/empty: whole run, every process).
 struct TraceWindow {
   double delay_s = 0;     // capture starts this long after the tracer loads
@@ -171,7 +197,8 @@ struct Trace {
   std::vector<OverheadRecord> overheads;
   std::vector<DropRecord> drops;
   std::vector<CounterRecord> counters;  // ordered by correlation_id
-  std::size_t record_count() const;     // all vectors, drops excluded
+  std::vector<GemmCallRecord> gemm_calls;
+  std::size_t record_count() const;  // all vectors, drops excluded
 };
 
 // Row counts per table plus the metadata, without loading records (ktune profile's summary).
@@ -179,6 +206,7 @@ struct TraceCounts {
   TraceMetadata metadata;
   std::uint64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, syncs = 0, nvtx_ranges = 0,
                 overheads = 0, counters = 0;
+  std::uint64_t gemm_calls = 0;  // rows: distinct problems and algorithms, not calls
 };
 
 // Appends records to a .ktrace. The file is valid SQLite after every commit(), so a process that
@@ -201,6 +229,7 @@ class KtraceWriter {
   void add(const OverheadRecord& r);
   void add(const DropRecord& r);
   void add(const CounterRecord& r);
+  void add(const GemmCallRecord& r);
   void add_records(const Trace& batch);  // every record vector of `batch`; its metadata is ignored
 
   // Rewrites the metadata rows (e.g. at close: finished_at, complete, drop totals).
@@ -279,6 +308,9 @@ class KtraceReader {
   // Counter values in (correlation_id, id) order, so one launch's metrics arrive together. A
   // version-1 trace has none. A value that is not a number throws, as for other tables.
   void counters(const Visitor<CounterRecord>& visit) const;
+  // GEMM calls in the order they were added; none in a file older than version 3 or recorded
+  // without --gemm-shapes. A count or size that is not a non-negative integer throws.
+  void gemm_calls(const Visitor<GemmCallRecord>& visit) const;
   // Rows the latest visit of each table skipped (see SkippedRecords), all tables together.
   SkippedRecords skipped() const;
 
@@ -294,6 +326,10 @@ Trace read_ktrace(const std::filesystem::path& path);
 
 // Metadata and row counts only.
 TraceCounts read_ktrace_counts(const std::filesystem::path& path);
+
+// Adds GEMM calls to a .ktrace another process wrote and closed (ktune profile, after the program
+// exits); a file older than version 3 gains the table. Throws ktune::Error naming the file.
+void append_gemm_calls(const std::filesystem::path& path, const std::vector<GemmCallRecord>& calls);
 
 // Writes `trace` as a closed .ktrace (tests and fixtures build traces from hand-made records).
 void write_ktrace(const std::filesystem::path& path, const Trace& trace);

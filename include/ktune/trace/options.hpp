@@ -45,6 +45,9 @@ struct TracerOptions {
   bool sync_records = false;        // CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (API records cover syncs)
   bool latency_timestamps = false;  // kernels' queued/submitted timestamps (both modes)
   bool overhead_records = false;    // CUPTI_ACTIVITY_KIND_OVERHEAD (CUPTI's own time)
+  // cuBLASLt's GEMM calls, from cuBLASLt's own log (trace/cublaslt_log.hpp): ktune profile turns
+  // the log on for the program and files the calls into each process's trace after it exits.
+  bool gemm_shapes = false;
   void set_full() { memset_records = sync_records = latency_timestamps = overhead_records = true; }
   std::int64_t root_pid = 0;  // the process ktune profile started; 0: this process is the root
   // The counter tier: a metric set or list (trace/metrics.hpp); empty: activity tier only.
@@ -90,6 +93,13 @@ std::vector<std::string> record_kinds(const TracerOptions& o);
 // Validates the counter tier's options (metric set or list, --kernel regex) the way the tracer
 // will read them; throws ktune::Error with one sentence. No-op when o.metrics is empty.
 void check_counter_options(const TracerOptions& o);
+
+// Checks that --gemm-shapes can work: no periodic windows (the log covers the whole run, which
+// windows split into traces), and the user's own CUBLASLT_LOG_LEVEL, CUBLASLT_LOG_MASK and
+// CUBLASLT_LOG_FILE, when set, leave cuBLASLt logging its matmuls to a file ktune chooses. Throws
+// ktune::Error with one sentence; no-op when o.gemm_shapes is off.
+void check_gemm_shapes(
+    const TracerOptions& o, const GetEnv& get = [](const char* n) { return std::getenv(n); });
 
 // Validates a --range value: "", "profiler" or "nvtx:NAME"; throws ktune::Error otherwise.
 void check_range(const std::string& range);

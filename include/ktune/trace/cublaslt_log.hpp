@@ -1,0 +1,51 @@
+#pragma once
+// cuBLASLt's own log as GEMM calls. With CUBLASLT_LOG_LEVEL=2 ("Trace") cuBLASLt writes one line
+// per matmul it runs, PyTorch's linear, mm and bmm included (on Hopper PyTorch routes them all
+// through cuBLASLt):
+//   [date time][cublasLt][pid][Trace][cublasLtHSHMatmul] A=0X.. Adesc=[type=R_16F rows=4096
+//   cols=11008 ld=4096] B=.. Bdesc=[..] C=.. Cdesc=[..] D=.. Ddesc=[..] computeDesc=[computeType=
+//   COMPUTE_32F scaleType=R_32F transa=OP_T epilogue=EPILOGUE_BIAS ..] algo=[algoId=66
+//   tile=MATMUL_TILE_192x192 stages=MATMUL_STAGES_64xAUTO numSplitsK=3 ..] ..
+// The parser reads those lines into GemmCallRecords, one per distinct problem and algorithm with
+// its call count. Every other line (other levels and functions, garbage, a line cut short) is
+// skipped and counted; nothing in a line can make it throw, and its memory is bounded by
+// kMaxGemmProblems however long the log is. Plain host code: the log is read after the program
+// has exited.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ktune/trace/ktrace.hpp"
+
+namespace ktune::trace {
+
+// Distinct (problem, algorithm) pairs kept per log; calls of further ones are counted as skipped.
+inline constexpr std::size_t kMaxGemmProblems = 4096;
+
+struct CublasLtLog {
+  std::vector<GemmCallRecord> calls;  // first seen first
+  std::uint64_t matmul_calls = 0;     // lines read as calls (the sum of calls[].calls)
+  std::uint64_t skipped_lines = 0;    // every other non-empty line
+  std::uint64_t malformed_lines = 0;  // of those, matmul lines that could not be read
+  std::string first_malformed;        // why the first of them was not read
+};
+
+class CublasLtLogParser {
+ public:
+  // One line, without its newline (a trailing '\r' is ignored).
+  void add_line(std::string_view line);
+  const CublasLtLog& log() const { return log_; }
+
+ private:
+  CublasLtLog log_;
+  std::unordered_map<std::string, std::size_t> index_;  // problem and algorithm -> calls[i]
+};
+
+CublasLtLog parse_cublaslt_log(std::string_view text);
+// Reads a log file; ktune::Error naming the file when it cannot be read.
+CublasLtLog read_cublaslt_log(const std::filesystem::path& path);
+
+}  // namespace ktune::trace
