@@ -37,22 +37,6 @@ setup_pinning
 say "$cpus_note"
 say "GPU clocks as found: $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader 2>/dev/null)"
 
-# run NAME CMD...: runs once (pinned), appends stdout+stderr to the log, records wall seconds in
-# $wall and the program's stdout in $stdout.
-run() {
-  local name=$1; shift
-  local t0 t1
-  t0=$(date +%s.%N)
-  stdout=$("${pin[@]}" "$@" 2>>"$log.err")
-  local rc=$?
-  t1=$(date +%s.%N)
-  wall=$(calc "$t1 - $t0")
-  echo "[$name] rc=$rc wall_s=$wall $stdout" >>"$log"
-  return $rc
-}
-# rot N WORDS...: WORDS rotated left by N, so each mode takes every position in turn (the run just
-# after a plain one was measured slower on the H100, whatever its mode).
-rot() { local n=$1; shift; local a=("$@"); local k=$((n % ${#a[@]})); echo "${a[@]:k}" "${a[@]:0:k}"; }
 # prefix MODE NAME: the command prefix that runs a program in MODE, its trace named NAME.
 prefix() {
   case $1 in

@@ -51,20 +51,6 @@ say "$cpus_note"
 say "GPU clocks as found: $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader 2>/dev/null)"
 say "tiny_loop $n launches per run, $reps rotations; windows: --period $period --window $window (duty $duty); traced mode flags: ${flags[*]:-(default mode)}"
 
-# run NAME CMD...: runs once (pinned), appends stdout+stderr to the log, records wall seconds in
-# $wall and the program's stdout in $stdout.
-run() {
-  local name=$1; shift
-  local t0 t1
-  t0=$(date +%s.%N)
-  stdout=$("${pin[@]}" "$@" 2>>"$log.err")
-  local rc=$?
-  t1=$(date +%s.%N)
-  wall=$(calc "$t1 - $t0")
-  echo "[$name] rc=$rc wall_s=$wall $stdout" >>"$log"
-  return $rc
-}
-rot() { local n=$1; shift; local a=("$@"); local k=$((n % ${#a[@]})); echo "${a[@]:k}" "${a[@]:0:k}"; }
 prefix() {
   case $1 in
     plain) pre=() ;;
