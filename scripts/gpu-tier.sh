@@ -5,7 +5,7 @@
 # (the default), which is mounted back at /work/main/build-gpu where its ctest files point.
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, then scripts/gpu-counters.sh (the counter tier vs ncu), and prints a short
-# summary last. KTUNE_GPU_ONLY=calibrate,tracer,counters,gate picks benchmarks and steps (gate,
+# summary last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,gate picks benchmarks and steps (gate,
 # scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only when named);
 # KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the GPU tests
 # matching it.
@@ -46,40 +46,34 @@ if [ -z "${KTUNE_GPU_SKIP_TESTS:-}" ]; then
   summary+=("ctest: $(grep -E 'tests passed' "$out/ctest.log" | tr '\n' ';') $skipped skipped")
 fi
 
+# step NAME LOG SCRIPT: runs one script of the tier with (bundle, its own output folder), shows the
+# end of its log and adds its exit status, time and the log's lines matching $keep to the summary.
+step() {
+  local name=$1 log=$2 script=$3 start rc
+  echo "== $name"
+  start=$(date +%s)
+  bash "$script" "$bundle" "$out/$name" >"$log" 2>&1
+  rc=$?
+  tail -n 25 "$log"
+  summary+=("$name: rc=$rc, $(( $(date +%s) - start )) s")
+  summary+=("$(grep -hE "$keep" "$log" | tail -n 8)")
+}
+picked() { [ -z "${KTUNE_GPU_ONLY:-}" ] || [[ ",$KTUNE_GPU_ONLY," == *",$1,"* ]]; }
+
 for run in "$root"/benchmarks/*/run.sh; do
   name=$(basename "$(dirname "$run")")
-  if [ -n "${KTUNE_GPU_ONLY:-}" ] && [[ ",$KTUNE_GPU_ONLY," != *",$name,"* ]]; then continue; fi
-  echo "== benchmark $name"
-  start=$(date +%s)
-  bash "$run" "$bundle" "$out/$name" >"$out/bench-$name.log" 2>&1
-  rc=$?
-  tail -n 25 "$out/bench-$name.log"
-  summary+=("benchmark $name: rc=$rc, $(( $(date +%s) - start )) s")
-  summary+=("$(grep -hE 'PASS|FAIL|ratio|overhead|per second|us/launch' "$out/bench-$name.log" | tail -n 8)")
+  picked "$name" || continue
+  keep='PASS|FAIL|ratio|overhead|per second|us/launch' step "$name" "$out/bench-$name.log" "$run"
 done
-
-# The counter tier against Nsight Compute (docs/profiling.md); KTUNE_GPU_ONLY=counters picks it.
-if [ -z "${KTUNE_GPU_ONLY:-}" ] || [[ ",$KTUNE_GPU_ONLY," == *",counters,"* ]]; then
-  echo "== counters"
-  start=$(date +%s)
-  bash "$root/scripts/gpu-counters.sh" "$bundle" "$out/counters" >"$out/counters.log" 2>&1
-  rc=$?
-  tail -n 40 "$out/counters.log"
-  summary+=("counters: rc=$rc, $(( $(date +%s) - start )) s")
-  summary+=("$(grep -hE '^agreement|ratio|plain \(target' "$out/counters.log" | tail -n 8)")
-fi
-
+# The tracer's periodic capture windows against continuous tracing (docs/fleet.md).
+picked windows &&
+  keep='SUMMARY|MET|MISSED' step windows "$out/windows.log" "$root/benchmarks/tracer/windows.sh"
+# The counter tier against Nsight Compute (docs/profiling.md).
+picked counters &&
+  keep='^agreement|ratio|plain \(target' step counters "$out/counters.log" "$root/scripts/gpu-counters.sh"
 # The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.
-for step in gate; do
-  [[ ",${KTUNE_GPU_ONLY:-}," == *",$step,"* ]] || continue
-  echo "== $step"
-  start=$(date +%s)
-  bash "$root/scripts/gpu-$step.sh" "$bundle" "$out/$step" >"$out/$step.log" 2>&1
-  rc=$?
-  tail -n 12 "$out/$step.log"
-  summary+=("$step: rc=$rc, $(( $(date +%s) - start )) s")
-  [ "$step" = gate ] && summary+=("$(tail -n 7 "$out/$step.log")")
-done
+[[ ",${KTUNE_GPU_ONLY:-}," == *",gate,"* ]] &&
+  keep='^(case|unchanged|planted|environment|one check)' step gate "$out/gate.log" "$root/scripts/gpu-gate.sh"
 
 echo
 echo "== summary ($(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader))"
