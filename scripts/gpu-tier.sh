@@ -2,13 +2,13 @@
 # The GPU tier, run on a GPU machine from the repository root:
 #   scripts/gpu-tier.sh [BUILD_DIR] [OUT_DIR]
 # BUILD_DIR: a build made on this machine, or .gpu-carry staged elsewhere by scripts/gpu-bundle.sh
-# (the default), which is mounted back at /work/main/build-gpu where its ctest files point.
+# (the default), which scripts/gpu-mount.sh links back where it was built.
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
-# side with its baseline, then scripts/gpu-counters.sh (the counter tier vs ncu), and prints a short
-# summary last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,gate picks benchmarks and steps (gate,
-# scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only when named);
-# KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the GPU tests
-# matching it.
+# side with its baseline, the capture-window benchmark, scripts/gpu-counters.sh (the counter tier
+# vs ncu), and prints a short summary last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,gate
+# picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only
+# when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the
+# GPU tests matching it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:-$root/.gpu-carry}" && pwd)
