@@ -11,7 +11,10 @@ build=${KTUNE_BUNDLE_FROM:-$root/build-gpu}
 if [ -z "${KTUNE_BUNDLE_FROM:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build "$build" -j"$(nproc)"
+# KTUNE_BUNDLE_TARGETS: build only these (e.g. "ktune ktune_tracer trace_profile_tests") when a
+# small machine must get a run's binaries out quickly; what else is staged is from the last build.
+# shellcheck disable=SC2086  # one word per target
+cmake --build "$build" -j"$(nproc)" ${KTUNE_BUNDLE_TARGETS:+--target $KTUNE_BUNDLE_TARGETS}
 mkdir -p "$build/lib"
 # libpq, the OpenLDAP 2.5 libraries it needs and toml++ are absent from the GPU image (Ubuntu 24.04 ships
 # OpenLDAP 2.6); gpu-mount.sh puts them on LD_LIBRARY_PATH there.
