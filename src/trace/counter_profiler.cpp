@@ -17,17 +17,12 @@
 
 #include <fmt/format.h>
 
+#include "ktune/cuda/cupti.hpp"
 #include "ktune/trace/metrics.hpp"
 #include "launch_selector.hpp"
 
 namespace ktune::trace {
 namespace {
-
-const char* result_name(CUptiResult r) {
-  const char* name = nullptr;
-  if (cuptiGetResultString(r, &name) != CUPTI_SUCCESS || !name) return "unknown CUPTI error";
-  return name;
-}
 
 // Set-up failures that mean "not here, not now" rather than a ktune bug, with the fix for each.
 std::string why_unavailable(CUptiResult r) {
@@ -36,12 +31,13 @@ std::string why_unavailable(CUptiResult r) {
     return "this user may not read GPU performance counters (run as root, or have the admin "
            "set the driver option NVreg_RestrictProfilingToAdminUsers=0)";
   if (r == CUPTI_ERROR_HARDWARE_BUSY || r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-    return fmt::format("the GPU's counters are held by another profiler ({})", result_name(r));
+    return fmt::format("the GPU's counters are held by another profiler ({})",
+                       cuda::cupti_result_name(r));
   if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
       r == CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED || r == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED)
     return fmt::format("this GPU or its mode does not support the range profiler ({})",
-                       result_name(r));
-  return fmt::format("the range profiler failed to start ({})", result_name(r));
+                       cuda::cupti_result_name(r));
+  return fmt::format("the range profiler failed to start ({})", cuda::cupti_result_name(r));
 }
 
 using Clock = std::chrono::steady_clock;
@@ -87,7 +83,7 @@ struct CounterProfiler::Impl {
 
   bool check(CUptiResult r, const char* what) {
     if (r == CUPTI_SUCCESS) return true;
-    turn_off(fmt::format("{} failed ({})", what, result_name(r)));
+    turn_off(fmt::format("{} failed ({})", what, cuda::cupti_result_name(r)));
     return false;
   }
 

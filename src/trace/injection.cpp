@@ -48,6 +48,7 @@
 #include "decode.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/version.hpp"
+#include "ktune/cuda/cupti.hpp"
 #include "ktune/cuda/device_attributes.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/metrics.hpp"
@@ -80,15 +81,14 @@ void say(const std::string& line) {
   std::fprintf(stderr, "ktune tracer [pid %d]: %s\n", static_cast<int>(::getpid()), line.c_str());
 }
 
-// Checks a CUPTI result without throwing: a failure prints one line and returns false. Calls made
+// The tracer's checked CUPTI call (ktune/cuda/cupti.hpp says why it never throws): a failure
+// prints one line and returns false. Calls made
 // per buffer or per callback id pass `logged`, so a failure that repeats is printed once.
 bool cupti_ok(CUptiResult r, const char* what, std::atomic<bool>* logged = nullptr) noexcept {
   if (r == CUPTI_SUCCESS) return true;
   if (logged && logged->exchange(true)) return false;
   try {
-    const char* name = nullptr;
-    if (cuptiGetResultString(r, &name) != CUPTI_SUCCESS) name = nullptr;
-    say(std::string(what) + " failed: " + (name ? name : "unknown CUPTI error") +
+    say(std::string(what) + " failed: " + cuda::cupti_result_name(r) +
         (logged ? " (reported once)" : ""));
   } catch (...) {
   }
@@ -212,6 +212,12 @@ class Tracer {
   void recycle(std::uint8_t* buffer, std::size_t valid_bytes);
   void mark_finished();
 
+  // Tracer::start's steps.
+  void fill_metadata();
+  bool subscribe();
+  void set_buffer_attributes();
+  void choose_api_records();
+  void enable_range_callbacks();
   void start_counters();
   void place_profiled(std::vector<KernelRecord>& kernels);
 
@@ -452,11 +458,39 @@ void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
   }
 }
 
+// Start-up, in the order CUPTI needs it: claim CUPTI, set how buffers are handed out, register
+// the buffer callbacks, choose the API records, arm the capture range, then start the writer.
+// A failure before the callbacks are registered leaves the program untraced.
 bool Tracer::start() {
   started_ = Clock::now();
   debug_ =
       std::getenv("KTUNE_TRACE_DEBUG") && std::string_view(std::getenv("KTUNE_TRACE_DEBUG")) == "1";
   cupti_zero_ = experiment("cupti_zero");
+  fill_metadata();
+  if (!subscribe()) return false;
+  set_buffer_attributes();
+  // Stream/event queries that find work still pending are polling, not waiting: no record.
+  if (opts_.sync_records && !experiment("all_sync"))
+    cupti_ok(cuptiActivityEnableAllSyncRecords(0), "leaving out polling sync records");
+  if (opts_.latency_timestamps)
+    cupti_ok(cuptiActivityEnableLatencyTimestamps(1), "enabling queued/submitted timestamps");
+  if (!cupti_ok(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
+                "cuptiActivityRegisterCallbacks"))
+    return false;
+  choose_api_records();
+  enable_range_callbacks();
+  if (!experiment("cupti_flush"))
+    cupti_ok(cuptiActivityFlushPeriod(opts_.flush_period_ms), "setting the flush period");
+
+  if (!opts_.metrics.empty()) start_counters();
+
+  writer_ = std::thread([this] { writer_main(); });
+  writer_id_ = writer_.get_id();
+  if (opts_.window.delay_s <= 0 && opts_.window.range.empty()) set_capturing(true);
+  return true;
+}
+
+void Tracer::fill_metadata() {
   meta_.mode = mode_name(opts_);
   meta_.records = record_kinds(opts_);
   meta_.command_line = own_command_line();
@@ -465,8 +499,10 @@ bool Tracer::start() {
   meta_.started_at = utc_now_iso8601();
   meta_.window = opts_.window;
   meta_.tracer_version = std::string(version()) + " (" + git_commit() + ")";
+}
 
-  // Subscribing enables no callback; it claims CUPTI, so another profiler is detected here.
+// Subscribing enables no callback; it claims CUPTI, so another profiler is detected here.
+bool Tracer::subscribe() {
   CUpti_SubscriberParams params{};
   params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
   params.subscriberName = "ktune tracer";
@@ -482,83 +518,72 @@ bool Tracer::start() {
         "); this process runs untraced.");
     return false;
   }
-  if (!cupti_ok(sub, "cuptiSubscribe (this process runs untraced)")) return false;
-  if (!cupti_zero_) {
-    // The pool hands out zeroed buffers, so CUPTI need not zero them on the application thread.
-    std::uint8_t zeroed = 1;
-    std::size_t size = sizeof zeroed;
-    if (cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed) !=
-        CUPTI_SUCCESS)
-      cupti_zero_ = true;  // then every buffer is zeroed by CUPTI, as before
-  }
-  if (experiment("shared_buffers")) {
-    std::uint8_t per_thread = 0;
-    std::size_t size = sizeof per_thread;
-    cupti_ok(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size,
-                                       &per_thread),
-             "sharing activity buffers between threads");
-  }
-  if (experiment("pinned")) {
-    std::uint8_t pinned = 1;
-    std::size_t size = sizeof pinned;
-    cupti_ok(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size,
-                                       &pinned),
-             "pinning activity buffers");
-  }
-  // Stream/event queries that find work still pending are polling, not waiting: no record.
-  if (opts_.sync_records && !experiment("all_sync"))
-    cupti_ok(cuptiActivityEnableAllSyncRecords(0), "leaving out polling sync records");
-  if (opts_.latency_timestamps)
-    cupti_ok(cuptiActivityEnableLatencyTimestamps(1), "enabling queued/submitted timestamps");
-  if (!cupti_ok(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
-                "cuptiActivityRegisterCallbacks"))
-    return false;
+  return cupti_ok(sub, "cuptiSubscribe (this process runs untraced)");
+}
 
-  if (!opts_.kernels_only) {
-    const bool runtime_api = !experiment("no_runtime");
-    for (std::uint32_t cbid = 1; runtime_api && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name &&
-          is_traced_api(name))
-        runtime_cbids_.push_back(cbid);
-    }
-    // Driver-API records: CUPTI reports only the program's (and its libraries') own driver
-    // calls, not those the runtime makes inside cudaLaunchKernel, so a runtime launch costs the
-    // same with them on. cuBLASLt (and Triton, NVRTC launchers) launch through the driver: without
-    // these records their kernels have no launch record.
-    for (std::uint32_t cbid = 1; opts_.driver_api && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name &&
-          is_traced_api(name))
-        driver_cbids_.push_back(cbid);
-    }
+void Tracer::set_buffer_attributes() {
+  auto set = [](CUpti_ActivityAttribute attribute, std::uint8_t value) {
+    std::size_t size = sizeof value;
+    return cuptiActivitySetAttribute(attribute, &size, &value);
+  };
+  // The pool hands out zeroed buffers, so CUPTI need not zero them on the application thread;
+  // where CUPTI refuses, every buffer is zeroed by CUPTI, as before.
+  if (!cupti_zero_ && set(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1) != CUPTI_SUCCESS)
+    cupti_zero_ = true;
+  if (experiment("shared_buffers"))
+    cupti_ok(set(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, 0),
+             "sharing activity buffers between threads");
+  if (experiment("pinned"))
+    cupti_ok(set(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, 1),
+             "pinning activity buffers");
+}
+
+// The callback ids of `domain` whose API records the trace keeps (is_traced_api).
+std::vector<std::uint32_t> traced_callbacks(CUpti_CallbackDomain domain, std::uint32_t size) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t cbid = 1; cbid < size; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name && is_traced_api(name))
+      out.push_back(cbid);
   }
+  return out;
+}
+
+void Tracer::choose_api_records() {
+  if (opts_.kernels_only) return;
+  if (!experiment("no_runtime"))
+    runtime_cbids_ = traced_callbacks(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  // Driver-API records: CUPTI reports only the program's (and its libraries') own driver
+  // calls, not those the runtime makes inside cudaLaunchKernel, so a runtime launch costs the
+  // same with them on. cuBLASLt (and Triton, NVRTC launchers) launch through the driver: without
+  // these records their kernels have no launch record.
+  if (opts_.driver_api)
+    driver_cbids_ = traced_callbacks(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+}
+
+// --range profiler: the profiler start/stop calls of both APIs; --range nvtx:NAME: NVTX.
+void Tracer::enable_range_callbacks() {
   const std::string& range = opts_.window.range;
   if (range == "profiler") {
-    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000),
-             "enabling the cudaProfilerStart callback");
-    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000),
-             "enabling the cudaProfilerStop callback");
-    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
-                                 CUPTI_DRIVER_TRACE_CBID_cuProfilerStart),
-             "enabling the cuProfilerStart callback");
-    cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
-                                 CUPTI_DRIVER_TRACE_CBID_cuProfilerStop),
-             "enabling the cuProfilerStop callback");
+    const struct {
+      CUpti_CallbackDomain domain;
+      CUpti_CallbackId cbid;
+      const char* what;
+    } calls[] = {
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
+         "enabling the cudaProfilerStart callback"},
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
+         "enabling the cudaProfilerStop callback"},
+        {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart,
+         "enabling the cuProfilerStart callback"},
+        {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop,
+         "enabling the cuProfilerStop callback"},
+    };
+    for (const auto& c : calls)
+      cupti_ok(cuptiEnableCallback(1, subscriber_, c.domain, c.cbid), c.what);
   } else if (range.rfind("nvtx:", 0) == 0) {
     cupti_ok(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "enabling NVTX callbacks");
   }
-  if (!experiment("cupti_flush"))
-    cupti_ok(cuptiActivityFlushPeriod(opts_.flush_period_ms), "setting the flush period");
-
-  if (!opts_.metrics.empty()) start_counters();
-
-  writer_ = std::thread([this] { writer_main(); });
-  writer_id_ = writer_.get_id();
-  if (opts_.window.delay_s <= 0 && range.empty()) set_capturing(true);
-  return true;
 }
 
 // The counter tier is an addition: whatever goes wrong here leaves the activity tier as it was.

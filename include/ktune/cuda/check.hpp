@@ -1,7 +1,8 @@
 #pragma once
 // The shared shape of every checked vendor call: "file:line: CALL failed: NAME (code)[: detail]".
-// Each vendor header (driver.hpp, nvrtc.hpp, nvml.hpp, cublaslt.hpp, cupti.hpp) defines one macro
-// that throws ktune::Error and a *_WARN twin that only logs, for destructors and the tracer.
+// Each vendor header (driver.hpp, nvrtc.hpp, nvml.hpp, cublaslt.hpp) defines one macro that throws
+// ktune::Error and a *_WARN twin that only logs, for destructors. CUPTI is the exception: only the
+// tracer calls it, and it never throws (cupti.hpp).
 #include <string_view>
 
 namespace ktune::cuda {

@@ -1,27 +1,18 @@
 #pragma once
-// CUPTI checked calls, for code that links CUPTI. Nothing includes this yet: the tracer and the
-// counter tier (src/trace) still name CUPTI results with their own helpers, which never throw into
-// the host program; they are to move onto the _WARN twin here.
+// CUPTI results, named once. CUPTI is called only by the injected tracer (src/trace: injection.cpp
+// and the counter tier), which must never throw into the program it is injected into and must
+// not load the rest of ktune_cuda (NVRTC) there. So CUPTI has no throwing checked call: the
+// tracer's one checked call, cupti_ok in injection.cpp, prints "WHAT failed: NAME" and returns
+// false, and the counter tier turns itself off with the same name. Header-only for that reason.
 #include <cupti.h>
-
-#include "ktune/cuda/check.hpp"
 
 namespace ktune::cuda {
 
-inline const char* cupti_result_name(CUptiResult r) {
+// "CUPTI_ERROR_NOT_INITIALIZED"; "unknown CUPTI error" when CUPTI cannot name it.
+inline const char* cupti_result_name(CUptiResult r) noexcept {
   const char* s = nullptr;
-  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "CUPTI_ERROR_UNKNOWN";
+  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "unknown CUPTI error";
   return s;
-}
-inline void check_cupti(CUptiResult r, const char* call, const char* file, int line) {
-  if (r != CUPTI_SUCCESS) throw_call_failed(file, line, call, cupti_result_name(r), r);
-}
-inline bool warn_cupti(CUptiResult r, const char* call, const char* file, int line) {
-  if (r != CUPTI_SUCCESS) warn_call_failed(file, line, call, cupti_result_name(r), r);
-  return r == CUPTI_SUCCESS;
 }
 
 }  // namespace ktune::cuda
-
-#define KTUNE_CUPTI(call) ::ktune::cuda::check_cupti((call), #call, __FILE__, __LINE__)
-#define KTUNE_CUPTI_WARN(call) ::ktune::cuda::warn_cupti((call), #call, __FILE__, __LINE__)
