@@ -389,7 +389,7 @@ CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<do
       if (!m.verification.passed) return failed(Status::wrong_result, m.verification.detail);
       out.detail = "verified: " + m.verification.detail;
     }
-    ws->bind_constants(kernel->module(), s);
+    ws->bind_constants(bound, s);
 
     KernelSampler sampler(bound, *ws, s, settings.mode, flusher.get(), device.pci_bus_id);
     if (best_ns) {  // a screen first: most candidates of a search are clearly slower
@@ -444,11 +444,12 @@ InterleavedResult CandidatePipeline::compare(const Problem& a, const Problem& b,
   const auto ka = prepare(a, "A", ca);
   const auto kb = prepare(b, "B", cb);
   // Both read the same buffers; constant-memory symbols are per module, so bind both.
-  i.ws->bind_constants(ka->module(), i.stream.get());
-  i.ws->bind_constants(kb->module(), i.stream.get());
-  KernelSampler sa(BoundKernel{*ka, ca}, *i.ws, i.stream.get(), i.settings.mode, i.flusher.get(),
+  const BoundKernel bound_a{*ka, ca}, bound_b{*kb, cb};
+  i.ws->bind_constants(bound_a, i.stream.get());
+  i.ws->bind_constants(bound_b, i.stream.get());
+  KernelSampler sa(bound_a, *i.ws, i.stream.get(), i.settings.mode, i.flusher.get(),
                    i.device.pci_bus_id);
-  KernelSampler sb(BoundKernel{*kb, cb}, *i.ws, i.stream.get(), i.settings.mode, i.flusher.get(),
+  KernelSampler sb(bound_b, *i.ws, i.stream.get(), i.settings.mode, i.flusher.get(),
                    i.device.pci_bus_id);
   return interleave(sa, sb, stop);
 }

@@ -174,17 +174,20 @@ void Workspace::poison_outputs(CUstream s) {
       cuda::poison(buffers_[i].get(), args_[i].bytes(), s);
 }
 
-void Workspace::bind_constants(CUmodule m, CUstream s) const {
+void Workspace::bind_constants(const BoundKernel& k, CUstream s) const {
   for (std::size_t i = 0; i < args_.size(); ++i) {
     const auto& a = args_[i];
     if (a.kind != KernelArg::Kind::constant_memory) continue;
     CUdeviceptr sym = 0;
     std::size_t sym_bytes = 0;
-    const CUresult r = driver().cuModuleGetGlobal(&sym, &sym_bytes, m, a.name.c_str());
+    const CUresult r =
+        driver().cuModuleGetGlobal(&sym, &sym_bytes, k.kernel.module(), a.name.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND && k.constants_passed) continue;  // its parameter carries it
     if (r != CUDA_SUCCESS)
       throw Error(fmt::format(
           "constant-memory argument '{}' has no __constant__ symbol of that name in the kernel "
-          "({}); declare it as extern \"C\" __constant__ or fix the argument's name.",
+          "({}) and the kernel does not take it as a parameter; declare it as __constant__ or "
+          "as a parameter, or fix the argument's name.",
           a.name, cuda::result_name(r)));
     if (sym_bytes < a.bytes())
       throw Error(fmt::format(
@@ -209,7 +212,7 @@ std::vector<std::byte> Workspace::download(std::size_t i) const {
 Outputs run_for_outputs(Workspace& ws, const BoundKernel& k, CUstream s) {
   ws.fill(s);
   ws.poison_outputs(s);
-  ws.bind_constants(k.kernel.module(), s);
+  ws.bind_constants(k, s);
   k.launch(ws, s);
   KTUNE_CU(driver().cuStreamSynchronize(s));
   Outputs outs;

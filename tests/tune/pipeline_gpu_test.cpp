@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <unistd.h>
+
+#include <fmt/format.h>
+
 #include "ktune/bench/runner.hpp"
+#include "ktune/core/paths.hpp"
 #include "ktune/cuda/device_utils.hpp"
 #include "ktune/cuda/driver.hpp"
 #include "ktune/tune/spec_problem.hpp"
@@ -167,6 +172,57 @@ TEST(BenchGpu, GemvConfigsAgreeWithTheReference) {
         measure(builtin("kernels/gemv/gemv.json", cfg), TimingMode::cold, quick());
     EXPECT_EQ(o.status, Status::ok) << cfg << ": " << o.detail;
   }
+}
+
+// A spec whose third argument is marked "MemType": "Constant", with `source` as its kernel
+// scale(out, in, factor). The benchmark hub's dedispersion is such a spec: its kernel reads
+// `shifts` through the pointer parameter and declares no __constant__ symbol of that name.
+Problem constant_argument_problem(const std::string& source) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("ktune-cmem-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  write_file_atomic(dir / "scale.cu", source);
+  write_file_atomic(dir / "scale.json", R"({
+    "General": {"BenchmarkName": "scale"},
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "BLOCK", "Type": "int", "Values": "[128]"}]},
+    "KernelSpecification": {
+      "Language": "CUDA", "KernelName": "scale", "KernelFile": "scale.cu",
+      "LocalSize": {"X": "BLOCK", "Y": "1", "Z": "1"}, "GridDivX": ["BLOCK"],
+      "ProblemSize": [4096, 1, 1],
+      "Arguments": [
+        {"Name": "out", "Type": "float", "MemoryType": "Vector", "AccessType": "WriteOnly",
+         "FillType": "Constant", "FillValue": 0.0, "Size": "ProblemSize[0]", "Output": 1},
+        {"Name": "in", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly",
+         "FillType": "Random", "Size": "ProblemSize[0]"},
+        {"Name": "factor", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly",
+         "MemType": "Constant", "FillType": "Constant", "FillValue": 2.0, "Size": "1"}]}})");
+  const auto spec = tune::ProblemSpec::load(dir / "scale.json");
+  Problem p = tune::make_problem(spec, tune::parse_config(spec, ""));
+  std::filesystem::remove_all(dir);
+  return p;
+}
+
+TEST(BenchGpu, AConstantArgumentReadThroughItsParameterNeedsNoConstantSymbol) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  const Problem p = constant_argument_problem(R"(
+extern "C" __global__ void scale(float* out, const float* in, const float* factor) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i] * factor[0];
+})");
+  const CandidateOutcome o = measure(p, TimingMode::cold, quick());
+  EXPECT_EQ(o.status, Status::ok) << o.detail;
+}
+
+TEST(BenchGpu, AConstantArgumentWithNeitherSymbolNorParameterIsNamed) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  const Problem p = constant_argument_problem(R"(
+extern "C" __global__ void scale(float* out, const float* in) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i];
+})");
+  const CandidateOutcome o = measure(p, TimingMode::cold, quick());
+  EXPECT_NE(o.status, Status::ok);
+  EXPECT_NE(o.detail.find("'factor' has no __constant__ symbol"), std::string::npos) << o.detail;
 }
 
 }  // namespace

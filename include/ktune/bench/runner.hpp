@@ -37,6 +37,8 @@ class LoadedKernel {
 cuda::CompiledProgram compile_launch(const KernelLaunch& launch, const std::string& arch);
 
 // The argument buffers of one Problem (shared by its candidate and reference runs).
+struct BoundKernel;
+
 class Workspace {
  public:
   // `seed` seeds each random fill unless the argument has its own.
@@ -45,8 +47,10 @@ class Workspace {
   // read-modify-write).
   void fill(CUstream s);
   void poison_outputs(CUstream s);
-  // Copies constant-memory arguments into the module's __constant__ symbols of the same name.
-  void bind_constants(CUmodule m, CUstream s) const;
+  // Copies constant-memory arguments into `k`'s module's __constant__ symbols of the same name.
+  // A kernel that also takes them as parameters needs no such symbol (it may read only its
+  // pointer, as the benchmark hub's dedispersion does); one that does not must declare it.
+  void bind_constants(const BoundKernel& k, CUstream s) const;
   // Kernel parameters: every argument, or all but the constant-memory ones (a kernel that reads
   // them only through their __constant__ symbols does not declare them).
   void** params(bool with_constants) {
