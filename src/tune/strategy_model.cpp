@@ -20,7 +20,11 @@ namespace {
 // The hybrid's local step was chosen by leave-one-family-out (logs/2026-11-23-replay-cpu.md):
 // decided on two recorded families, checked on the third, each way. Two-parameter moves, random
 // interleaving and crossover candidates were tried there too and are not used: none won on the
-// held-out family. The other settings are the model strategy's, fixed a priori.
+// held-out family. Nor did, in logs/2026-11-25-replay-cpu.md, a separate forest for the chance of
+// failure (EI x P(success) lost 0.014 on the only family with failures), more exploration (the
+// spread doubled, or decaying over the budget: gains on pnpoly, losses of 0.007-0.021 on gemm),
+// lower confidence bound, a smaller random start or fewer features per split. The other
+// settings are the model strategy's, fixed a priori.
 struct ModelOptions {
   std::size_t init_divisor = 10;  // random start: budget / this, clamped to [5, 20]
   std::size_t local_every = 0;    // every n-th model proposal is local; 0: never ("model")
