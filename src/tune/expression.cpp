@@ -19,15 +19,15 @@ namespace ktune::tune {
 
 const char* Value::kind_name(Kind k) {
   switch (k) {
-    case Kind::Int:
+    case Kind::integer:
       return "int";
-    case Kind::Float:
+    case Kind::real:
       return "float";
-    case Kind::Bool:
+    case Kind::boolean:
       return "bool";
-    case Kind::String:
+    case Kind::string:
       return "str";
-    case Kind::List:
+    case Kind::list:
       return "list";
   }
   return "?";
@@ -35,11 +35,11 @@ const char* Value::kind_name(Kind k) {
 
 std::int64_t Value::as_int() const {
   switch (kind()) {
-    case Kind::Int:
+    case Kind::integer:
       return std::get<std::int64_t>(v_);
-    case Kind::Bool:
+    case Kind::boolean:
       return std::get<bool>(v_) ? 1 : 0;
-    case Kind::Float: {
+    case Kind::real: {
       const double d = std::get<double>(v_);
       if (std::floor(d) == d && std::abs(d) < 9.0e18) return static_cast<std::int64_t>(d);
       break;
@@ -52,11 +52,11 @@ std::int64_t Value::as_int() const {
 
 double Value::as_double() const {
   switch (kind()) {
-    case Kind::Int:
+    case Kind::integer:
       return static_cast<double>(std::get<std::int64_t>(v_));
-    case Kind::Float:
+    case Kind::real:
       return std::get<double>(v_);
-    case Kind::Bool:
+    case Kind::boolean:
       return std::get<bool>(v_) ? 1.0 : 0.0;
     default:
       break;
@@ -65,28 +65,28 @@ double Value::as_double() const {
 }
 
 const std::string& Value::as_string() const {
-  if (kind() != Kind::String)
+  if (kind() != Kind::string)
     throw Error(fmt::format("expected a string, got {} {}", kind_name(kind()), repr()));
   return std::get<std::string>(v_);
 }
 
 const Value::List& Value::as_list() const {
-  if (kind() != Kind::List)
+  if (kind() != Kind::list)
     throw Error(fmt::format("expected a list, got {} {}", kind_name(kind()), repr()));
   return *std::get<std::shared_ptr<const List>>(v_);
 }
 
 bool Value::truthy() const {
   switch (kind()) {
-    case Kind::Int:
+    case Kind::integer:
       return std::get<std::int64_t>(v_) != 0;
-    case Kind::Float:
+    case Kind::real:
       return std::get<double>(v_) != 0.0;
-    case Kind::Bool:
+    case Kind::boolean:
       return std::get<bool>(v_);
-    case Kind::String:
+    case Kind::string:
       return !std::get<std::string>(v_).empty();
-    case Kind::List:
+    case Kind::list:
       return !as_list().empty();
   }
   return false;
@@ -94,19 +94,19 @@ bool Value::truthy() const {
 
 std::string Value::repr() const {
   switch (kind()) {
-    case Kind::Int:
+    case Kind::integer:
       return std::to_string(std::get<std::int64_t>(v_));
-    case Kind::Float: {
+    case Kind::real: {
       const double d = std::get<double>(v_);
       std::string s = fmt::format("{}", d);
       if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
       return s;
     }
-    case Kind::Bool:
+    case Kind::boolean:
       return std::get<bool>(v_) ? "True" : "False";
-    case Kind::String:
+    case Kind::string:
       return "'" + std::get<std::string>(v_) + "'";
-    case Kind::List: {
+    case Kind::list: {
       std::string s = "[";
       const auto& l = as_list();
       for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + l[i].repr();
@@ -118,22 +118,22 @@ std::string Value::repr() const {
 
 namespace {
 bool numeric_like(const Value& v) {
-  return v.is_number() || v.kind() == Value::Kind::Bool;
+  return v.is_number() || v.kind() == Value::Kind::boolean;
 }
 int rank_of(const Value& v) {
   if (numeric_like(v)) return 0;
-  return v.kind() == Value::Kind::String ? 1 : 2;
+  return v.kind() == Value::Kind::string ? 1 : 2;
 }
 }  // namespace
 
 bool operator==(const Value& a, const Value& b) {
   if (numeric_like(a) && numeric_like(b)) {
-    if (a.kind() != Value::Kind::Float && b.kind() != Value::Kind::Float)
+    if (a.kind() != Value::Kind::real && b.kind() != Value::Kind::real)
       return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
   }
   if (a.kind() != b.kind()) return false;
-  if (a.kind() == Value::Kind::String) return a.as_string() == b.as_string();
+  if (a.kind() == Value::Kind::string) return a.as_string() == b.as_string();
   return a.as_list() == b.as_list();
 }
 
@@ -141,7 +141,7 @@ bool operator<(const Value& a, const Value& b) {
   const int ra = rank_of(a), rb = rank_of(b);
   if (ra != rb) return ra < rb;
   if (ra == 0) {
-    if (a.kind() != Value::Kind::Float && b.kind() != Value::Kind::Float)
+    if (a.kind() != Value::Kind::real && b.kind() != Value::Kind::real)
       return a.as_int() < b.as_int();
     return a.as_double() < b.as_double();
   }
@@ -152,19 +152,19 @@ bool operator<(const Value& a, const Value& b) {
 
 void to_json(nlohmann::json& j, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::Int:
+    case Value::Kind::integer:
       j = v.as_int();
       break;
-    case Value::Kind::Float:
+    case Value::Kind::real:
       j = v.as_double();
       break;
-    case Value::Kind::Bool:
+    case Value::Kind::boolean:
       j = v.truthy();
       break;
-    case Value::Kind::String:
+    case Value::Kind::string:
       j = v.as_string();
       break;
-    case Value::Kind::List: {
+    case Value::Kind::list: {
       j = nlohmann::json::array();
       for (const auto& e : v.as_list()) j.push_back(e);
       break;
@@ -225,72 +225,72 @@ const Value* MapScope::find(std::string_view name) const {
 namespace detail {
 
 enum class Op {
-  Const,
-  Name,
-  List,
-  Index,
-  Call,
-  Comprehension,
-  Neg,
-  Pos,
-  Invert,
-  Not,
-  Chain,  // one precedence level of left-associative operators: kids[0] ops[0] kids[1] ...
-  Pow,
-  And,  // n-ary, short-circuit
-  Or,
-  Compare,
-  IfElse,
-  // The operators a Chain applies.
-  Add,
-  Sub,
-  Mul,
-  Div,
-  FloorDiv,
-  Mod,
-  BitAnd,
-  BitOr,
-  BitXor,
-  Shl,
-  Shr
+  constant,
+  name,
+  list,
+  index,
+  call,
+  comprehension,
+  neg,
+  pos,
+  invert,
+  logical_not,
+  chain,  // one precedence level of left-associative operators: kids[0] ops[0] kids[1] ...
+  pow,
+  logical_and,  // n-ary, short-circuit
+  logical_or,
+  compare,
+  if_else,
+  // The operators a chain applies.
+  add,
+  sub,
+  mul,
+  div,
+  floor_div,
+  mod,
+  bit_and,
+  bit_or,
+  bit_xor,
+  shl,
+  shr
 };
 
-enum class Cmp { Lt, Le, Gt, Ge, Eq, Ne, In, NotIn };
+enum class Cmp { lt, le, gt, ge, eq, ne, in, not_in };
 
 // Built-in functions, resolved when parsing so evaluation does not compare names.
 enum class Fn {
-  Min,
-  Max,
-  Abs,
-  Int,
-  Float,
-  Bool,
-  Len,
-  Round,
-  Ceil,
-  Floor,
-  Range,
-  List,
-  Sum,
-  Sorted,
-  Any,
-  All
+  min,
+  max,
+  abs,
+  to_int,
+  to_float,
+  to_bool,
+  len,
+  round,
+  ceil,
+  floor,
+  range,
+  list,
+  sum,
+  sorted,
+  any,
+  all
 };
 
 struct Node {
   Op op;
   std::size_t pos;   // offset of the token that names this node, for error messages
-  Value value;       // Const
-  std::string name;  // Name, Call
-  Fn fn = Fn::Min;   // Call
+  Value value;       // constant
+  std::string name;  // name, call
+  Fn fn = Fn::min;   // call
   std::vector<std::shared_ptr<const Node>> kids;
-  std::vector<Op> ops;              // Chain: ops[i] joins the value so far and kids[i + 1]
-  std::vector<std::size_t> op_pos;  // Chain: where ops[i] is written
-  std::vector<Cmp> cmps;            // Compare: kids.size() == cmps.size() + 1
-  // Comprehension: kids[0] is the element; kids[i + 1] the iterable of the clause
+  std::vector<Op> ops;              // chain: ops[i] joins the value so far and kids[i + 1]
+  std::vector<std::size_t> op_pos;  // chain: where ops[i] is written
+  std::vector<Cmp> cmps;            // compare: kids.size() == cmps.size() + 1
+  // comprehension: kids[0] is the element; kids[i + 1] the iterable of the clause
   // `for vars[i] in ...`, or the condition of an `if` clause where vars[i] is empty.
   std::vector<std::string> vars;
-  std::uint64_t steps_per_iteration = 1;  // Comprehension: its size, charged per iteration
+  std::uint64_t steps_per_iteration = 1;  // comprehension: its size, charged per iteration
 };
 
 }  // namespace detail
@@ -307,38 +307,38 @@ struct Builtin {
   const char* name;
   Fn fn;
 };
-constexpr Builtin kBuiltins[] = {{"min", Fn::Min},     {"max", Fn::Max},     {"abs", Fn::Abs},
-                                 {"int", Fn::Int},     {"float", Fn::Float}, {"bool", Fn::Bool},
-                                 {"len", Fn::Len},     {"round", Fn::Round}, {"ceil", Fn::Ceil},
-                                 {"floor", Fn::Floor}, {"range", Fn::Range}, {"list", Fn::List},
-                                 {"tuple", Fn::List},  {"sum", Fn::Sum},     {"sorted", Fn::Sorted},
-                                 {"any", Fn::Any},     {"all", Fn::All}};
+constexpr Builtin kBuiltins[] = {
+    {"min", Fn::min},        {"max", Fn::max},      {"abs", Fn::abs},       {"int", Fn::to_int},
+    {"float", Fn::to_float}, {"bool", Fn::to_bool}, {"len", Fn::len},       {"round", Fn::round},
+    {"ceil", Fn::ceil},      {"floor", Fn::floor},  {"range", Fn::range},   {"list", Fn::list},
+    {"tuple", Fn::list},     {"sum", Fn::sum},      {"sorted", Fn::sorted}, {"any", Fn::any},
+    {"all", Fn::all}};
 
 const char* symbol_of(Op op) {
   switch (op) {
-    case Op::Add:
+    case Op::add:
       return "+";
-    case Op::Sub:
+    case Op::sub:
       return "-";
-    case Op::Mul:
+    case Op::mul:
       return "*";
-    case Op::Div:
+    case Op::div:
       return "/";
-    case Op::FloorDiv:
+    case Op::floor_div:
       return "//";
-    case Op::Mod:
+    case Op::mod:
       return "%";
-    case Op::Pow:
+    case Op::pow:
       return "**";
-    case Op::BitAnd:
+    case Op::bit_and:
       return "&";
-    case Op::BitOr:
+    case Op::bit_or:
       return "|";
-    case Op::BitXor:
+    case Op::bit_xor:
       return "^";
-    case Op::Shl:
+    case Op::shl:
       return "<<";
-    case Op::Shr:
+    case Op::shr:
       return ">>";
     default:
       return "?";
@@ -346,7 +346,7 @@ const char* symbol_of(Op op) {
 }
 
 bool is_intlike(const Value& v) {
-  return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool;
+  return v.kind() == Value::Kind::integer || v.kind() == Value::Kind::boolean;
 }
 
 // A comprehension variable on top of the enclosing scope.
@@ -373,9 +373,9 @@ struct Budget {
 };
 
 // One evaluation: the scope names are read from, and the budget it draws on.
-class Evaluator {
+class TreeWalker {
  public:
-  Evaluator(std::string_view text, const Scope& scope, Budget& budget)
+  TreeWalker(std::string_view text, const Scope& scope, Budget& budget)
       : text_(text), scope_(&scope), budget_(budget) {}
 
   Value eval(const Node& n) {
@@ -417,12 +417,12 @@ class Evaluator {
   std::int64_t int_pow(std::size_t pos, std::int64_t x, std::int64_t y) const {
     std::int64_t result = 1, base = x;
     for (std::int64_t e = y;;) {
-      if ((e & 1) && __builtin_mul_overflow(result, base, &result)) overflow(pos, Op::Pow, x, y);
+      if ((e & 1) && __builtin_mul_overflow(result, base, &result)) overflow(pos, Op::pow, x, y);
       e >>= 1;
       if (e == 0) return result;
       // A remaining exponent bit multiplies the result by base squared or more, so an overflow
       // here is an overflow of the result (base 0, 1 and -1 never overflow).
-      if (__builtin_mul_overflow(base, base, &base)) overflow(pos, Op::Pow, x, y);
+      if (__builtin_mul_overflow(base, base, &base)) overflow(pos, Op::pow, x, y);
     }
   }
 
@@ -431,19 +431,19 @@ class Evaluator {
                                               std::int64_t y) const {
     std::int64_t r = 0;
     switch (op) {
-      case Op::Add:
+      case Op::add:
         if (__builtin_add_overflow(x, y, &r)) overflow(pos, op, x, y);
         return Value(r);
-      case Op::Sub:
+      case Op::sub:
         if (__builtin_sub_overflow(x, y, &r)) overflow(pos, op, x, y);
         return Value(r);
-      case Op::Mul:
+      case Op::mul:
         if (__builtin_mul_overflow(x, y, &r)) overflow(pos, op, x, y);
         return Value(r);
-      case Op::Div:
+      case Op::div:
         if (y == 0) fail(pos, "division by zero");
         return Value(static_cast<double>(x) / static_cast<double>(y));
-      case Op::FloorDiv: {
+      case Op::floor_div: {
         if (y == 0) fail(pos, "integer division by zero");
         if (y == -1) {  // INT64_MIN / -1 traps in C++
           if (x == std::numeric_limits<std::int64_t>::min()) overflow(pos, op, x, y);
@@ -453,31 +453,31 @@ class Evaluator {
         if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
         return Value(q);
       }
-      case Op::Mod: {
+      case Op::mod: {
         if (y == 0) fail(pos, "integer modulo by zero");
         if (y == -1) return Value(std::int64_t{0});  // INT64_MIN % -1 traps in C++
         std::int64_t m = x % y;
         if (m != 0 && ((m < 0) != (y < 0))) m += y;
         return Value(m);
       }
-      case Op::Pow:
+      case Op::pow:
         if (y < 0) {  // a float, as in Python
           if (x == 0) fail(pos, "0 cannot be raised to a negative power");
           return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
         }
         return Value(int_pow(pos, x, y));
-      case Op::BitAnd:
+      case Op::bit_and:
         return Value(x & y);
-      case Op::BitOr:
+      case Op::bit_or:
         return Value(x | y);
-      case Op::BitXor:
+      case Op::bit_xor:
         return Value(x ^ y);
-      case Op::Shl:
+      case Op::shl:
         if (y < 0) fail(pos, "negative shift count");
         if (x == 0) return Value(std::int64_t{0});
         if (y > 63 || ((x << y) >> y) != x) overflow(pos, op, x, y);
         return Value(x << y);
-      case Op::Shr:
+      case Op::shr:
         if (y < 0) fail(pos, "negative shift count");
         return Value(y > 63 ? (x < 0 ? -1 : 0) : x >> y);
       default:
@@ -487,7 +487,7 @@ class Evaluator {
 
   Value repeat(std::size_t pos, const Value& seq, std::int64_t times) {
     const std::uint64_t n = times > 0 ? static_cast<std::uint64_t>(times) : 0;
-    if (seq.kind() == Value::Kind::String) {
+    if (seq.kind() == Value::Kind::string) {
       const std::string& s = seq.as_string();
       if (!s.empty() && n > kMaxListElements / s.size())
         charge_elements(pos, kMaxListElements + 1, "this string repetition");
@@ -516,8 +516,8 @@ class Evaluator {
   [[gnu::noinline]] Value other_arithmetic(Op op, std::size_t pos, const Value& a, const Value& b) {
     const auto ka = a.kind(), kb = b.kind();
     using K = Value::Kind;
-    if (op == Op::Add && ka == kb && (ka == K::String || ka == K::List)) {
-      if (ka == K::String) {
+    if (op == Op::add && ka == kb && (ka == K::string || ka == K::list)) {
+      if (ka == K::string) {
         charge_steps(pos, a.as_string().size() + b.as_string().size());
         return Value(a.as_string() + b.as_string());
       }
@@ -529,33 +529,33 @@ class Evaluator {
       r.insert(r.end(), y.begin(), y.end());
       return Value(std::move(r));
     }
-    if (op == Op::Mul) {
-      if ((ka == K::String || ka == K::List) && is_intlike(b)) return repeat(pos, a, b.as_int());
-      if ((kb == K::String || kb == K::List) && is_intlike(a)) return repeat(pos, b, a.as_int());
+    if (op == Op::mul) {
+      if ((ka == K::string || ka == K::list) && is_intlike(b)) return repeat(pos, a, b.as_int());
+      if ((kb == K::string || kb == K::list) && is_intlike(a)) return repeat(pos, b, a.as_int());
     }
     if (!numeric_like(a) || !numeric_like(b))
       fail(pos, fmt::format("cannot apply '{}' to {} and {}", symbol_of(op), a.repr(), b.repr()));
     const double x = a.as_double(), y = b.as_double();
     switch (op) {
-      case Op::Add:
+      case Op::add:
         return Value(x + y);
-      case Op::Sub:
+      case Op::sub:
         return Value(x - y);
-      case Op::Mul:
+      case Op::mul:
         return Value(x * y);
-      case Op::Div:
+      case Op::div:
         if (y == 0) fail(pos, "division by zero");
         return Value(x / y);
-      case Op::FloorDiv:
+      case Op::floor_div:
         if (y == 0) fail(pos, "division by zero");
         return Value(std::floor(x / y));
-      case Op::Mod: {
+      case Op::mod: {
         if (y == 0) fail(pos, "modulo by zero");
         double m = std::fmod(x, y);
         if (m != 0 && ((m < 0) != (y < 0))) m += y;
         return Value(m);
       }
-      case Op::Pow: {
+      case Op::pow: {
         if (x == 0 && y < 0) fail(pos, "0.0 cannot be raised to a negative power");
         if (x < 0 && std::isfinite(y) && std::floor(y) != y)
           fail(pos, "a negative number to a fractional power is not a real number");
@@ -572,21 +572,21 @@ class Evaluator {
 
   bool compare(const Node& n, Cmp c, const Value& a, const Value& b) {
     switch (c) {
-      case Cmp::Eq:
+      case Cmp::eq:
         return a == b;
-      case Cmp::Ne:
+      case Cmp::ne:
         return !(a == b);
-      case Cmp::In:
-      case Cmp::NotIn: {
-        if (b.kind() == Value::Kind::List) {
+      case Cmp::in:
+      case Cmp::not_in: {
+        if (b.kind() == Value::Kind::list) {
           const auto& l = b.as_list();
           charge_steps(n.pos, l.size());
           const bool found = std::find(l.begin(), l.end(), a) != l.end();
-          return c == Cmp::In ? found : !found;
+          return c == Cmp::in ? found : !found;
         }
-        if (b.kind() == Value::Kind::String && a.kind() == Value::Kind::String) {
+        if (b.kind() == Value::Kind::string && a.kind() == Value::Kind::string) {
           const bool found = b.as_string().find(a.as_string()) != std::string::npos;
-          return c == Cmp::In ? found : !found;
+          return c == Cmp::in ? found : !found;
         }
         fail(n.pos, fmt::format("'in' needs a list or string on its right, got {}", b.repr()));
       }
@@ -596,13 +596,13 @@ class Evaluator {
     if (rank_of(a) != rank_of(b) || rank_of(a) == 2)
       fail(n.pos, fmt::format("cannot order {} and {}", a.repr(), b.repr()));
     switch (c) {
-      case Cmp::Lt:
+      case Cmp::lt:
         return a < b;
-      case Cmp::Le:
+      case Cmp::le:
         return !(b < a);
-      case Cmp::Gt:
+      case Cmp::gt:
         return b < a;
-      case Cmp::Ge:
+      case Cmp::ge:
         return !(a < b);
       default:
         return false;
@@ -611,7 +611,7 @@ class Evaluator {
 
   // The items a `for` clause or a function like sum() walks: a list, or a string's characters.
   Value::List items_of(std::size_t pos, const Value& v) {
-    if (v.kind() == Value::Kind::String) {
+    if (v.kind() == Value::Kind::string) {
       const std::string& s = v.as_string();
       charge_elements(pos, s.size(), "iterating over this string");
       Value::List l;
@@ -619,7 +619,7 @@ class Evaluator {
       for (char ch : s) l.emplace_back(std::string(1, ch));
       return l;
     }
-    if (v.kind() != Value::Kind::List)
+    if (v.kind() != Value::Kind::list)
       fail(pos, fmt::format("expected a list to iterate over, got {} {}",
                             Value::kind_name(v.kind()), v.repr()));
     return {};  // the caller uses v.as_list() itself, without a copy
@@ -688,13 +688,13 @@ class Evaluator {
     Value::List chars;
     auto items = [&]() -> const Value::List& {
       chars = items_of(n.pos, args[0]);
-      const Value::List& l = args[0].kind() == Value::Kind::List ? args[0].as_list() : chars;
+      const Value::List& l = args[0].kind() == Value::Kind::list ? args[0].as_list() : chars;
       charge_steps(n.pos, l.size());
       return l;
     };
     switch (n.fn) {
-      case Fn::Min:
-      case Fn::Max: {
+      case Fn::min:
+      case Fn::max: {
         if (args.empty()) fail(n.pos, fmt::format("{}() needs at least one argument", f));
         std::span<const Value> pool = args.size() == 1 ? std::span<const Value>(items()) : args;
         if (pool.empty()) fail(n.pos, fmt::format("{}() of an empty list", f));
@@ -702,11 +702,11 @@ class Evaluator {
         for (std::size_t i = 1; i < pool.size(); ++i) {
           if (rank_of(pool[i]) != rank_of(*best))
             fail(n.pos, fmt::format("{}() of mixed types", f));
-          if (n.fn == Fn::Min ? pool[i] < *best : *best < pool[i]) best = &pool[i];
+          if (n.fn == Fn::min ? pool[i] < *best : *best < pool[i]) best = &pool[i];
         }
         return *best;
       }
-      case Fn::Abs:
+      case Fn::abs:
         want(1, 1);
         if (is_intlike(args[0])) {
           const std::int64_t x = args[0].as_int();
@@ -715,9 +715,9 @@ class Evaluator {
           return Value(x < 0 ? -x : x);
         }
         return Value(std::abs(args[0].as_double()));
-      case Fn::Int: {
+      case Fn::to_int: {
         want(1, 1);
-        if (args[0].kind() == Value::Kind::String) {
+        if (args[0].kind() == Value::Kind::string) {
           const std::string& s = args[0].as_string();
           char* end = nullptr;
           errno = 0;
@@ -730,9 +730,9 @@ class Evaluator {
         if (is_intlike(args[0])) return Value(args[0].as_int());
         return Value(to_int(n.pos, std::trunc(args[0].as_double()), f));
       }
-      case Fn::Float: {
+      case Fn::to_float: {
         want(1, 1);
-        if (args[0].kind() == Value::Kind::String) {
+        if (args[0].kind() == Value::Kind::string) {
           const std::string& s = args[0].as_string();
           char* end = nullptr;
           const double d = std::strtod(s.c_str(), &end);
@@ -742,40 +742,40 @@ class Evaluator {
         }
         return Value(args[0].as_double());
       }
-      case Fn::Bool:
+      case Fn::to_bool:
         want(1, 1);
         return Value(args[0].truthy());
-      case Fn::Len:
+      case Fn::len:
         want(1, 1);
-        if (args[0].kind() == Value::Kind::String)
+        if (args[0].kind() == Value::Kind::string)
           return Value(static_cast<std::int64_t>(args[0].as_string().size()));
         return Value(static_cast<std::int64_t>(args[0].as_list().size()));
-      case Fn::Round:
+      case Fn::round:
         want(1, 1);
         if (is_intlike(args[0])) return Value(args[0].as_int());
         return Value(to_int(n.pos, std::nearbyint(args[0].as_double()), f));  // half-even
-      case Fn::Ceil:  // math.ceil / math.floor, written without the module
-      case Fn::Floor: {
+      case Fn::ceil:  // math.ceil / math.floor, written without the module
+      case Fn::floor: {
         want(1, 1);
         if (is_intlike(args[0])) return Value(args[0].as_int());
         const double d = args[0].as_double();
-        return Value(to_int(n.pos, n.fn == Fn::Ceil ? std::ceil(d) : std::floor(d), f));
+        return Value(to_int(n.pos, n.fn == Fn::ceil ? std::ceil(d) : std::floor(d), f));
       }
-      case Fn::Range:
+      case Fn::range:
         want(1, 3);
         return range(n, args);
-      case Fn::List: {
+      case Fn::list: {
         want(1, 1);
-        if (args[0].kind() == Value::Kind::List) return args[0];  // lists are immutable here
+        if (args[0].kind() == Value::Kind::list) return args[0];  // lists are immutable here
         return Value(items_of(n.pos, args[0]));
       }
-      case Fn::Sum: {
+      case Fn::sum: {
         want(1, 2);
         Value total = args.size() == 2 ? args[1] : Value(std::int64_t{0});
-        for (const Value& v : items()) total = arithmetic(Op::Add, n.pos, total, v);
+        for (const Value& v : items()) total = arithmetic(Op::add, n.pos, total, v);
         return total;
       }
-      case Fn::Sorted: {
+      case Fn::sorted: {
         want(1, 1);
         Value::List l = items();
         for (const Value& v : l)
@@ -784,12 +784,12 @@ class Evaluator {
         std::stable_sort(l.begin(), l.end());
         return Value(std::move(l));
       }
-      case Fn::Any:
-      case Fn::All: {
+      case Fn::any:
+      case Fn::all: {
         want(1, 1);
         for (const Value& v : items())
-          if (v.truthy() == (n.fn == Fn::Any)) return Value(n.fn == Fn::Any);
-        return Value(n.fn == Fn::All);
+          if (v.truthy() == (n.fn == Fn::any)) return Value(n.fn == Fn::any);
+        return Value(n.fn == Fn::all);
       }
     }
     fail(n.pos, fmt::format("internal error: unknown function '{}'", f));
@@ -810,7 +810,7 @@ class Evaluator {
     }
     const Value seq = eval(e);
     const Value::List chars = items_of(e.pos, seq);
-    const Value::List& l = seq.kind() == Value::Kind::List ? seq.as_list() : chars;
+    const Value::List& l = seq.kind() == Value::Kind::list ? seq.as_list() : chars;
     LocalScope local(scope_, n.vars[clause]);
     const Scope* const outer = scope_;
     scope_ = &local;
@@ -826,13 +826,13 @@ class Evaluator {
   // `held` is an optional so that a leaf costs no Value construction and destruction.
   using Held = std::optional<Value>;
   const Value& operand(const Node& n, Held& held) {
-    if (n.op == Op::Const) return n.value;
-    if (n.op == Op::Name) {
+    if (n.op == Op::constant) return n.value;
+    if (n.op == Op::name) {
       if (const Value* v = scope_->find(n.name)) return *v;
     }
     // Built in place, without a move, through guaranteed copy elision.
     struct Evaluated {
-      Evaluator& ev;
+      TreeWalker& ev;
       const Node& n;
       operator Value() const { return ev.eval(n); }  // reports an unknown name, with its position
     };
@@ -843,19 +843,19 @@ class Evaluator {
   // frame, paid at every level of every evaluation, stays small.
   [[gnu::noinline]] Value eval_cold(const Node& n) {
     switch (n.op) {
-      case Op::List: {
+      case Op::list: {
         charge_elements(n.pos, n.kids.size(), "this list");
         Value::List l;
         l.reserve(n.kids.size());
         for (const auto& k : n.kids) l.push_back(eval(*k));
         return Value(std::move(l));
       }
-      case Op::Comprehension: {
+      case Op::comprehension: {
         Value::List l;
         comprehend(n, 0, l);
         return Value(std::move(l));
       }
-      case Op::Index: {
+      case Op::index: {
         Held held[2];
         const Value& c = operand(*n.kids[0], held[0]);
         const Value& i = operand(*n.kids[1], held[1]);
@@ -863,14 +863,14 @@ class Evaluator {
           fail(n.pos, fmt::format("an index must be an integer, got {}", i.repr()));
         std::int64_t k = i.as_int();
         const auto size = static_cast<std::int64_t>(
-            c.kind() == Value::Kind::String ? c.as_string().size() : c.as_list().size());
+            c.kind() == Value::Kind::string ? c.as_string().size() : c.as_list().size());
         if (k < 0) k += size;
         if (k < 0 || k >= size)
           fail(n.pos, fmt::format("index {} is out of range for {}", i.as_int(), c.repr()));
-        if (c.kind() == Value::Kind::String) return Value(std::string(1, c.as_string()[k]));
+        if (c.kind() == Value::Kind::string) return Value(std::string(1, c.as_string()[k]));
         return c.as_list()[k];
       }
-      case Op::Call:
+      case Op::call:
         return call(n);
       default:
         fail(n.pos, "internal error: not a list or call node");
@@ -879,18 +879,18 @@ class Evaluator {
 
   Value eval_unchecked(const Node& n) {
     switch (n.op) {
-      case Op::Const:
+      case Op::constant:
         return n.value;
-      case Op::Name: {
+      case Op::name: {
         if (const Value* v = scope_->find(n.name)) return *v;
         fail(n.pos, fmt::format("unknown name '{}'", n.name));
       }
-      case Op::List:
-      case Op::Comprehension:
-      case Op::Index:
-      case Op::Call:
+      case Op::list:
+      case Op::comprehension:
+      case Op::index:
+      case Op::call:
         return eval_cold(n);
-      case Op::Neg: {
+      case Op::neg: {
         const Value a = eval(*n.kids[0]);
         if (is_intlike(a)) {
           if (a.as_int() == std::numeric_limits<std::int64_t>::min())
@@ -899,27 +899,28 @@ class Evaluator {
         }
         return Value(-a.as_double());
       }
-      case Op::Pos: {
+      case Op::pos: {
         const Value a = eval(*n.kids[0]);
         if (is_intlike(a)) return Value(a.as_int());
         return Value(a.as_double());
       }
-      case Op::Invert:
+      case Op::invert:
         return Value(~eval(*n.kids[0]).as_int());
-      case Op::Not:
+      case Op::logical_not:
         return Value(!eval(*n.kids[0]).truthy());
-      case Op::And:
-      case Op::Or: {
+      case Op::logical_and:
+      case Op::logical_or: {
         Value v = eval(*n.kids[0]);
         for (std::size_t i = 1; i < n.kids.size(); ++i) {
-          if (v.truthy() != (n.op == Op::And)) return v;  // Python returns the deciding operand
+          if (v.truthy() != (n.op == Op::logical_and))
+            return v;  // Python returns the deciding operand
           v = eval(*n.kids[i]);
         }
         return v;
       }
-      case Op::IfElse:
+      case Op::if_else:
         return eval(*n.kids[0]).truthy() ? eval(*n.kids[1]) : eval(*n.kids[2]);
-      case Op::Compare: {
+      case Op::compare: {
         Held held[2];
         const Value* left = &operand(*n.kids[0], held[0]);
         for (std::size_t i = 0; i < n.cmps.size(); ++i) {
@@ -929,7 +930,7 @@ class Evaluator {
         }
         return Value(true);
       }
-      case Op::Chain: {
+      case Op::chain: {
         Held held[2];
         if (n.ops.size() == 1) {  // operands in Python's order, left first
           const Value& a = operand(*n.kids[0], held[0]);
@@ -940,10 +941,10 @@ class Evaluator {
           v = arithmetic(n.ops[i], n.op_pos[i], v, operand(*n.kids[i + 1], held[0]));
         return v;
       }
-      case Op::Pow: {
+      case Op::pow: {
         Held held[2];
         const Value& base = operand(*n.kids[0], held[0]);
-        return arithmetic(Op::Pow, n.pos, base, operand(*n.kids[1], held[1]));
+        return arithmetic(Op::pow, n.pos, base, operand(*n.kids[1], held[1]));
       }
       default:
         fail(n.pos, "internal error: unknown node");
@@ -957,10 +958,10 @@ class Evaluator {
 
 // ---------------------------------------------------------------------------------- parsing
 
-enum class Tok { End, Int, Float, Str, Name, Sym };
+enum class Tok { end, integer, real, str, name, sym };
 
 struct Token {
-  Tok kind = Tok::End;
+  Tok kind = Tok::end;
   std::string text;
   std::size_t pos = 0;
   Value value;
@@ -990,9 +991,9 @@ class Parser {
   explicit Parser(std::string_view text) : text_(text) { tokenize(); }
 
   NodePtr parse_all() {
-    if (toks_.front().kind == Tok::End) fail(0, "the expression is empty");
+    if (toks_.front().kind == Tok::end) fail(0, "the expression is empty");
     NodePtr n = expr();
-    if (peek().kind != Tok::End) fail(peek().pos, fmt::format("unexpected '{}'", peek().text));
+    if (peek().kind != Tok::end) fail(peek().pos, fmt::format("unexpected '{}'", peek().text));
     return n;
   }
 
@@ -1055,10 +1056,10 @@ class Parser {
           if (d != '_') digits += d;
         t.text = std::string(text_.substr(i, j - i));
         if (is_float) {
-          t.kind = Tok::Float;
+          t.kind = Tok::real;
           t.value = Value(std::strtod(digits.c_str(), nullptr));
         } else {
-          t.kind = Tok::Int;
+          t.kind = Tok::integer;
           errno = 0;
           const long long v = std::strtoll(digits.c_str(), nullptr, 10);
           if (errno == ERANGE) fail(i, fmt::format("integer {} does not fit in 64 bits", t.text));
@@ -1068,7 +1069,7 @@ class Parser {
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         std::size_t j = i;
         while (j < text_.size() && (std::isalnum((unsigned char)text_[j]) || text_[j] == '_')) ++j;
-        t.kind = Tok::Name;
+        t.kind = Tok::name;
         t.text = std::string(text_.substr(i, j - i));
         i = j;
       } else if (c == '\'' || c == '"') {
@@ -1079,7 +1080,7 @@ class Parser {
           s += text_[j++];
         }
         if (j >= text_.size()) fail(i, "the string is not closed");
-        t.kind = Tok::Str;
+        t.kind = Tok::str;
         t.text = std::string(text_.substr(i, j + 1 - i));
         t.value = Value(std::move(s));
         i = j + 1;
@@ -1088,7 +1089,7 @@ class Parser {
         for (const char* sym : kSymbols) {
           const std::string_view s(sym);
           if (text_.substr(i, s.size()) == s) {
-            t.kind = Tok::Sym;
+            t.kind = Tok::sym;
             t.text = std::string(s);
             i += s.size();
             matched = true;
@@ -1109,10 +1110,10 @@ class Parser {
     return toks_[std::min(at_ + ahead, toks_.size() - 1)];
   }
   bool is_sym(std::string_view s, std::size_t ahead = 0) const {
-    return peek(ahead).kind == Tok::Sym && peek(ahead).text == s;
+    return peek(ahead).kind == Tok::sym && peek(ahead).text == s;
   }
   bool is_word(std::string_view s, std::size_t ahead = 0) const {
-    return peek(ahead).kind == Tok::Name && peek(ahead).text == s;
+    return peek(ahead).kind == Tok::name && peek(ahead).text == s;
   }
   const Token& next() { return toks_[std::min(at_++, toks_.size() - 1)]; }
   void expect_sym(std::string_view s, std::string_view what) {
@@ -1134,11 +1135,11 @@ class Parser {
   // so that evaluation reports the error where it always did.
   NodePtr fold(std::shared_ptr<Node> n) {
     for (const auto& k : n->kids)
-      if (k->op != Op::Const) return n;
+      if (k->op != Op::constant) return n;
     MapScope nothing;
     try {
-      Value v = Evaluator(text_, nothing, fold_budget_).eval(*n);
-      auto c = node(Op::Const, n->pos);
+      Value v = TreeWalker(text_, nothing, fold_budget_).eval(*n);
+      auto c = node(Op::constant, n->pos);
       c->value = std::move(v);
       return c;
     } catch (const ExpressionError&) {
@@ -1157,7 +1158,7 @@ class Parser {
         fail(peek().pos, fmt::format("expected 'else' after 'if', found '{}'", peek().text));
       next();
       NodePtr b = expr();
-      return fold(node(Op::IfElse, pos, {cond, a, b}));
+      return fold(node(Op::if_else, pos, {cond, a, b}));
     }
     return a;
   }
@@ -1173,15 +1174,15 @@ class Parser {
     }
     return fold(n);
   }
-  NodePtr or_expr() { return logic(Op::Or, "or", &Parser::and_expr); }
-  NodePtr and_expr() { return logic(Op::And, "and", &Parser::not_expr); }
+  NodePtr or_expr() { return logic(Op::logical_or, "or", &Parser::and_expr); }
+  NodePtr and_expr() { return logic(Op::logical_and, "and", &Parser::not_expr); }
 
   NodePtr not_expr() {
     if (is_word("not")) {
       const std::size_t pos = next().pos;
       Nesting nesting(*this);
       deeper(pos);
-      return fold(node(Op::Not, pos, {not_expr()}));
+      return fold(node(Op::logical_not, pos, {not_expr()}));
     }
     return comparison();
   }
@@ -1189,21 +1190,21 @@ class Parser {
   bool comparison_op(Cmp& c, std::size_t& width) const {
     width = 1;
     if (is_sym("<"))
-      c = Cmp::Lt;
+      c = Cmp::lt;
     else if (is_sym("<="))
-      c = Cmp::Le;
+      c = Cmp::le;
     else if (is_sym(">"))
-      c = Cmp::Gt;
+      c = Cmp::gt;
     else if (is_sym(">="))
-      c = Cmp::Ge;
+      c = Cmp::ge;
     else if (is_sym("=="))
-      c = Cmp::Eq;
+      c = Cmp::eq;
     else if (is_sym("!="))
-      c = Cmp::Ne;
+      c = Cmp::ne;
     else if (is_word("in"))
-      c = Cmp::In;
+      c = Cmp::in;
     else if (is_word("not") && is_word("in", 1))
-      c = Cmp::NotIn, width = 2;
+      c = Cmp::not_in, width = 2;
     else
       return false;
     return true;
@@ -1214,7 +1215,7 @@ class Parser {
     Cmp c;
     std::size_t width;
     if (!comparison_op(c, width)) return first;
-    auto n = node(Op::Compare, peek().pos, {first});
+    auto n = node(Op::compare, peek().pos, {first});
     while (comparison_op(c, width)) {
       at_ += width;
       n->cmps.push_back(c);
@@ -1236,7 +1237,7 @@ class Parser {
           break;
         }
       if (!hit) break;
-      if (!n) n = node(Op::Chain, peek().pos, {first});
+      if (!n) n = node(Op::chain, peek().pos, {first});
       n->ops.push_back(hit->second);
       n->op_pos.push_back(next().pos);
       n->kids.push_back((this->*operand)());
@@ -1244,24 +1245,24 @@ class Parser {
     return n ? fold(n) : first;
   }
 
-  NodePtr bit_or() { return chain(&Parser::bit_xor, {{"|", Op::BitOr}}); }
-  NodePtr bit_xor() { return chain(&Parser::bit_and, {{"^", Op::BitXor}}); }
-  NodePtr bit_and() { return chain(&Parser::shift, {{"&", Op::BitAnd}}); }
-  NodePtr shift() { return chain(&Parser::arith, {{"<<", Op::Shl}, {">>", Op::Shr}}); }
-  NodePtr arith() { return chain(&Parser::term, {{"+", Op::Add}, {"-", Op::Sub}}); }
+  NodePtr bit_or() { return chain(&Parser::bit_xor, {{"|", Op::bit_or}}); }
+  NodePtr bit_xor() { return chain(&Parser::bit_and, {{"^", Op::bit_xor}}); }
+  NodePtr bit_and() { return chain(&Parser::shift, {{"&", Op::bit_and}}); }
+  NodePtr shift() { return chain(&Parser::arith, {{"<<", Op::shl}, {">>", Op::shr}}); }
+  NodePtr arith() { return chain(&Parser::term, {{"+", Op::add}, {"-", Op::sub}}); }
   NodePtr term() {
     return chain(&Parser::factor,
-                 {{"*", Op::Mul}, {"//", Op::FloorDiv}, {"/", Op::Div}, {"%", Op::Mod}});
+                 {{"*", Op::mul}, {"//", Op::floor_div}, {"/", Op::div}, {"%", Op::mod}});
   }
 
   NodePtr factor() {
     Op op;
     if (is_sym("-"))
-      op = Op::Neg;
+      op = Op::neg;
     else if (is_sym("+"))
-      op = Op::Pos;
+      op = Op::pos;
     else if (is_sym("~"))
-      op = Op::Invert;
+      op = Op::invert;
     else
       return power();
     const std::size_t pos = next().pos;  // consume before parsing the operand
@@ -1277,7 +1278,7 @@ class Parser {
       Nesting nesting(*this);
       deeper(pos);
       // Right-associative, and binds tighter than a unary operator on its left only.
-      return fold(node(Op::Pow, pos, {base, factor()}));
+      return fold(node(Op::pow, pos, {base, factor()}));
     }
     return base;
   }
@@ -1291,11 +1292,11 @@ class Parser {
         deeper(pos);
         NodePtr idx = expr();
         expect_sym("]", "to close the index");
-        a = fold(node(Op::Index, pos, {a, idx}));
+        a = fold(node(Op::index, pos, {a, idx}));
       } else if (is_sym("(")) {
-        if (a->op != Op::Name) fail(peek().pos, "only built-in functions can be called");
+        if (a->op != Op::name) fail(peek().pos, "only built-in functions can be called");
         deeper(next().pos);
-        auto call = node(Op::Call, a->pos);
+        auto call = node(Op::call, a->pos);
         call->name = a->name;
         const auto* known = std::find_if(std::begin(kBuiltins), std::end(kBuiltins),
                                          [&](const Builtin& b) { return a->name == b.name; });
@@ -1331,7 +1332,7 @@ class Parser {
 
   // The clauses after `element` in "[element for x in xs if c for y in ys]", `for` next.
   NodePtr comprehension(NodePtr element, std::size_t pos) {
-    auto n = node(Op::Comprehension, pos, {element});
+    auto n = node(Op::comprehension, pos, {element});
     Nesting nesting(*this);  // each clause nests the rest of the comprehension
     while (is_word("for") || is_word("if")) {
       const Token& keyword = next();
@@ -1342,7 +1343,7 @@ class Parser {
         continue;
       }
       const Token& var = peek();
-      if (var.kind != Tok::Name || is_keyword(var.text) || var.text == "True" ||
+      if (var.kind != Tok::name || is_keyword(var.text) || var.text == "True" ||
           var.text == "False")
         fail(var.pos, fmt::format("expected a variable name after 'for', found '{}'", var.text));
       next();
@@ -1362,19 +1363,19 @@ class Parser {
   NodePtr atom() {
     const Token& t = peek();
     switch (t.kind) {
-      case Tok::Int:
-      case Tok::Float:
-      case Tok::Str: {
+      case Tok::integer:
+      case Tok::real:
+      case Tok::str: {
         next();
-        auto n = node(Op::Const, t.pos);
+        auto n = node(Op::constant, t.pos);
         n->value = t.value;
         return n;
       }
-      case Tok::Name: {
+      case Tok::name: {
         next();
-        auto n = node(Op::Name, t.pos);
+        auto n = node(Op::name, t.pos);
         if (t.text == "True" || t.text == "False") {
-          n->op = Op::Const;
+          n->op = Op::constant;
           n->value = Value(t.text == "True");
           return n;
         }
@@ -1382,7 +1383,7 @@ class Parser {
         n->name = t.text;
         return n;
       }
-      case Tok::Sym: {
+      case Tok::sym: {
         if (t.text == "(" || t.text == "[") {
           const bool is_list = t.text == "[";
           const std::size_t pos = next().pos;
@@ -1409,11 +1410,11 @@ class Parser {
           expect_sym(close, closing);
           if (!is_list && items.size() == 1 && !trailing_comma) return items[0];
           if (!is_list && items.empty()) fail(pos, "empty parentheses are not a value");
-          return fold(node(Op::List, pos, std::move(items)));  // tuples act as lists
+          return fold(node(Op::list, pos, std::move(items)));  // tuples act as lists
         }
         fail(t.pos, fmt::format("unexpected '{}'", t.text));
       }
-      case Tok::End:
+      case Tok::end:
         fail(t.pos, "the expression ends too early");
     }
     fail(t.pos, "unexpected token");
@@ -1431,10 +1432,10 @@ class Parser {
 void free_names(const Node& n, std::vector<std::string_view>& bound,
                 std::vector<std::string>& out) {
   switch (n.op) {
-    case Op::Name:
+    case Op::name:
       if (std::find(bound.begin(), bound.end(), n.name) == bound.end()) out.push_back(n.name);
       return;
-    case Op::Comprehension: {
+    case Op::comprehension: {
       const std::size_t outer = bound.size();
       for (std::size_t i = 0; i < n.vars.size(); ++i) {
         free_names(*n.kids[i + 1], bound, out);
@@ -1453,7 +1454,7 @@ void free_names(const Node& n, std::vector<std::string_view>& bound,
 
 Expression::Expression() : text_("0") {
   auto n = std::make_shared<Node>();
-  n->op = Op::Const;
+  n->op = Op::constant;
   n->pos = 0;
   n->value = Value(0);
   root_ = n;
@@ -1473,7 +1474,7 @@ Expression Expression::parse(std::string_view text) {
 
 Value Expression::evaluate(const Scope& scope) const {
   Budget budget;
-  return Evaluator(text_, scope, budget).eval(*root_);
+  return TreeWalker(text_, scope, budget).eval(*root_);
 }
 
 Value evaluate_constant(std::string_view text) {

@@ -22,7 +22,7 @@ namespace {
 
 // Python's str() of a tune_params value, as Kernel Tuner joins it into a cache key.
 std::string python_str(const Value& v) {
-  return v.kind() == Value::Kind::String ? v.as_string() : v.repr();
+  return v.kind() == Value::Kind::string ? v.as_string() : v.repr();
 }
 
 }  // namespace

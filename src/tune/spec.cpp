@@ -119,7 +119,7 @@ Parameter parse_parameter(const json& j, const Fields& f, std::vector<std::strin
       f.fail("Values", e.what());
     }
   }
-  if (list.kind() != Value::Kind::List) f.fail("Values", "must be a list, e.g. \"[1, 2, 4]\"");
+  if (list.kind() != Value::Kind::list) f.fail("Values", "must be a list, e.g. \"[1, 2, 4]\"");
   p.values = list.as_list();
   if (p.values.empty()) f.fail("Values", "is empty; a parameter needs at least one value");
   // Sorted once, duplicates sit side by side (Value's order agrees with its Python equality).
@@ -595,7 +595,7 @@ LaunchGeometry ProblemSpec::launch_geometry(const Scope& config, GridSource sour
         div = div > INT64_MAX / f ? INT64_MAX : div * f;
       }
       const std::int64_t size =
-          ps && ps->kind() == Value::Kind::List && ps->as_list().size() > std::size_t(d)
+          ps && ps->kind() == Value::Kind::list && ps->as_list().size() > std::size_t(d)
               ? ps->as_list()[d].as_int()
               : 1;
       g.grid[d] = div > 0 ? size / div + (size % div != 0 ? 1 : 0) : 0;

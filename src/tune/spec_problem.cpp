@@ -20,9 +20,9 @@ namespace {
 
 std::string define_value(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::Bool:
+    case Value::Kind::boolean:
       return v.truthy() ? "1" : "0";
-    case Value::Kind::String:
+    case Value::Kind::string:
       return v.as_string();
     default:
       return v.repr();

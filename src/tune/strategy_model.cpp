@@ -104,8 +104,8 @@ class ModelGuided final : public Strategy {
     f.resize(c.size());
     for (std::size_t p = 0; p < c.size(); ++p) {
       const Value& v = params[p].values[c[p]];
-      f[p] = (v.is_number() || v.kind() == Value::Kind::Bool) ? v.as_double()
-                                                              : static_cast<double>(c[p]);
+      f[p] = (v.is_number() || v.kind() == Value::Kind::boolean) ? v.as_double()
+                                                                 : static_cast<double>(c[p]);
     }
   }
 

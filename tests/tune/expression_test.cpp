@@ -39,11 +39,11 @@ TEST(Expression, PythonIntegerArithmetic) {
 
 TEST(Expression, TrueDivisionAndFloats) {
   const Value v = eval("7 / 2");
-  EXPECT_EQ(v.kind(), Value::Kind::Float);
+  EXPECT_EQ(v.kind(), Value::Kind::real);
   EXPECT_DOUBLE_EQ(v.as_double(), 3.5);
   EXPECT_DOUBLE_EQ(eval("7.5 // 2").as_double(), 3.0);
   EXPECT_DOUBLE_EQ(eval("1e3 + .5").as_double(), 1000.5);
-  EXPECT_EQ(eval("4 / 2").kind(), Value::Kind::Float);
+  EXPECT_EQ(eval("4 / 2").kind(), Value::Kind::real);
 }
 
 TEST(Expression, BooleanLogicAndChainedComparisons) {
@@ -253,7 +253,7 @@ TEST(Expression, PythonArithmeticCorners) {
   EXPECT_DOUBLE_EQ(eval("-7.5 // 2").as_double(), -4.0);
   EXPECT_DOUBLE_EQ(eval("-7.5 % 2").as_double(), 0.5);
   const Value half = eval("2 ** -1");  // a negative int exponent gives a float
-  EXPECT_EQ(half.kind(), Value::Kind::Float);
+  EXPECT_EQ(half.kind(), Value::Kind::real);
   EXPECT_DOUBLE_EQ(half.as_double(), 0.5);
   EXPECT_DOUBLE_EQ(eval("(-2) ** -2").as_double(), 0.25);
   EXPECT_EQ(eval("0 ** 0").as_int(), 1);

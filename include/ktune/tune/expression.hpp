@@ -36,7 +36,7 @@ inline constexpr std::size_t kMaxEvaluationSteps = 100'000'000;
 class Value {
  public:
   using List = std::vector<Value>;
-  enum class Kind { Int, Float, Bool, String, List };
+  enum class Kind { integer, real, boolean, string, list };
 
   Value() : v_(std::int64_t{0}) {}
   Value(std::int64_t v) : v_(v) {}
@@ -48,7 +48,7 @@ class Value {
   Value(List v) : v_(std::make_shared<const List>(std::move(v))) {}
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
-  bool is_number() const { return kind() == Kind::Int || kind() == Kind::Float; }
+  bool is_number() const { return kind() == Kind::integer || kind() == Kind::real; }
   // Accessors throw ktune::Error naming the expected and actual type.
   std::int64_t as_int() const;  // Int or Bool; a Float only when integral
   double as_double() const;     // Int, Float or Bool
