@@ -13,7 +13,6 @@ gemv_f16_hot spec hot $kernels/gemv/gemv.json
 l2_axpy spec cold $kernels/l2_axpy/l2_axpy.json
 hub_hotspot spec cold $hub/hotspot_milo.json
 hub_convolution spec cold $hub/convolution_milo.json
-hub_dedispersion spec cold $hub/dedispersion_milo.json
 cublaslt_gemm_4096 program cold $gemm 4096
 LIST
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The gate on a GPU, one logged run (issue 12):
 #   scripts/gpu-gate.sh BUNDLE OUTDIR      (BUNDLE: a build, or .gpu-carry from gpu-bundle.sh)
-# A suite of 9 benchmarks (copy, GEMV, l2_axpy, three hub kernels, a cuBLASLt GEMM) is
+# A suite of 8 benchmarks (copy, GEMV, l2_axpy, two hub kernels, a cuBLASLt GEMM) is
 # recorded, then checked KTUNE_GATE_ROUNDS times (20) unchanged, then as many times with the copy
 # kernel slowed by 1, 5 and 10 % (GATE_EXTRA_PCT, a define in kernels/copy/copy.cu, as a code
 # change), then KTUNE_GATE_ENV_ROUNDS times (3) with unchanged code and another NVRTC option set
@@ -46,28 +46,8 @@ gate() { "$bin" --db "$db" gate "$@"; }
 # The CPU acceptance test's noise fixture (tests/fixtures/gate/h100-noise.json), from the runs of
 # the unchanged code this run stored: each baseline and candidate run is one process's samples.
 noise_fixture() {
-  python3 - "$db" "$out/h100-noise.json" <<'PY'
-import json, sqlite3, subprocess, sys
-db, path = sys.argv[1], sys.argv[2]
-smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem",
-                      "--format=csv,noheader"], capture_output=True, text=True).stdout.strip().split(", ")
-rows = sqlite3.connect(db).execute(
-    "SELECT benchmark, samples, sm_clock_mhz FROM gate_runs WHERE code_commit = 'base' "
-    "ORDER BY benchmark, recorded_at, run_id").fetchall()
-runs = {}
-for name, samples, clock in rows:
-    runs.setdefault(name, []).append({"samples_ns": [round(x, 1) for x in json.loads(samples)],
-                                      "sm_clock_mhz_median": clock})
-doc = {"schema_version": 1, "provisional": False,
-       "note": "Recorded by scripts/gpu-gate.sh: the baseline and unchanged-check runs of its suite, "
-               "each run a set of samples taken round robin over the suite.",
-       "device": smi[0] if smi else "?",
-       "clocks": dict(zip(["driver", "sm_clock", "sm_clock_max", "mem_clock"], smi[1:])),
-       "benchmarks": [{"name": n, "runs": r} for n, r in sorted(runs.items()) if len(r) >= 2]}
-json.dump(doc, open(path, "w"), indent=1)
-print(f"noise fixture: {len(doc['benchmarks'])} benchmarks, "
-      f"{sum(len(b['runs']) for b in doc['benchmarks'])} runs -> {path}")
-PY
+  python3 "$root/scripts/gate-noise-fixture.py" "$db" "$out/h100-noise.json" \
+    "$(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader | head -n 1)"
 }
 {
   echo "# ktune gate on a GPU, $(date -u +%Y-%m-%dT%H:%MZ)"

@@ -1,6 +1,6 @@
 // The acceptance figures for the statistics, on suites simulated from the recorded noise in
-// tests/fixtures/gate/h100-noise.json (whatever it holds: the provisional model until the lead
-// records the real one with scripts/gpu-gate-noise.sh). Fixed seeds; a few seconds.
+// tests/fixtures/gate/h100-noise.json (recorded on an H100 by scripts/gpu-gate.sh; a later
+// recording replaces it). Fixed seeds; a few seconds.
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -23,10 +23,9 @@ struct Noise {
   double bandwidth = 0, shrink = 1;            // smoothed bootstrap of run offsets
 };
 
-std::vector<Noise> load_noise(bool& provisional) {
+std::vector<Noise> load_noise() {
   std::ifstream in(KTUNE_SOURCE_DIR "/tests/fixtures/gate/h100-noise.json");
   const nlohmann::json doc = nlohmann::json::parse(in);
-  provisional = doc.value("provisional", false);
   std::vector<Noise> out;
   for (const auto& b : doc.at("benchmarks")) {
     Noise n;
@@ -104,14 +103,11 @@ Outcome simulate(const std::vector<Noise>& noise, double slowdown, int trials, s
 
 class NoiseAcceptance : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { noise_ = load_noise(provisional_); }
+  static void SetUpTestSuite() { noise_ = load_noise(); }
   static inline std::vector<Noise> noise_;
-  static inline bool provisional_ = false;
   static constexpr int kTrials = 1000;
   void note(const char* what, int count) {
-    std::cout << what << ": " << count << " of " << kTrials
-              << (provisional_ ? " (PROVISIONAL noise model, not recorded on an H100)" : "")
-              << "\n";
+    std::cout << what << ": " << count << " of " << kTrials << "\n";
   }
 };
 
