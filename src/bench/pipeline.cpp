@@ -102,25 +102,6 @@ bool is_contender(double screen_median_ns, std::optional<double> best_ns, double
   return !best_ns || screen_median_ns <= *best_ns * (1 + margin);
 }
 
-bool context_is_lost(int r) {
-  switch (static_cast<CUresult>(r)) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_ECC_UNCORRECTABLE:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-      return true;
-    default:
-      return false;
-  }
-}
-
 StopSettings PipelineSettings::tuning_full() {
   StopSettings s = StopSettings::full();
   // Contenders are many early on, and a search needs their order, not quotable figures: 10+
@@ -420,7 +401,7 @@ CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<do
   } catch (const Error& e) {
     // A faulting kernel leaves a sticky error: every later call returns it. Ask once, quietly.
     const CUresult sticky = driver().cuCtxSynchronize();
-    return failed(Status::launch_failed, e.what(), context_is_lost(sticky));
+    return failed(Status::launch_failed, e.what(), cuda::context_is_lost(sticky));
   }
 }
 

@@ -282,7 +282,7 @@ void KernelSampler::capture_graph() {
   KTUNE_CU(d.cuStreamEndCapture(stream_, &graph));
   CUgraphExec exec = nullptr;
   const CUresult r = d.cuGraphInstantiate(&exec, graph, 0);
-  KTUNE_CU_WARN(d.cuGraphDestroy(graph));
+  KTUNE_CU_RELEASE(d.cuGraphDestroy(graph));
   KTUNE_CU(r);
   graph_ = cuda::GraphExec(exec);
 }

@@ -28,7 +28,7 @@ PrimaryContext::PrimaryContext(int ordinal) {
 }
 
 PrimaryContext::~PrimaryContext() {
-  if (ctx_) KTUNE_CU_WARN(driver().cuDevicePrimaryCtxRelease(dev_));
+  if (ctx_) KTUNE_CU_RELEASE(driver().cuDevicePrimaryCtxRelease(dev_));
 }
 
 void PrimaryContext::make_current() const {
@@ -42,16 +42,16 @@ int PrimaryContext::attribute(CUdevice_attribute attr) const {
 }
 
 void StreamDeleter::operator()(CUstream s) const {
-  KTUNE_CU_WARN(driver().cuStreamDestroy(s));
+  KTUNE_CU_RELEASE(driver().cuStreamDestroy(s));
 }
 void EventDeleter::operator()(CUevent e) const {
-  KTUNE_CU_WARN(driver().cuEventDestroy(e));
+  KTUNE_CU_RELEASE(driver().cuEventDestroy(e));
 }
 void ModuleDeleter::operator()(CUmodule m) const {
-  KTUNE_CU_WARN(driver().cuModuleUnload(m));
+  KTUNE_CU_RELEASE(driver().cuModuleUnload(m));
 }
 void GraphExecDeleter::operator()(CUgraphExec g) const {
-  KTUNE_CU_WARN(driver().cuGraphExecDestroy(g));
+  KTUNE_CU_RELEASE(driver().cuGraphExecDestroy(g));
 }
 
 namespace {
@@ -108,12 +108,12 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) KTUNE_CU_WARN(driver().cuMemFree(ptr_));
+  if (ptr_) KTUNE_CU_RELEASE(driver().cuMemFree(ptr_));
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) KTUNE_CU_WARN(driver().cuMemFree(ptr_));
+    if (ptr_) KTUNE_CU_RELEASE(driver().cuMemFree(ptr_));
     ptr_ = std::exchange(o.ptr_, 0);
     bytes_ = std::exchange(o.bytes_, 0);
   }

@@ -69,12 +69,12 @@ TEST(PipelineScreen, TuningRulesAreShorterThanTheHarnessDefault) {
 }
 
 TEST(PipelineContext, FaultsThatPoisonTheContextAreFatal) {
-  EXPECT_TRUE(context_is_lost(CUDA_ERROR_ILLEGAL_ADDRESS));
-  EXPECT_TRUE(context_is_lost(CUDA_ERROR_LAUNCH_FAILED));
-  EXPECT_TRUE(context_is_lost(CUDA_ERROR_MISALIGNED_ADDRESS));
-  EXPECT_FALSE(context_is_lost(CUDA_SUCCESS));
-  EXPECT_FALSE(context_is_lost(CUDA_ERROR_INVALID_VALUE));
-  EXPECT_FALSE(context_is_lost(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
+  EXPECT_TRUE(cuda::context_is_lost(CUDA_ERROR_ILLEGAL_ADDRESS));
+  EXPECT_TRUE(cuda::context_is_lost(CUDA_ERROR_LAUNCH_FAILED));
+  EXPECT_TRUE(cuda::context_is_lost(CUDA_ERROR_MISALIGNED_ADDRESS));
+  EXPECT_FALSE(cuda::context_is_lost(CUDA_SUCCESS));
+  EXPECT_FALSE(cuda::context_is_lost(CUDA_ERROR_INVALID_VALUE));
+  EXPECT_FALSE(cuda::context_is_lost(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
 }
 
 TEST(PipelineResources, LaunchProblemsNeedNoCompilation) {

@@ -57,10 +57,6 @@ std::optional<std::string> parameter_problem(const std::vector<std::size_t>& par
 // its screen median is within `margin` (0.03 = 3 %) of the best full median.
 bool is_contender(double screen_median_ns, std::optional<double> best_ns, double margin);
 
-// A driver error after which the context is unusable (illegal address, launch failure, ...): every
-// later call in this process returns the same error.
-bool context_is_lost(int cu_result);
-
 struct PipelineSettings {
   StopSettings screen = StopSettings::screen();
   StopSettings full = StopSettings::full();

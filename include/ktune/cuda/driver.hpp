@@ -45,6 +45,10 @@ bool gpu_available();
 // Name of a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), usable before or without a loaded driver.
 const char* result_name(CUresult r);
 
+// A driver error after which the context is unusable (illegal address, launch failure, ...): every
+// later call in this process returns the same error.
+bool context_is_lost(CUresult r);
+
 inline void check_cu(CUresult r, const char* call, const char* file, int line) {
   if (r != CUDA_SUCCESS) throw_call_failed(file, line, call, result_name(r), r);
 }
@@ -52,8 +56,13 @@ inline bool warn_cu(CUresult r, const char* call, const char* file, int line) {
   if (r != CUDA_SUCCESS) warn_call_failed(file, line, call, result_name(r), r);
   return r == CUDA_SUCCESS;
 }
+// For a call that frees something: quiet when the context is lost, which took it along (a tuner
+// goes on in a fresh process after a candidate's illegal address; the error was reported there).
+inline bool warn_release(CUresult r, const char* call, const char* file, int line) {
+  return context_is_lost(r) || warn_cu(r, call, file, line);
+}
 
 }  // namespace ktune::cuda
 
 #define KTUNE_CU(call) ::ktune::cuda::check_cu((call), #call, __FILE__, __LINE__)
-#define KTUNE_CU_WARN(call) ::ktune::cuda::warn_cu((call), #call, __FILE__, __LINE__)
+#define KTUNE_CU_RELEASE(call) ::ktune::cuda::warn_release((call), #call, __FILE__, __LINE__)

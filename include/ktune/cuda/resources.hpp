@@ -1,6 +1,7 @@
 #pragma once
 // RAII owners for driver-API objects. Constructors throw ktune::Error (via KTUNE_CU); destructors
-// never throw (KTUNE_CU_WARN). All of them need a current context: create a PrimaryContext first.
+// never throw (KTUNE_CU_RELEASE: a warning, none when the context is lost). All of them need a
+// current context: create a PrimaryContext first.
 #include <cstddef>
 #include <string>
 #include <string_view>
