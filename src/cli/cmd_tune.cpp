@@ -414,8 +414,9 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   }
   if (!s.best) {
     std::fprintf(stderr,
-                 "ktune: no configuration of %s passed verification; see %s for each reason.\n",
-                 spec.source.c_str(), tune::Session::results_path(out).string().c_str());
+                 "ktune: no configuration of %s passed verification%s; see %s for each reason.\n",
+                 spec.source.c_str(), tune::common_failure(s).c_str(),
+                 tune::Session::results_path(out).string().c_str());
     return 1;
   }
   return 0;

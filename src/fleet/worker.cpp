@@ -231,7 +231,7 @@ WorkerStats run_worker(const WorkerOptions& in) {
                   {"resumed", s.resumed}};
         ok = true;
       } else {
-        error = "no configuration passed verification; see " +
+        error = "no configuration passed verification" + tune::common_failure(s) + "; see " +
                 tune::Session::results_path(so.out_dir).string();
       }
     } catch (const std::exception& e) {

@@ -382,6 +382,23 @@ nlohmann::json session_t4_json(const SessionSummary& s) {
           {"results", std::move(results)}};
 }
 
+std::string common_failure(const SessionSummary& s) {
+  const auto most =
+      std::max_element(s.counts.begin(), s.counts.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most == s.counts.end() || most->second == 0) return "";
+  std::string first;
+  for (const auto& r : s.records)
+    if (r.result.status == most->first) {
+      first = r.result.detail;
+      break;
+    }
+  constexpr std::size_t kShown = 200;
+  if (first.size() > kShown) first = first.substr(0, kShown) + "...";
+  return fmt::format(": {} of {} {}{}", most->second, s.evaluations, to_string(most->first),
+                     first.empty() ? "" : " (first: " + first + ")");
+}
+
 nlohmann::json session_summary_json(const SessionSummary& s) {
   nlohmann::json counts = nlohmann::json::object();
   for (Status st : kAllStatuses) {

@@ -101,6 +101,28 @@ std::vector<json> lines_of(const fs::path& p) {
   return out;
 }
 
+// A session where nothing passed says what most candidates died of, with the first one's reason
+// (the hub's dedispersion as shipped: every candidate read past its 1-element input).
+TEST(Session, CommonFailureNamesTheMostFrequentStatusAndItsFirstReason) {
+  SessionSummary s;
+  EXPECT_EQ(common_failure(s), "");
+  const auto add = [&](Status st, const std::string& detail) {
+    SessionRecord r;
+    r.result.status = st;
+    r.result.detail = detail;
+    s.records.push_back(r);
+    ++s.counts[st];
+    ++s.evaluations;
+  };
+  add(Status::compile_failed, "too much shared data");
+  add(Status::launch_failed, "CUDA_ERROR_ILLEGAL_ADDRESS in the first launch");
+  add(Status::launch_failed, "CUDA_ERROR_ILLEGAL_ADDRESS again");
+  EXPECT_EQ(common_failure(s),
+            ": 2 of 3 launch_failed (first: CUDA_ERROR_ILLEGAL_ADDRESS in the first launch)");
+  add(Status::launch_failed, std::string(500, 'x'));
+  EXPECT_LT(common_failure(s).size(), 260u);  // a long reason is cut
+}
+
 TEST(Session, RecordsEveryOutcomeAndFindsTheOptimum) {
   const ProblemSpec spec = copy_spec();
   TempDir dir("all");

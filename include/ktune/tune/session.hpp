@@ -128,6 +128,11 @@ nlohmann::json session_t4_json(const SessionSummary& s);
 //  "stop", "status_counts", "best": {"sequence", "config", "time_ns", "noise_ns", "samples"} |
 //  null}
 nlohmann::json session_summary_json(const SessionSummary& s);
+
+// When nothing passed: ": 40 of 40 launch_failed (first: ...)", the failure most candidates
+// share, so a spec that cannot work (buffers smaller than the kernel reads, a missing symbol)
+// reads as one sentence; "" when nothing was evaluated.
+std::string common_failure(const SessionSummary& s);
 // Self-contained SVG: the best-so-far time against evaluation number, with every timed point.
 std::string best_so_far_svg(const SessionSummary& s);
 
