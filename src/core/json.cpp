@@ -1,5 +1,7 @@
 #include "ktune/core/json.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
@@ -9,10 +11,10 @@ namespace {
 
 // A short rendering of the offending value for messages; long strings and containers are cut.
 std::string shown(const nlohmann::json& v) {
-  if (v.is_object() || v.is_array()) return std::string("an ") + v.type_name();
   std::string s = v.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
+  if (s.size() <= 40) return s;
+  if (v.is_object() || v.is_array()) return std::string("an ") + v.type_name();
+  return s.substr(0, 37) + "...";
 }
 
 }  // namespace
@@ -58,9 +60,14 @@ std::int64_t json_integer(const nlohmann::json& value, std::string_view field, s
     whole = true;
     v = value.get<std::int64_t>();
   }
-  if (!whole || v < min || v > max)
-    throw Error(fmt::format("{} must be a whole number from {} to {}, not {}.", field, min, max,
-                            shown(value)));
+  if (!whole || v < min || v > max) {
+    constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+    constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+    const std::string range = min == kMin && max == kMax ? ""
+                              : max == kMax              ? fmt::format(" of at least {}", min)
+                                                         : fmt::format(" from {} to {}", min, max);
+    throw Error(fmt::format("{} must be a whole number{}, not {}.", field, range, shown(value)));
+  }
   return v;
 }
 
@@ -74,6 +81,19 @@ std::string json_string(const nlohmann::json& value, std::string_view field) {
   if (!value.is_string())
     throw Error(fmt::format("{} must be a string, not {}.", field, shown(value)));
   return value.get<std::string>();
+}
+
+bool json_boolean(const nlohmann::json& value, std::string_view field) {
+  if (!value.is_boolean())
+    throw Error(fmt::format("{} must be true or false, not {}.", field, shown(value)));
+  return value.get<bool>();
+}
+
+std::vector<std::string> json_strings(const nlohmann::json& value, std::string_view field) {
+  if (!value.is_array() ||
+      !std::all_of(value.begin(), value.end(), [](const auto& e) { return e.is_string(); }))
+    throw Error(fmt::format("{} must be a list of strings, not {}.", field, shown(value)));
+  return value.get<std::vector<std::string>>();
 }
 
 std::string json_optional_string(const nlohmann::json& j, const char* name,

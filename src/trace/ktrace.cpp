@@ -7,67 +7,353 @@
 #include <array>
 #include <cstdlib>
 #include <limits>
+#include <tuple>
+#include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
+#include <variant>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/json.hpp"
+#include "ktune/store/sqlite.hpp"
 
 namespace ktune::trace {
 namespace {
+
+using store::sqlite::Connection;
+using store::sqlite::Statement;
 
 // The application_id pragma marks the file as a .ktrace ("ktrc"), so a reader can tell a ktrace
 // from any other SQLite database before looking at tables.
 constexpr int kApplicationId = 0x6b747263;
 
-constexpr const char* kSchemaSql = R"sql(
-CREATE TABLE metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
-CREATE TABLE kernels(id INTEGER PRIMARY KEY, name_id INTEGER, demangled_id INTEGER,
-  queued_ns INTEGER, submitted_ns INTEGER, start_ns INTEGER, end_ns INTEGER, device_id INTEGER,
-  context_id INTEGER, stream_id INTEGER, correlation_id INTEGER, grid_x INTEGER, grid_y INTEGER,
-  grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER, cluster_x INTEGER,
-  cluster_y INTEGER, cluster_z INTEGER, registers_per_thread INTEGER,
-  static_shared_bytes INTEGER, dynamic_shared_bytes INTEGER,
-  local_memory_per_thread_bytes INTEGER, local_memory_total_bytes INTEGER, graph_id INTEGER,
-  graph_node_id INTEGER);
-CREATE TABLE memcpys(id INTEGER PRIMARY KEY, kind_id INTEGER, src_memory_id INTEGER,
-  dst_memory_id INTEGER, bytes INTEGER, start_ns INTEGER, end_ns INTEGER, device_id INTEGER,
-  context_id INTEGER, stream_id INTEGER, correlation_id INTEGER, graph_id INTEGER,
-  graph_node_id INTEGER);
-CREATE TABLE memsets(id INTEGER PRIMARY KEY, bytes INTEGER, value INTEGER, start_ns INTEGER,
-  end_ns INTEGER, device_id INTEGER, context_id INTEGER, stream_id INTEGER,
-  correlation_id INTEGER, graph_id INTEGER, graph_node_id INTEGER);
-CREATE TABLE api_calls(id INTEGER PRIMARY KEY, api_id INTEGER, name_id INTEGER,
-  callback_id INTEGER, start_ns INTEGER, end_ns INTEGER, process_id INTEGER, thread_id INTEGER,
-  correlation_id INTEGER, return_value INTEGER);
-CREATE TABLE syncs(id INTEGER PRIMARY KEY, type_id INTEGER, start_ns INTEGER, end_ns INTEGER,
-  context_id INTEGER, stream_id INTEGER, cuda_event_id INTEGER, correlation_id INTEGER);
-CREATE TABLE nvtx_ranges(id INTEGER PRIMARY KEY, name_id INTEGER, domain_id INTEGER,
-  start_ns INTEGER, end_ns INTEGER, process_id INTEGER, thread_id INTEGER);
-CREATE TABLE overheads(id INTEGER PRIMARY KEY, kind_id INTEGER, start_ns INTEGER, end_ns INTEGER,
-  thread_id INTEGER, correlation_id INTEGER);
-CREATE TABLE drops(id INTEGER PRIMARY KEY, context_id INTEGER, stream_id INTEGER,
-  count INTEGER);
-CREATE TABLE counters(id INTEGER PRIMARY KEY, device_id INTEGER, correlation_id INTEGER,
-  metric_id INTEGER, value REAL);
-)sql";
+// --------------------------------------------------------------------------- the record kinds
+// One description per record kind: its table, and per column the record member it holds. The
+// schema, the INSERT, the writer and the reader are all made from these, so a kind is spelled
+// once. Column order is the on-disk order (a file written before these descriptions has the
+// same tables, column for column). Strings are interned: their column holds a strings.id.
 
-// Separate from kSchemaSql so append_gemm_calls can add it to a file of an older version.
-constexpr const char* kGemmCallsSql = R"sql(
-CREATE TABLE IF NOT EXISTS gemm_calls(id INTEGER PRIMARY KEY, m INTEGER, n INTEGER, k INTEGER,
-  batch INTEGER, lda INTEGER, ldb INTEGER, ldc INTEGER, ldd INTEGER, a_type_id INTEGER,
-  b_type_id INTEGER, c_type_id INTEGER, d_type_id INTEGER, compute_type_id INTEGER,
-  scale_type_id INTEGER, transa_id INTEGER, transb_id INTEGER, epilogue_id INTEGER,
-  algo_id INTEGER, tile_id INTEGER, stages_id INTEGER, splits INTEGER, reduction_id INTEGER,
-  calls INTEGER);
-)sql";
-constexpr const char* kInsertGemmCallSql =
-    "INSERT INTO gemm_calls(m, n, k, batch, lda, ldb, ldc, ldd, a_type_id, b_type_id, "
-    "c_type_id, d_type_id, compute_type_id, scale_type_id, transa_id, transb_id, epilogue_id, "
-    "algo_id, tile_id, stages_id, splits, reduction_id, calls) "
-    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+template <class R>
+using Member = std::variant<std::uint64_t R::*, std::int64_t R::*, std::uint32_t R::*,
+                            std::int32_t R::*, double R::*, std::string R::*>;
+
+template <class M>
+struct MemberType;
+template <class R, class T>
+struct MemberType<T R::*> {
+  using type = T;
+};
+template <class M>
+using member_type = typename MemberType<M>::type;
+
+constexpr std::int64_t kAnyInteger = std::numeric_limits<std::int64_t>::min();
+
+template <class R>
+struct Column {
+  const char* name;
+  Member<R> member;
+  // The least value a tracer writes (times, counts: 0); a smaller one is a damaged file.
+  std::int64_t min = kAnyInteger;
+};
+
+template <class R>
+struct RecordKind {
+  std::size_t index;  // into kKinds
+  const char* table;
+  std::vector<R> Trace::*records;
+  std::uint64_t TraceCounts::*count;  // nullptr: drops, which count what was lost, not records
+  int since_version;                  // an older file has no such table and reads as having none
+  const char* order;                  // a visit's ORDER BY
+  // Its start times place the trace on the timeline (origin_ns). A kind with start_ns and
+  // end_ns columns skips and counts rows whose times cannot be placed (SkippedRecords).
+  bool sets_origin;
+  std::vector<Column<R>> columns;
+};
+
+// The columns a kernel visit with KernelColumns::launch reads.
+constexpr std::string_view kLaunchColumns[] = {"name_id",   "demangled_id", "start_ns", "end_ns",
+                                               "device_id", "grid_x",       "grid_y",   "grid_z",
+                                               "block_x",   "block_y",      "block_z"};
+
+constexpr const char* kByStart = "start_ns, id";
+
+// The writer interns `name` before `demangled_name` (KtraceWriter::add), so they stay in this
+// order.
+const RecordKind<KernelRecord> kKernels{
+    0,
+    "kernels",
+    &Trace::kernels,
+    &TraceCounts::kernels,
+    1,
+    kByStart,
+    true,
+    {{"name_id", &KernelRecord::name},
+     {"demangled_id", &KernelRecord::demangled_name},
+     {"queued_ns", &KernelRecord::queued_ns},
+     {"submitted_ns", &KernelRecord::submitted_ns},
+     {"start_ns", &KernelRecord::start_ns, 0},
+     {"end_ns", &KernelRecord::end_ns, 0},
+     {"device_id", &KernelRecord::device_id},
+     {"context_id", &KernelRecord::context_id},
+     {"stream_id", &KernelRecord::stream_id},
+     {"correlation_id", &KernelRecord::correlation_id},
+     {"grid_x", &KernelRecord::grid_x},
+     {"grid_y", &KernelRecord::grid_y},
+     {"grid_z", &KernelRecord::grid_z},
+     {"block_x", &KernelRecord::block_x},
+     {"block_y", &KernelRecord::block_y},
+     {"block_z", &KernelRecord::block_z},
+     {"cluster_x", &KernelRecord::cluster_x},
+     {"cluster_y", &KernelRecord::cluster_y},
+     {"cluster_z", &KernelRecord::cluster_z},
+     {"registers_per_thread", &KernelRecord::registers_per_thread},
+     {"static_shared_bytes", &KernelRecord::static_shared_bytes},
+     {"dynamic_shared_bytes", &KernelRecord::dynamic_shared_bytes},
+     {"local_memory_per_thread_bytes", &KernelRecord::local_memory_per_thread_bytes},
+     {"local_memory_total_bytes", &KernelRecord::local_memory_total_bytes},
+     {"graph_id", &KernelRecord::graph_id},
+     {"graph_node_id", &KernelRecord::graph_node_id}}};
+
+const RecordKind<MemcpyRecord> kMemcpys{1,
+                                        "memcpys",
+                                        &Trace::memcpys,
+                                        &TraceCounts::memcpys,
+                                        1,
+                                        kByStart,
+                                        true,
+                                        {{"kind_id", &MemcpyRecord::kind},
+                                         {"src_memory_id", &MemcpyRecord::src_memory},
+                                         {"dst_memory_id", &MemcpyRecord::dst_memory},
+                                         {"bytes", &MemcpyRecord::bytes},
+                                         {"start_ns", &MemcpyRecord::start_ns, 0},
+                                         {"end_ns", &MemcpyRecord::end_ns, 0},
+                                         {"device_id", &MemcpyRecord::device_id},
+                                         {"context_id", &MemcpyRecord::context_id},
+                                         {"stream_id", &MemcpyRecord::stream_id},
+                                         {"correlation_id", &MemcpyRecord::correlation_id},
+                                         {"graph_id", &MemcpyRecord::graph_id},
+                                         {"graph_node_id", &MemcpyRecord::graph_node_id}}};
+
+const RecordKind<MemsetRecord> kMemsets{2,
+                                        "memsets",
+                                        &Trace::memsets,
+                                        &TraceCounts::memsets,
+                                        1,
+                                        kByStart,
+                                        true,
+                                        {{"bytes", &MemsetRecord::bytes},
+                                         {"value", &MemsetRecord::value},
+                                         {"start_ns", &MemsetRecord::start_ns, 0},
+                                         {"end_ns", &MemsetRecord::end_ns, 0},
+                                         {"device_id", &MemsetRecord::device_id},
+                                         {"context_id", &MemsetRecord::context_id},
+                                         {"stream_id", &MemsetRecord::stream_id},
+                                         {"correlation_id", &MemsetRecord::correlation_id},
+                                         {"graph_id", &MemsetRecord::graph_id},
+                                         {"graph_node_id", &MemsetRecord::graph_node_id}}};
+
+const RecordKind<ApiRecord> kApiCalls{3,
+                                      "api_calls",
+                                      &Trace::api_calls,
+                                      &TraceCounts::api_calls,
+                                      1,
+                                      kByStart,
+                                      true,
+                                      {{"api_id", &ApiRecord::api},
+                                       {"name_id", &ApiRecord::name},
+                                       {"callback_id", &ApiRecord::callback_id},
+                                       {"start_ns", &ApiRecord::start_ns, 0},
+                                       {"end_ns", &ApiRecord::end_ns, 0},
+                                       {"process_id", &ApiRecord::process_id},
+                                       {"thread_id", &ApiRecord::thread_id},
+                                       {"correlation_id", &ApiRecord::correlation_id},
+                                       {"return_value", &ApiRecord::return_value}}};
+
+const RecordKind<SyncRecord> kSyncs{4,
+                                    "syncs",
+                                    &Trace::syncs,
+                                    &TraceCounts::syncs,
+                                    1,
+                                    kByStart,
+                                    true,
+                                    {{"type_id", &SyncRecord::type},
+                                     {"start_ns", &SyncRecord::start_ns, 0},
+                                     {"end_ns", &SyncRecord::end_ns, 0},
+                                     {"context_id", &SyncRecord::context_id},
+                                     {"stream_id", &SyncRecord::stream_id},
+                                     {"cuda_event_id", &SyncRecord::cuda_event_id},
+                                     {"correlation_id", &SyncRecord::correlation_id}}};
+
+const RecordKind<NvtxRangeRecord> kNvtxRanges{5,
+                                              "nvtx_ranges",
+                                              &Trace::nvtx_ranges,
+                                              &TraceCounts::nvtx_ranges,
+                                              1,
+                                              kByStart,
+                                              true,
+                                              {{"name_id", &NvtxRangeRecord::name},
+                                               {"domain_id", &NvtxRangeRecord::domain},
+                                               {"start_ns", &NvtxRangeRecord::start_ns, 0},
+                                               {"end_ns", &NvtxRangeRecord::end_ns, 0},
+                                               {"process_id", &NvtxRangeRecord::process_id},
+                                               {"thread_id", &NvtxRangeRecord::thread_id}}};
+
+// CUPTI's and the driver's own work: on the timeline, but not where the program's starts.
+const RecordKind<OverheadRecord> kOverheads{6,
+                                            "overheads",
+                                            &Trace::overheads,
+                                            &TraceCounts::overheads,
+                                            1,
+                                            kByStart,
+                                            false,
+                                            {{"kind_id", &OverheadRecord::kind},
+                                             {"start_ns", &OverheadRecord::start_ns, 0},
+                                             {"end_ns", &OverheadRecord::end_ns, 0},
+                                             {"thread_id", &OverheadRecord::thread_id},
+                                             {"correlation_id", &OverheadRecord::correlation_id}}};
+
+const RecordKind<DropRecord> kDrops{7,
+                                    "drops",
+                                    &Trace::drops,
+                                    nullptr,
+                                    1,
+                                    "id",
+                                    false,
+                                    {{"context_id", &DropRecord::context_id},
+                                     {"stream_id", &DropRecord::stream_id},
+                                     {"count", &DropRecord::count}}};
+
+// By correlation id, so one launch's metrics arrive together.
+const RecordKind<CounterRecord> kCounters{8,
+                                          "counters",
+                                          &Trace::counters,
+                                          &TraceCounts::counters,
+                                          2,
+                                          "correlation_id, id",
+                                          false,
+                                          {{"device_id", &CounterRecord::device_id, 0},
+                                           {"correlation_id", &CounterRecord::correlation_id, 0},
+                                           {"metric_id", &CounterRecord::metric},
+                                           {"value", &CounterRecord::value}}};
+
+// algo_id is -1 where cuBLASLt's log named no algorithm; every other number is a count or size.
+const RecordKind<GemmCallRecord> kGemmCalls{9,
+                                            "gemm_calls",
+                                            &Trace::gemm_calls,
+                                            &TraceCounts::gemm_calls,
+                                            3,
+                                            "id",
+                                            false,
+                                            {{"m", &GemmCallRecord::m, 0},
+                                             {"n", &GemmCallRecord::n, 0},
+                                             {"k", &GemmCallRecord::k, 0},
+                                             {"batch", &GemmCallRecord::batch, 0},
+                                             {"lda", &GemmCallRecord::lda, 0},
+                                             {"ldb", &GemmCallRecord::ldb, 0},
+                                             {"ldc", &GemmCallRecord::ldc, 0},
+                                             {"ldd", &GemmCallRecord::ldd, 0},
+                                             {"a_type_id", &GemmCallRecord::a_type},
+                                             {"b_type_id", &GemmCallRecord::b_type},
+                                             {"c_type_id", &GemmCallRecord::c_type},
+                                             {"d_type_id", &GemmCallRecord::d_type},
+                                             {"compute_type_id", &GemmCallRecord::compute_type},
+                                             {"scale_type_id", &GemmCallRecord::scale_type},
+                                             {"transa_id", &GemmCallRecord::transa},
+                                             {"transb_id", &GemmCallRecord::transb},
+                                             {"epilogue_id", &GemmCallRecord::epilogue},
+                                             {"algo_id", &GemmCallRecord::algo_id, -1},
+                                             {"tile_id", &GemmCallRecord::tile},
+                                             {"stages_id", &GemmCallRecord::stages},
+                                             {"splits", &GemmCallRecord::splits, 0},
+                                             {"reduction_id", &GemmCallRecord::reduction},
+                                             {"calls", &GemmCallRecord::calls, 0}}};
+
+// Every kind, in the order a trace's tables are created and a batch is written.
+const auto kKinds = std::tie(kKernels, kMemcpys, kMemsets, kApiCalls, kSyncs, kNvtxRanges,
+                             kOverheads, kDrops, kCounters, kGemmCalls);
+constexpr std::size_t kKindCount = std::tuple_size_v<std::remove_const_t<decltype(kKinds)>>;
+
+template <class F>
+void for_each_kind(F&& f) {
+  std::apply([&](const auto&... kind) { (f(kind), ...); }, kKinds);
+}
+
+// A string member of `r`. Out of line on purpose: the generic code below is compiled for every
+// member type of every kind, and for a kind with no string member (drops) GCC inlines a string
+// access it proves out of bounds and warns, though no column of that kind ever takes that path.
+template <class R>
+[[gnu::noinline]] std::string& text_member(R& r, std::string R::*member) {
+  return r.*member;
+}
+template <class R>
+[[gnu::noinline]] const std::string& text_member(const R& r, std::string R::*member) {
+  return r.*member;
+}
+template <class R>
+bool is_real(const Column<R>& c) {
+  return std::holds_alternative<double R::*>(c.member);
+}
+
+template <class R>
+std::string create_table_sql(const RecordKind<R>& kind, bool if_not_exists = false) {
+  std::string sql = fmt::format("CREATE TABLE {}{}(id INTEGER PRIMARY KEY",
+                                if_not_exists ? "IF NOT EXISTS " : "", kind.table);
+  for (const Column<R>& c : kind.columns)
+    sql += fmt::format(", {} {}", c.name, is_real(c) ? "REAL" : "INTEGER");
+  return sql + ");\n";
+}
+
+template <class R>
+std::string insert_sql(const RecordKind<R>& kind) {
+  std::string names, values;
+  for (const Column<R>& c : kind.columns) {
+    names += names.empty() ? "" : ", ";
+    names += c.name;
+    values += values.empty() ? "?" : ",?";
+  }
+  return fmt::format("INSERT INTO {}({}) VALUES({})", kind.table, names, values);
+}
+
+// Binds `r` as one row of `kind` and runs `insert`. text_id(member, value) gives the strings.id
+// of a string member's value.
+template <class R, class TextId>
+void insert_row(Statement& insert, const RecordKind<R>& kind, const R& r, TextId&& text_id) {
+  int i = 1;
+  for (const Column<R>& c : kind.columns) {
+    std::visit(
+        [&](auto member) {
+          using T = member_type<decltype(member)>;
+          if constexpr (std::is_same_v<T, std::string>)
+            insert.bind(i, text_id(member, text_member(r, member)));
+          else if constexpr (std::is_same_v<T, double>)
+            insert.bind(i, r.*member);
+          else  // unsigned 64-bit values (timestamps, ids) are stored as their signed bit pattern
+            insert.bind(i, static_cast<std::int64_t>(r.*member));
+        },
+        c.member);
+    ++i;
+  }
+  insert.run();
+}
+
+// SQLite's failures, worded for a trace file.
+std::string cannot_open(const std::filesystem::path& path, std::string_view msg) {
+  return fmt::format("cannot open trace file {} ({}); check the path and permissions.",
+                     path.string(), msg);
+}
+Connection open_trace(const std::filesystem::path& path, int flags) {
+  return Connection(
+      path.string(), flags, [&](std::string_view msg, int) { return cannot_open(path, msg); },
+      [file = path.string()](std::string_view msg, int) {
+        return fmt::format(
+            "trace file {}: SQLite error: {}; check free disk space and that the file is a "
+            ".ktrace written by ktune profile.",
+            file, msg);
+      });
+}
 
 nlohmann::json window_json(const TraceWindow& w) {
   return {{"delay_s", w.delay_s},
@@ -99,115 +385,14 @@ std::vector<std::pair<std::string, nlohmann::json>> metadata_rows(const TraceMet
           {"tracer_version", m.tracer_version}};
 }
 
-class Db {
- public:
-  Db(const std::filesystem::path& path, int flags) : path_(path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-      std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw Error(fmt::format("cannot open trace file {} ({}); check the path and permissions.",
-                              path.string(), msg));
-    }
-  }
-  ~Db() { sqlite3_close_v2(db_); }
-  Db(Db&& o) noexcept : path_(std::move(o.path_)), db_(o.db_) { o.db_ = nullptr; }
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-
-  sqlite3* get() const { return db_; }
-  const std::filesystem::path& path() const { return path_; }
-
-  void exec(const char* sql) const {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : "unknown error";
-      sqlite3_free(err);
-      fail(msg);
-    }
-  }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(
-        fmt::format("trace file {}: SQLite error: {}; check free disk space and that the "
-                    "file is a .ktrace written by ktune profile.",
-                    path_.string(), what));
-  }
-
- private:
-  std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
-};
-
-class Stmt {
- public:
-  Stmt() = default;
-  Stmt(const Db& db, const char* sql) : db_(&db) {
-    if (sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) !=
-        SQLITE_OK)
-      db.fail(sqlite3_errmsg(db.get()));
-  }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(Stmt&& o) noexcept : db_(o.db_), stmt_(o.stmt_) { o.stmt_ = nullptr; }
-  Stmt& operator=(Stmt&& o) noexcept {
-    std::swap(db_, o.db_);
-    std::swap(stmt_, o.stmt_);
-    return *this;
-  }
-
-  // Binds all values in order and runs the statement once.
-  template <class... Ts>
-  void run(const Ts&... values) {
-    int i = 1;
-    (bind(i++, values), ...);
-    if (sqlite3_step(stmt_) != SQLITE_DONE) db_->fail(sqlite3_errmsg(db_->get()));
-    sqlite3_reset(stmt_);
-  }
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) db_->fail(sqlite3_errmsg(db_->get()));
-    return false;
-  }
-  std::int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
-  std::uint64_t u64(int col) const { return static_cast<std::uint64_t>(i64(col)); }
-  double f64(int col) const { return sqlite3_column_double(stmt_, col); }
-  std::uint32_t u32(int col) const { return static_cast<std::uint32_t>(i64(col)); }
-  std::int32_t i32(int col) const { return static_cast<std::int32_t>(i64(col)); }
-  std::string text(int col) const {
-    const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? reinterpret_cast<const char*>(p) : "";
-  }
-  sqlite3_stmt* get() const { return stmt_; }
-
- private:
-  void bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  // Unsigned 64-bit values (timestamps, ids) are stored as their signed bit pattern.
-  void bind(int i, std::uint64_t v) { sqlite3_bind_int64(stmt_, i, static_cast<std::int64_t>(v)); }
-  void bind(int i, std::uint32_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void bind(int i, std::int32_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-
-  const Db* db_ = nullptr;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-// The one encoding of a gemm_calls row, for the writer and for append_gemm_calls.
-template <class Intern>
-void insert_gemm_call(Stmt& insert, const GemmCallRecord& r, Intern&& intern) {
-  insert.run(r.m, r.n, r.k, r.batch, r.lda, r.ldb, r.ldc, r.ldd, intern(r.a_type), intern(r.b_type),
-             intern(r.c_type), intern(r.d_type), intern(r.compute_type), intern(r.scale_type),
-             intern(r.transa), intern(r.transb), intern(r.epilogue), r.algo_id, intern(r.tile),
-             intern(r.stages), r.splits, intern(r.reduction), r.calls);
-}
-
 }  // namespace
 
 std::size_t Trace::record_count() const {
-  return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + syncs.size() +
-         nvtx_ranges.size() + overheads.size() + counters.size() + gemm_calls.size();
+  std::size_t n = 0;
+  for_each_kind([&](const auto& kind) {
+    if (kind.count) n += (this->*kind.records).size();
+  });
+  return n;
 }
 
 std::string demangle(std::string_view mangled) {
@@ -225,15 +410,15 @@ std::string demangle(std::string_view mangled) {
 }
 
 struct KtraceWriter::Impl {
-  Db db;
-  Stmt insert_string, kernel, memcpy, memset, api, sync, nvtx, overhead, drop, counter, gemm_call,
-      metadata;
+  Connection db;
+  Statement insert_string, metadata;
+  std::array<Statement, kKindCount> inserts;  // by RecordKind::index
   std::unordered_map<std::string, std::int64_t> strings;
   std::unordered_map<std::int64_t, std::int64_t> demangled;  // name id -> demangled id
   bool in_transaction = false;
 
   explicit Impl(const std::filesystem::path& path)
-      : db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {}
+      : db(open_trace(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) {}
 
   void begin() {
     if (!in_transaction) db.exec("BEGIN");
@@ -242,10 +427,17 @@ struct KtraceWriter::Impl {
   std::int64_t intern(const std::string& s) {
     auto it = strings.find(s);
     if (it != strings.end()) return it->second;
-    insert_string.run(s);
+    insert_string.bind(1, std::string_view(s));
+    insert_string.run();
     const std::int64_t id = sqlite3_last_insert_rowid(db.get());
     strings.emplace(s, id);
     return id;
+  }
+  template <class R>
+  void insert(const RecordKind<R>& kind, const R& r) {
+    begin();
+    insert_row(inserts[kind.index], kind, r,
+               [&](std::string R::*, const std::string& s) { return intern(s); });
   }
 };
 
@@ -259,47 +451,20 @@ KtraceWriter::KtraceWriter(const std::filesystem::path& path, const TraceMetadat
   // profiler can accept in exchange for never waiting on fsync.
   db.exec("PRAGMA synchronous=OFF");
   db.exec(fmt::format("PRAGMA application_id={}; PRAGMA user_version={}", kApplicationId,
-                      kKtraceSchemaVersion)
-              .c_str());
+                      kKtraceSchemaVersion));
   db.exec("BEGIN");
-  db.exec(kSchemaSql);
-  db.exec(kGemmCallsSql);
-  impl_->insert_string = Stmt(db, "INSERT INTO strings(value) VALUES(?)");
-  impl_->kernel = Stmt(db,
-                       "INSERT INTO kernels(name_id, demangled_id, queued_ns, submitted_ns, "
-                       "start_ns, end_ns, device_id, context_id, stream_id, correlation_id, "
-                       "grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, "
-                       "cluster_z, registers_per_thread, static_shared_bytes, "
-                       "dynamic_shared_bytes, local_memory_per_thread_bytes, "
-                       "local_memory_total_bytes, graph_id, graph_node_id) VALUES(?,?,?,?,?,?,?,"
-                       "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  impl_->memcpy = Stmt(db,
-                       "INSERT INTO memcpys(kind_id, src_memory_id, dst_memory_id, bytes, "
-                       "start_ns, end_ns, device_id, context_id, stream_id, correlation_id, "
-                       "graph_id, graph_node_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-  impl_->memset = Stmt(db,
-                       "INSERT INTO memsets(bytes, value, start_ns, end_ns, device_id, "
-                       "context_id, stream_id, correlation_id, graph_id, graph_node_id) "
-                       "VALUES(?,?,?,?,?,?,?,?,?,?)");
-  impl_->api = Stmt(db,
-                    "INSERT INTO api_calls(api_id, name_id, callback_id, start_ns, end_ns, "
-                    "process_id, thread_id, correlation_id, return_value) "
-                    "VALUES(?,?,?,?,?,?,?,?,?)");
-  impl_->sync = Stmt(db,
-                     "INSERT INTO syncs(type_id, start_ns, end_ns, context_id, stream_id, "
-                     "cuda_event_id, correlation_id) VALUES(?,?,?,?,?,?,?)");
-  impl_->nvtx = Stmt(db,
-                     "INSERT INTO nvtx_ranges(name_id, domain_id, start_ns, end_ns, process_id, "
-                     "thread_id) VALUES(?,?,?,?,?,?)");
-  impl_->overhead = Stmt(db,
-                         "INSERT INTO overheads(kind_id, start_ns, end_ns, thread_id, "
-                         "correlation_id) VALUES(?,?,?,?,?)");
-  impl_->drop = Stmt(db, "INSERT INTO drops(context_id, stream_id, count) VALUES(?,?,?)");
-  impl_->counter = Stmt(db,
-                        "INSERT INTO counters(device_id, correlation_id, metric_id, value) "
-                        "VALUES(?,?,?,?)");
-  impl_->gemm_call = Stmt(db, kInsertGemmCallSql);
-  impl_->metadata = Stmt(db, "INSERT OR REPLACE INTO metadata(key, value) VALUES(?,?)");
+  std::string schema =
+      "CREATE TABLE metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+      "CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);\n";
+  for_each_kind([&](const auto& kind) { schema += create_table_sql(kind); });
+  db.exec(schema);
+  impl_->insert_string =
+      Statement(db, "INSERT INTO strings(value) VALUES(?)", SQLITE_PREPARE_PERSISTENT);
+  for_each_kind([&](const auto& kind) {
+    impl_->inserts[kind.index] = Statement(db, insert_sql(kind), SQLITE_PREPARE_PERSISTENT);
+  });
+  impl_->metadata = Statement(db, "INSERT OR REPLACE INTO metadata(key, value) VALUES(?,?)",
+                              SQLITE_PREPARE_PERSISTENT);
   impl_->in_transaction = true;
   write_metadata(metadata);
   commit();
@@ -317,8 +482,12 @@ void KtraceWriter::write_metadata(const TraceMetadata& metadata) {
   impl_->begin();
   // The command line is the program's argv, which need not be UTF-8; JSON must be (a strict dump
   // threw, and the tracer stopped writing the trace).
-  for (const auto& [key, value] : metadata_rows(metadata))
-    impl_->metadata.run(key, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  for (const auto& [key, value] : metadata_rows(metadata)) {
+    impl_->metadata.bind(1, std::string_view(key));
+    impl_->metadata.bind(
+        2, std::string_view(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    impl_->metadata.run();
+  }
 }
 
 void KtraceWriter::commit() {
@@ -329,95 +498,69 @@ void KtraceWriter::commit() {
 
 void KtraceWriter::add(const KernelRecord& r) {
   impl_->begin();
-  const std::int64_t name_id = impl_->intern(r.name);
-  std::int64_t demangled_id;
-  if (!r.demangled_name.empty()) {
-    demangled_id = impl_->intern(r.demangled_name);
-  } else if (auto it = impl_->demangled.find(name_id); it != impl_->demangled.end()) {
-    demangled_id = it->second;
-  } else {
-    demangled_id = impl_->intern(demangle(r.name));
-    impl_->demangled.emplace(name_id, demangled_id);
-  }
-  impl_->kernel.run(name_id, demangled_id, r.queued_ns, r.submitted_ns, r.start_ns, r.end_ns,
-                    r.device_id, r.context_id, r.stream_id, r.correlation_id, r.grid_x, r.grid_y,
-                    r.grid_z, r.block_x, r.block_y, r.block_z, r.cluster_x, r.cluster_y,
-                    r.cluster_z, r.registers_per_thread, r.static_shared_bytes,
-                    r.dynamic_shared_bytes, r.local_memory_per_thread_bytes,
-                    r.local_memory_total_bytes, r.graph_id, r.graph_node_id);
+  // The demangled name is the writer's work: demangled once per distinct name (the columns
+  // come in the order name, demangled_name).
+  std::int64_t name_id = 0;
+  insert_row(impl_->inserts[kKernels.index], kKernels, r,
+             [&](std::string KernelRecord::*member, const std::string& s) -> std::int64_t {
+               if (member == &KernelRecord::name) return name_id = impl_->intern(s);
+               if (member != &KernelRecord::demangled_name || !s.empty()) return impl_->intern(s);
+               auto it = impl_->demangled.find(name_id);
+               if (it == impl_->demangled.end())
+                 it = impl_->demangled.emplace(name_id, impl_->intern(demangle(r.name))).first;
+               return it->second;
+             });
   ++records_written_;
 }
 
 void KtraceWriter::add(const MemcpyRecord& r) {
-  impl_->begin();
-  impl_->memcpy.run(impl_->intern(r.kind), impl_->intern(r.src_memory), impl_->intern(r.dst_memory),
-                    r.bytes, r.start_ns, r.end_ns, r.device_id, r.context_id, r.stream_id,
-                    r.correlation_id, r.graph_id, r.graph_node_id);
+  impl_->insert(kMemcpys, r);
   ++records_written_;
 }
 
 void KtraceWriter::add(const MemsetRecord& r) {
-  impl_->begin();
-  impl_->memset.run(r.bytes, r.value, r.start_ns, r.end_ns, r.device_id, r.context_id, r.stream_id,
-                    r.correlation_id, r.graph_id, r.graph_node_id);
+  impl_->insert(kMemsets, r);
   ++records_written_;
 }
 
 void KtraceWriter::add(const ApiRecord& r) {
-  impl_->begin();
-  impl_->api.run(impl_->intern(r.api), impl_->intern(r.name), r.callback_id, r.start_ns, r.end_ns,
-                 r.process_id, r.thread_id, r.correlation_id, r.return_value);
+  impl_->insert(kApiCalls, r);
   ++records_written_;
 }
 
 void KtraceWriter::add(const SyncRecord& r) {
-  impl_->begin();
-  impl_->sync.run(impl_->intern(r.type), r.start_ns, r.end_ns, r.context_id, r.stream_id,
-                  r.cuda_event_id, r.correlation_id);
+  impl_->insert(kSyncs, r);
   ++records_written_;
 }
 
 void KtraceWriter::add(const NvtxRangeRecord& r) {
-  impl_->begin();
-  impl_->nvtx.run(impl_->intern(r.name), impl_->intern(r.domain), r.start_ns, r.end_ns,
-                  r.process_id, r.thread_id);
+  impl_->insert(kNvtxRanges, r);
   ++records_written_;
 }
 
 void KtraceWriter::add(const OverheadRecord& r) {
-  impl_->begin();
-  impl_->overhead.run(impl_->intern(r.kind), r.start_ns, r.end_ns, r.thread_id, r.correlation_id);
+  impl_->insert(kOverheads, r);
   ++records_written_;
 }
 
 void KtraceWriter::add(const DropRecord& r) {
-  impl_->begin();
-  impl_->drop.run(r.context_id, r.stream_id, r.count);
+  impl_->insert(kDrops, r);  // a drop counts lost records; it is none itself
 }
 
 void KtraceWriter::add(const CounterRecord& r) {
-  impl_->begin();
-  impl_->counter.run(r.device_id, r.correlation_id, impl_->intern(r.metric), r.value);
+  impl_->insert(kCounters, r);
   ++records_written_;
 }
 
 void KtraceWriter::add(const GemmCallRecord& r) {
-  impl_->begin();
-  insert_gemm_call(impl_->gemm_call, r, [&](const std::string& s) { return impl_->intern(s); });
+  impl_->insert(kGemmCalls, r);
   ++records_written_;
 }
 
 void KtraceWriter::add_records(const Trace& batch) {
-  for (const auto& r : batch.kernels) add(r);
-  for (const auto& r : batch.memcpys) add(r);
-  for (const auto& r : batch.memsets) add(r);
-  for (const auto& r : batch.api_calls) add(r);
-  for (const auto& r : batch.syncs) add(r);
-  for (const auto& r : batch.nvtx_ranges) add(r);
-  for (const auto& r : batch.overheads) add(r);
-  for (const auto& r : batch.drops) add(r);
-  for (const auto& r : batch.counters) add(r);
-  for (const auto& r : batch.gemm_calls) add(r);
+  for_each_kind([&](const auto& kind) {
+    for (const auto& r : batch.*kind.records) add(r);
+  });
 }
 
 void write_ktrace(const std::filesystem::path& path, const Trace& trace) {
@@ -428,7 +571,7 @@ void write_ktrace(const std::filesystem::path& path, const Trace& trace) {
 
 namespace {
 
-Db open_for_reading(const std::filesystem::path& path) {
+Connection open_for_reading(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path))
     throw Error(
         fmt::format("trace file {} does not exist; pass the path that ktune profile "
@@ -437,11 +580,11 @@ Db open_for_reading(const std::filesystem::path& path) {
   // Read-write, not read-only: a trace cut short mid-transaction has a hot journal that SQLite
   // rolls back on open, which needs write access. NOMUTEX: a reader is used by one thread at a
   // time (KtraceReader's contract), so SQLite's lock around every column read buys nothing.
-  Db db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
+  Connection db = open_trace(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
   sqlite3_busy_timeout(db.get(), 2000);
-  Stmt app(db, "PRAGMA application_id");
   std::int64_t id = 0;
   try {
+    Statement app(db, "PRAGMA application_id");
     if (app.step()) id = app.i64(0);
   } catch (const Error&) {
     id = 0;  // not a database at all
@@ -452,74 +595,67 @@ Db open_for_reading(const std::filesystem::path& path) {
   return db;
 }
 
-// Typed reads of the metadata object: a field that is absent or null keeps its default; one of the
-// wrong JSON type is one sentence naming the file and field (never nlohmann's type_error, and
-// never a float converted out of an integer's range).
+// Typed reads of the metadata object through core's strict JSON readers: a field that is absent
+// or null keeps its default; one of the wrong JSON type (or not JSON at all) is one sentence
+// naming the file and field (never nlohmann's type_error, and never a float converted out of an
+// integer's range).
 class MetadataFields {
  public:
   MetadataFields(const nlohmann::json& j, const std::filesystem::path& file,
                  std::string prefix = "")
       : j_(j), file_(file), prefix_(std::move(prefix)) {}
 
-  std::int64_t integer(const char* key, std::int64_t fallback) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_number_integer()) wrong(key, *v, "an integer");
-    return v->is_number_unsigned() ? static_cast<std::int64_t>(v->get<std::uint64_t>())
-                                   : v->get<std::int64_t>();
+  std::int64_t integer(const char* key, std::int64_t fallback,
+                       std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                       std::int64_t max = std::numeric_limits<std::int64_t>::max()) const {
+    return read(key, fallback,
+                [&](const auto& v, const auto& f) { return json_integer(v, f, min, max); });
   }
   std::uint64_t count(const char* key) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return 0;
-    if (!v->is_number_unsigned()) wrong(key, *v, "a count (an integer of at least 0)");
-    return v->get<std::uint64_t>();
+    return static_cast<std::uint64_t>(integer(key, 0, 0));
   }
-  double number(const char* key, double fallback) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_number()) wrong(key, *v, "a number");
-    return v->get<double>();
-  }
-  std::string text(const char* key) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return "";
-    if (!v->is_string()) wrong(key, *v, "a string");
-    return v->get<std::string>();
-  }
-  bool boolean(const char* key) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return false;
-    if (!v->is_boolean()) wrong(key, *v, "true or false");
-    return v->get<bool>();
-  }
+  double number(const char* key, double fallback) const { return read(key, fallback, json_number); }
+  std::string text(const char* key) const { return read(key, std::string(), json_string); }
+  bool boolean(const char* key) const { return read(key, false, json_boolean); }
   std::vector<std::string> texts(const char* key) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return {};
-    const bool ok = v->is_array() &&
-                    std::all_of(v->begin(), v->end(), [](const auto& e) { return e.is_string(); });
-    if (!ok) wrong(key, *v, "a list of strings");
-    return v->get<std::vector<std::string>>();
+    return read(key, std::vector<std::string>(), json_strings);
   }
-  // An object field, read with `read` (which may use MetadataFields on it); nullptr: absent.
+  // An object field; nullptr: absent.
   const nlohmann::json* object(const char* key) const {
     const nlohmann::json* v = find(key);
-    if (v && !v->is_object()) wrong(key, *v, "an object");
+    if (v && !v->is_object()) wrong(key, "must be an object");
     return v;
   }
-  [[noreturn]] void wrong(const char* key, const nlohmann::json& v, const char* expected) const {
-    const std::string found =
-        v.is_discarded() ? "text that is not JSON" : std::string("a JSON ") + v.type_name();
-    throw Error(fmt::format(
-        "trace file {}: metadata field '{}{}' holds {} where ktune profile writes {}; the file "
-        "was edited or damaged, so re-record it with ktune profile.",
-        file_.string(), prefix_, key, found, expected));
+  [[noreturn]] void wrong(const char* key, std::string_view what) const {
+    fail(fmt::format("{} {}", field(key), what));
   }
 
  private:
+  template <class T, class Strict>
+  T read(const char* key, T fallback, Strict&& strict) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return fallback;
+    try {
+      return strict(*v, field(key));
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+  }
   const nlohmann::json* find(const char* key) const {
     const auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
+    if (it == j_.end() || it->is_null()) return nullptr;
+    if (it->is_discarded()) wrong(key, "is not valid JSON");
+    return &*it;
   }
+  std::string field(const char* key) const {
+    return fmt::format("trace file {}: metadata field '{}{}'", file_.string(), prefix_, key);
+  }
+  // Core's sentence ("... must be a number, not \"soon\".") with the fix for a trace.
+  [[noreturn]] static void fail(std::string sentence) {
+    if (!sentence.empty() && sentence.back() == '.') sentence.pop_back();
+    throw Error(sentence + "; the file was edited or damaged, so re-record it with ktune profile.");
+  }
+
   const nlohmann::json& j_;
   const std::filesystem::path& file_;
   std::string prefix_;
@@ -533,24 +669,25 @@ TraceWindow window_from_json(const MetadataFields& w) {
   out.window_s = w.number("window_s", 0.0);
   out.index = w.count("index");
   out.range = w.text("range");
-  out.sample_one_in = static_cast<std::uint32_t>(w.integer("sample_one_in", 1));
+  out.sample_one_in = static_cast<std::uint32_t>(
+      w.integer("sample_one_in", 1, 0, std::numeric_limits<std::uint32_t>::max()));
   out.job_id = w.text("job_id");
   out.max_records = w.count("max_records");
   return out;
 }
 
-TraceMetadata read_metadata(const Db& db) {
+TraceMetadata read_metadata(const Connection& db, const std::filesystem::path& path) {
   TraceMetadata m;
-  Stmt q(db, "SELECT key, value FROM metadata");
+  Statement q(db, "SELECT key, value FROM metadata");
   nlohmann::json j = nlohmann::json::object();
   while (q.step()) j[q.text(0)] = nlohmann::json::parse(q.text(1), nullptr, false);
-  const MetadataFields f(j, db.path());
+  const MetadataFields f(j, path);
   const std::int64_t version = f.integer("schema_version", 0);
   if (version > kKtraceSchemaVersion)
     throw Error(
         fmt::format("trace file {} has schema_version {}, newer than the {} this ktune "
                     "reads; upgrade ktune.",
-                    db.path().string(), version, kKtraceSchemaVersion));
+                    path.string(), version, kKtraceSchemaVersion));
   m.schema_version = static_cast<int>(std::max<std::int64_t>(version, 0));
   m.mode = f.text("mode");
   m.records = f.texts("records");
@@ -564,118 +701,193 @@ TraceMetadata read_metadata(const Db& db) {
     try {
       m.identity = id->get<Identity>();
     } catch (const nlohmann::json::exception&) {
-      f.wrong("identity", *id, "ktune info's identity block");
+      f.wrong("identity", "is not ktune info's identity block");
     }
   }
   if (const nlohmann::json* w = f.object("window"))
-    m.window = window_from_json(MetadataFields(*w, db.path(), "window."));
+    m.window = window_from_json(MetadataFields(*w, path, "window."));
   m.capped_records = f.count("capped_records");
   m.tracer_version = f.text("tracer_version");
   // The drops table is the truth (written as drops happen); the metadata total only at close.
-  Stmt d(db, "SELECT COALESCE(SUM(count), 0) FROM drops");
-  m.dropped_records = d.step() ? d.u64(0) : 0;
+  Statement d(db, "SELECT COALESCE(SUM(count), 0) FROM drops");
+  m.dropped_records = d.step() ? static_cast<std::uint64_t>(d.i64(0)) : 0;
   return m;
 }
 
-// The rows usable_row keeps, as SQL: the origin is the earliest of those.
+// The rows a visit keeps, as SQL: the origin is the earliest of those.
 constexpr const char* kUsableTimes =
     "typeof(start_ns) = 'integer' AND typeof(end_ns) = 'integer' AND start_ns > 0 AND "
     "end_ns >= start_ns";
 
-// The tables a visit reads, as indices into KtraceReader::Impl::skipped.
-enum Table { kKernels, kMemcpys, kMemsets, kApiCalls, kSyncs, kNvtxRanges, kOverheads, kTables };
-constexpr const char* kTableNames[kTables] = {"kernels", "memcpys",     "memsets",  "api_calls",
-                                              "syncs",   "nvtx_ranges", "overheads"};
+const char* type_found(int sqlite_type) {
+  return sqlite_type == SQLITE_NULL    ? "no value"
+         : sqlite_type == SQLITE_FLOAT ? "a real number"
+         : sqlite_type == SQLITE_TEXT  ? "text"
+                                       : "a blob";
+}
 
-// One row's integer columns, each read from SQLite once: a column read is an API call with its own
-// checks, and visits used to make two per column (its type, then its value), which perf showed
-// as a quarter of a kernel visit.
-struct Row {
-  std::array<std::int64_t, 32> v{};
-  std::int64_t i64(int c) const { return v[static_cast<std::size_t>(c)]; }
-  std::uint64_t u64(int c) const { return static_cast<std::uint64_t>(i64(c)); }
-  std::uint32_t u32(int c) const { return static_cast<std::uint32_t>(i64(c)); }
-  std::int32_t i32(int c) const { return static_cast<std::int32_t>(i64(c)); }
-};
+// A .ktrace opened for reading: the one place that decodes its tables, for KtraceReader and
+// read_ktrace.
+class TraceFile {
+ public:
+  explicit TraceFile(const std::filesystem::path& path) : path_(path), db_(open_for_reading(path)) {
+    metadata_ = read_metadata(db_, path_);
+    Statement t(db_, "SELECT name FROM sqlite_master WHERE type='table'");
+    while (t.step()) tables_.insert(t.text(0));
+    string_by_id_ = Statement(db_, "SELECT value FROM strings WHERE id=?");
+  }
 
-// Every visited row passes this before it is decoded: it reads columns [0, id_col] into `row`.
-// Columns [first_int, id_col) hold the integers the writer binds (before them: string ids) and
-// id_col the row id; a non-integer there, or a negative time, is no tracer's doing, so it is one
-// sentence naming file, table, record and column. A row whose times cannot be placed on the
-// timeline (see SkippedRecords) returns false and is counted.
-bool usable_row(const Stmt& q, const std::filesystem::path& file, Table table, int first_int,
-                int id_col, int start_col, SkippedRecords& skipped, Row& row) {
-  sqlite3_stmt* st = q.get();
-  int bad_col = -1, bad_type = SQLITE_INTEGER;
-  for (int c = 0; c <= id_col; ++c) {
-    sqlite3_value* value = sqlite3_column_value(st, c);
-    row.v[static_cast<std::size_t>(c)] = sqlite3_value_int64(value);
-    if (c >= first_int && c < id_col && bad_col < 0) {
-      const int type = sqlite3_value_type(value);
-      if (type != SQLITE_INTEGER) bad_col = c, bad_type = type;
+  const TraceMetadata& metadata() const { return metadata_; }
+  const Connection& db() const { return db_; }
+
+  // A table added after version 1 may be absent (an older file): it reads as empty. A table of
+  // version 1 is always there; its absence is a damaged file, which its query reports.
+  template <class R>
+  bool has(const RecordKind<R>& kind) const {
+    return kind.since_version <= 1 || tables_.count(kind.table) > 0;
+  }
+
+  // Runs one query over `kind`'s table and calls `visit` once per row, reusing one record.
+  // stored: no ORDER BY; launch_only: the kLaunchColumns (other fields stay 0). A row holding
+  // what no tracer writes (a non-integer where an integer belongs, a number below its column's
+  // least) is one sentence naming file, table, record and column; a row whose times cannot be
+  // placed on the timeline is skipped and counted.
+  template <class R>
+  void visit(const RecordKind<R>& kind,
+             const std::type_identity_t<std::function<void(const R&)>>& visit, bool stored = false,
+             bool launch_only = false) {
+    SkippedRecords skipped;
+    if (has(kind)) read_rows(kind, visit, stored, launch_only, skipped);
+    skipped_[kind.index] = std::move(skipped);
+  }
+
+  SkippedRecords skipped() const {
+    SkippedRecords all;
+    for (const SkippedRecords& t : skipped_) {
+      if (all.count == 0) all.first = t.first;
+      all.count += t.count;
+    }
+    return all;
+  }
+
+ private:
+  template <class R>
+  void read_rows(const RecordKind<R>& kind, const std::function<void(const R&)>& visit, bool stored,
+                 bool launch_only, SkippedRecords& skipped) {
+    std::vector<const Column<R>*> columns;
+    std::string names;
+    int start_col = -1, end_col = -1;
+    for (const Column<R>& c : kind.columns) {
+      if (launch_only && std::find(std::begin(kLaunchColumns), std::end(kLaunchColumns), c.name) ==
+                             std::end(kLaunchColumns))
+        continue;
+      if (std::string_view(c.name) == "start_ns") start_col = static_cast<int>(columns.size());
+      if (std::string_view(c.name) == "end_ns") end_col = static_cast<int>(columns.size());
+      columns.push_back(&c);
+      names += c.name;
+      names += ", ";
+    }
+    const int id_col = static_cast<int>(columns.size());
+    Statement q(db_, fmt::format("SELECT {}id FROM {}{}{}", names, kind.table,
+                                 stored ? "" : " ORDER BY ", stored ? "" : kind.order));
+    sqlite3_stmt* st = q.get();
+    // Each column is read from SQLite once (a column read is an API call with its own checks;
+    // two per column, its type and then its value, were a quarter of a kernel visit).
+    std::vector<std::int64_t> raw(columns.size());
+    R r;
+    while (q.step()) {
+      const Column<R>* bad = nullptr;
+      const Column<R>* low = nullptr;
+      int found = SQLITE_INTEGER;
+      std::int64_t low_value = 0;
+      for (int i = 0; i < id_col; ++i) {
+        sqlite3_value* value = sqlite3_column_value(st, i);
+        const Column<R>& c = *columns[static_cast<std::size_t>(i)];
+        std::visit(
+            [&](auto member) {
+              using T = member_type<decltype(member)>;
+              if constexpr (std::is_same_v<T, std::string>) {
+                text_member(r, member) = string(sqlite3_value_int64(value));
+              } else {
+                const int type = sqlite3_value_type(value);
+                const bool ok =
+                    type == SQLITE_INTEGER || (std::is_same_v<T, double> && type == SQLITE_FLOAT);
+                if (!ok && !bad) bad = &c, found = type;
+                if constexpr (std::is_same_v<T, double>) {
+                  r.*member = sqlite3_value_double(value);
+                } else {
+                  const std::int64_t v = raw[static_cast<std::size_t>(i)] =
+                      sqlite3_value_int64(value);
+                  if (v < c.min && !low) low = &c, low_value = v;
+                  r.*member = static_cast<T>(v);
+                }
+              }
+            },
+            c.member);
+      }
+      if (bad || low) reject(kind, q.i64(id_col), bad, found, low, low_value);
+      if (start_col < 0) {
+        visit(r);
+        continue;
+      }
+      const std::int64_t start = raw[static_cast<std::size_t>(start_col)],
+                         end = raw[static_cast<std::size_t>(end_col)];
+      if (start > 0 && end >= start) {
+        visit(r);
+      } else if (skipped.count++ == 0) {
+        skipped.first =
+            fmt::format("{} record {} ({})", kind.table, q.i64(id_col),
+                        start == 0 ? std::string("start_ns 0: CUPTI collected no timestamp")
+                                   : fmt::format("end_ns {} is before start_ns {}", end, start));
+      }
     }
   }
-  const std::int64_t id = row.i64(id_col);
-  if (bad_col >= 0) {
-    const char* found = bad_type == SQLITE_NULL    ? "no value"
-                        : bad_type == SQLITE_FLOAT ? "a real number"
-                        : bad_type == SQLITE_TEXT  ? "text"
-                                                   : "a blob";
-    throw Error(fmt::format(
-        "trace file {}: {} record {} has {} in column {} where ktune profile writes an integer; "
-        "the file was edited or damaged, so re-record it with ktune profile.",
-        file.string(), kTableNames[table], id, found, sqlite3_column_name(st, bad_col)));
+
+  // The sentence for a row no tracer writes: `bad` holds a value of the wrong type (`found`),
+  // or else `low` holds `value`, below its column's least.
+  template <class R>
+  [[noreturn]] void reject(const RecordKind<R>& kind, std::int64_t id, const Column<R>* bad,
+                           int found, const Column<R>* low, std::int64_t value) const {
+    const std::string what =
+        bad ? fmt::format("{} in column {} where ktune profile writes {}", type_found(found),
+                          bad->name, is_real(*bad) ? "a number" : "an integer")
+        : low->min == 0 ? fmt::format(
+                              "{} in column {} where ktune profile writes no "
+                              "negative number",
+                              value, low->name)
+                        : fmt::format("{} {} where ktune profile writes at least {}", low->name,
+                                      value, low->min);
+    throw Error(
+        fmt::format("trace file {}: {} record {} has {}; the file was edited or damaged, so "
+                    "re-record it with ktune profile.",
+                    path_.string(), kind.table, id, what));
   }
-  const std::int64_t start = row.i64(start_col), end = row.i64(start_col + 1);
-  for (int c : {start_col, start_col + 1})
-    if (row.i64(c) < 0)
-      throw Error(fmt::format(
-          "trace file {}: {} record {} has a negative {} ({}); the file was edited or damaged, "
-          "so re-record it with ktune profile.",
-          file.string(), kTableNames[table], id, sqlite3_column_name(st, c), row.i64(c)));
-  if (start > 0 && end >= start) return true;
-  if (skipped.count++ == 0)
-    skipped.first =
-        fmt::format("{} record {} ({})", kTableNames[table], id,
-                    start == 0 ? std::string("start_ns 0: CUPTI collected no timestamp")
-                               : fmt::format("end_ns {} is before start_ns {}", end, start));
-  return false;
-}
+
+  // The string `id` points at; "" when there is none (a NULL or dangling id). Each is read once:
+  // a trace has few distinct names and millions of rows that point at them. Node-based, so a
+  // reference into it stays valid while the map grows.
+  const std::string& string(std::int64_t id) {
+    auto it = strings_.find(id);
+    if (it != strings_.end()) return it->second;
+    string_by_id_.bind(1, id);
+    std::string value = string_by_id_.step() ? string_by_id_.text(0) : std::string();
+    string_by_id_.reset();
+    return strings_.emplace(id, std::move(value)).first->second;
+  }
+
+  std::filesystem::path path_;
+  Connection db_;
+  TraceMetadata metadata_;
+  std::unordered_set<std::string> tables_;
+  std::array<SkippedRecords, kKindCount> skipped_;  // by the latest visit of each kind
+  Statement string_by_id_;
+  std::unordered_map<std::int64_t, std::string> strings_;
+};
 
 }  // namespace
 
-struct KtraceReader::Impl {
-  Db db;
-  TraceMetadata metadata;
-  std::array<SkippedRecords, kTables> skipped;  // by the latest visit of each table
-  bool has_counters = false;                    // version 1 had no counters table
-  bool has_gemm_calls = false;                  // versions 1 and 2 had no gemm_calls table
-  // Interned strings, each read once: a trace has few distinct names and millions of rows that
-  // point at them, which a visit used to look up in SQL, row by row. Node-based, so a reference
-  // into it stays valid while the map grows.
-  Stmt string_by_id;
-  std::unordered_map<std::int64_t, std::string> strings;
-
-  explicit Impl(const std::filesystem::path& path) : db(open_for_reading(path)) {
-    metadata = read_metadata(db);
-    Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='counters'");
-    has_counters = t.step();
-    Stmt g(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='gemm_calls'");
-    has_gemm_calls = g.step();
-    string_by_id = Stmt(db, "SELECT value FROM strings WHERE id=?");
-  }
-
-  // The string `id` points at; "" when there is none (as SQL's lookup gave before: a NULL or
-  // dangling id).
-  const std::string& string(std::int64_t id) {
-    auto it = strings.find(id);
-    if (it != strings.end()) return it->second;
-    sqlite3_stmt* st = string_by_id.get();
-    sqlite3_bind_int64(st, 1, id);
-    std::string value = string_by_id.step() ? string_by_id.text(0) : std::string();
-    sqlite3_reset(st);
-    return strings.emplace(id, std::move(value)).first->second;
-  }
+struct KtraceReader::Impl : TraceFile {
+  using TraceFile::TraceFile;
 };
 
 KtraceReader::KtraceReader(const std::filesystem::path& path)
@@ -685,361 +897,100 @@ KtraceReader::KtraceReader(KtraceReader&&) noexcept = default;
 KtraceReader& KtraceReader::operator=(KtraceReader&&) noexcept = default;
 
 const TraceMetadata& KtraceReader::metadata() const {
-  return impl_->metadata;
+  return impl_->metadata();
 }
 
 TraceCounts KtraceReader::counts() const {
   TraceCounts c;
-  c.metadata = impl_->metadata;
-  auto count = [&](const char* table) {
-    Stmt q(impl_->db, fmt::format("SELECT COUNT(*) FROM {}", table).c_str());
-    return q.step() ? q.u64(0) : 0;
-  };
-  c.kernels = count("kernels");
-  c.memcpys = count("memcpys");
-  c.memsets = count("memsets");
-  c.api_calls = count("api_calls");
-  c.syncs = count("syncs");
-  c.nvtx_ranges = count("nvtx_ranges");
-  c.overheads = count("overheads");
-  if (impl_->has_counters) c.counters = count("counters");
-  if (impl_->has_gemm_calls) c.gemm_calls = count("gemm_calls");
+  c.metadata = impl_->metadata();
+  for_each_kind([&](const auto& kind) {
+    if (!kind.count || !impl_->has(kind)) return;
+    Statement q(impl_->db(), fmt::format("SELECT COUNT(*) FROM {}", kind.table));
+    c.*kind.count = q.step() ? static_cast<std::uint64_t>(q.i64(0)) : 0;
+  });
   return c;
 }
 
 std::optional<std::uint64_t> KtraceReader::origin_ns() const {
-  Stmt q(impl_->db,
-         fmt::format("SELECT MIN(t) FROM (SELECT MIN(start_ns) AS t FROM kernels WHERE {0} "
-                     "UNION ALL SELECT MIN(start_ns) FROM memcpys WHERE {0} "
-                     "UNION ALL SELECT MIN(start_ns) FROM memsets WHERE {0} "
-                     "UNION ALL SELECT MIN(start_ns) FROM api_calls WHERE {0} "
-                     "UNION ALL SELECT MIN(start_ns) FROM syncs WHERE {0} "
-                     "UNION ALL SELECT MIN(start_ns) FROM nvtx_ranges WHERE {0})",
-                     kUsableTimes)
-             .c_str());
+  std::string starts;
+  for_each_kind([&](const auto& kind) {
+    if (!kind.sets_origin) return;
+    starts += fmt::format("{}SELECT MIN(start_ns) AS t FROM {} WHERE {}",
+                          starts.empty() ? "" : " UNION ALL ", kind.table, kUsableTimes);
+  });
+  Statement q(impl_->db(), fmt::format("SELECT MIN(t) FROM ({})", starts));
   std::optional<std::uint64_t> origin;
-  if (q.step() && sqlite3_column_type(q.get(), 0) != SQLITE_NULL) origin = q.u64(0);
+  if (q.step() && !q.is_null(0)) origin = static_cast<std::uint64_t>(q.i64(0));
   return origin;
 }
 
 void KtraceReader::kernels(const Visitor<KernelRecord>& visit, VisitOrder order,
                            KernelColumns columns) const {
-  const bool all = columns == KernelColumns::all;
-  Stmt q(impl_->db,
-         fmt::format("SELECT name_id, demangled_id, start_ns, end_ns, device_id, grid_x, grid_y, "
-                     "grid_z, block_x, block_y, block_z, {}id FROM kernels{}",
-                     all ? "queued_ns, submitted_ns, context_id, stream_id, correlation_id, "
-                           "cluster_x, cluster_y, cluster_z, registers_per_thread, "
-                           "static_shared_bytes, dynamic_shared_bytes, "
-                           "local_memory_per_thread_bytes, local_memory_total_bytes, graph_id, "
-                           "graph_node_id, "
-                         : "",
-                     order == VisitOrder::by_start ? " ORDER BY start_ns, id" : "")
-             .c_str());
-  const int id_col = all ? 26 : 11;
-  KernelRecord r;  // with KernelColumns::launch the other fields stay 0
-  SkippedRecords skipped;
-  Row row;
-  while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kKernels, 2, id_col, 2, skipped, row)) continue;
-    r.name = impl_->string(row.i64(0));
-    r.demangled_name = impl_->string(row.i64(1));
-    r.start_ns = row.u64(2);
-    r.end_ns = row.u64(3);
-    r.device_id = row.u32(4);
-    r.grid_x = row.i32(5);
-    r.grid_y = row.i32(6);
-    r.grid_z = row.i32(7);
-    r.block_x = row.i32(8);
-    r.block_y = row.i32(9);
-    r.block_z = row.i32(10);
-    if (all) {
-      r.queued_ns = row.u64(11);
-      r.submitted_ns = row.u64(12);
-      r.context_id = row.u32(13);
-      r.stream_id = row.u32(14);
-      r.correlation_id = row.u32(15);
-      r.cluster_x = row.u32(16);
-      r.cluster_y = row.u32(17);
-      r.cluster_z = row.u32(18);
-      r.registers_per_thread = row.u32(19);
-      r.static_shared_bytes = row.i32(20);
-      r.dynamic_shared_bytes = row.i32(21);
-      r.local_memory_per_thread_bytes = row.u32(22);
-      r.local_memory_total_bytes = row.u64(23);
-      r.graph_id = row.u32(24);
-      r.graph_node_id = row.u64(25);
-    }
-    visit(r);
-  }
-  impl_->skipped[kKernels] = std::move(skipped);
+  impl_->visit(kKernels, visit, order == VisitOrder::stored, columns == KernelColumns::launch);
 }
-
 void KtraceReader::memcpys(const Visitor<MemcpyRecord>& visit) const {
-  Stmt q(impl_->db,
-         "SELECT kind_id, src_memory_id, dst_memory_id, bytes, start_ns, end_ns, device_id, "
-         "context_id, stream_id, correlation_id, graph_id, graph_node_id, id FROM memcpys ORDER "
-         "BY start_ns, id");
-  MemcpyRecord r;
-  SkippedRecords skipped;
-  Row row;
-  while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kMemcpys, 3, 12, 4, skipped, row)) continue;
-    r.kind = impl_->string(row.i64(0));
-    r.src_memory = impl_->string(row.i64(1));
-    r.dst_memory = impl_->string(row.i64(2));
-    r.bytes = row.u64(3);
-    r.start_ns = row.u64(4);
-    r.end_ns = row.u64(5);
-    r.device_id = row.u32(6);
-    r.context_id = row.u32(7);
-    r.stream_id = row.u32(8);
-    r.correlation_id = row.u32(9);
-    r.graph_id = row.u32(10);
-    r.graph_node_id = row.u64(11);
-    visit(r);
-  }
-  impl_->skipped[kMemcpys] = std::move(skipped);
+  impl_->visit(kMemcpys, visit);
 }
-
 void KtraceReader::memsets(const Visitor<MemsetRecord>& visit) const {
-  Stmt q(impl_->db,
-         "SELECT bytes, value, start_ns, end_ns, device_id, context_id, stream_id, "
-         "correlation_id, graph_id, graph_node_id, id FROM memsets ORDER BY start_ns, id");
-  MemsetRecord r;
-  SkippedRecords skipped;
-  Row row;
-  while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kMemsets, 0, 10, 2, skipped, row)) continue;
-    r.bytes = row.u64(0);
-    r.value = row.u32(1);
-    r.start_ns = row.u64(2);
-    r.end_ns = row.u64(3);
-    r.device_id = row.u32(4);
-    r.context_id = row.u32(5);
-    r.stream_id = row.u32(6);
-    r.correlation_id = row.u32(7);
-    r.graph_id = row.u32(8);
-    r.graph_node_id = row.u64(9);
-    visit(r);
-  }
-  impl_->skipped[kMemsets] = std::move(skipped);
+  impl_->visit(kMemsets, visit);
 }
-
 void KtraceReader::api_calls(const Visitor<ApiRecord>& visit) const {
-  Stmt q(impl_->db,
-         "SELECT api_id, name_id, callback_id, start_ns, end_ns, process_id, thread_id, "
-         "correlation_id, return_value, id FROM api_calls ORDER BY start_ns, id");
-  ApiRecord r;
-  SkippedRecords skipped;
-  Row row;
-  while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kApiCalls, 2, 9, 3, skipped, row)) continue;
-    r.api = impl_->string(row.i64(0));
-    r.name = impl_->string(row.i64(1));
-    r.callback_id = row.u32(2);
-    r.start_ns = row.u64(3);
-    r.end_ns = row.u64(4);
-    r.process_id = row.u32(5);
-    r.thread_id = row.u32(6);
-    r.correlation_id = row.u32(7);
-    r.return_value = row.u32(8);
-    visit(r);
-  }
-  impl_->skipped[kApiCalls] = std::move(skipped);
+  impl_->visit(kApiCalls, visit);
 }
-
 void KtraceReader::syncs(const Visitor<SyncRecord>& visit) const {
-  Stmt q(impl_->db,
-         "SELECT type_id, start_ns, end_ns, context_id, stream_id, cuda_event_id, "
-         "correlation_id, id FROM syncs ORDER BY start_ns, id");
-  SyncRecord r;
-  SkippedRecords skipped;
-  Row row;
-  while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kSyncs, 1, 7, 1, skipped, row)) continue;
-    r.type = impl_->string(row.i64(0));
-    r.start_ns = row.u64(1);
-    r.end_ns = row.u64(2);
-    r.context_id = row.u32(3);
-    r.stream_id = row.u32(4);
-    r.cuda_event_id = row.u32(5);
-    r.correlation_id = row.u32(6);
-    visit(r);
-  }
-  impl_->skipped[kSyncs] = std::move(skipped);
+  impl_->visit(kSyncs, visit);
 }
-
 void KtraceReader::nvtx_ranges(const Visitor<NvtxRangeRecord>& visit) const {
-  Stmt q(impl_->db,
-         "SELECT name_id, domain_id, start_ns, end_ns, process_id, thread_id, id FROM "
-         "nvtx_ranges ORDER BY start_ns, id");
-  NvtxRangeRecord r;
-  SkippedRecords skipped;
-  Row row;
-  while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kNvtxRanges, 2, 6, 2, skipped, row)) continue;
-    r.name = impl_->string(row.i64(0));
-    r.domain = impl_->string(row.i64(1));
-    r.start_ns = row.u64(2);
-    r.end_ns = row.u64(3);
-    r.process_id = row.u32(4);
-    r.thread_id = row.u32(5);
-    visit(r);
-  }
-  impl_->skipped[kNvtxRanges] = std::move(skipped);
+  impl_->visit(kNvtxRanges, visit);
 }
-
 void KtraceReader::overheads(const Visitor<OverheadRecord>& visit) const {
-  Stmt q(impl_->db,
-         "SELECT kind_id, start_ns, end_ns, thread_id, correlation_id, id FROM overheads ORDER "
-         "BY start_ns, id");
-  OverheadRecord r;
-  SkippedRecords skipped;
-  Row row;
-  while (q.step()) {
-    if (!usable_row(q, impl_->db.path(), kOverheads, 1, 5, 1, skipped, row)) continue;
-    r.kind = impl_->string(row.i64(0));
-    r.start_ns = row.u64(1);
-    r.end_ns = row.u64(2);
-    r.thread_id = row.u64(3);
-    r.correlation_id = row.u32(4);
-    visit(r);
-  }
-  impl_->skipped[kOverheads] = std::move(skipped);
+  impl_->visit(kOverheads, visit);
 }
-
 void KtraceReader::drops(const Visitor<DropRecord>& visit) const {
-  Stmt q(impl_->db, "SELECT context_id, stream_id, count FROM drops ORDER BY id");
-  DropRecord r;
-  while (q.step()) {
-    r.context_id = q.u32(0);
-    r.stream_id = q.u32(1);
-    r.count = q.u64(2);
-    visit(r);
-  }
+  impl_->visit(kDrops, visit);
 }
-
 void KtraceReader::counters(const Visitor<CounterRecord>& visit) const {
-  if (!impl_->has_counters) return;
-  Stmt q(impl_->db,
-         "SELECT device_id, correlation_id, metric_id, value, id FROM counters ORDER BY "
-         "correlation_id, id");
-  CounterRecord r;
-  while (q.step()) {
-    sqlite3_stmt* st = q.get();
-    const int value_type = sqlite3_column_type(st, 3);
-    const char* bad = nullptr;
-    for (int c : {0, 1})
-      if (sqlite3_column_type(st, c) != SQLITE_INTEGER || q.i64(c) < 0)
-        bad = sqlite3_column_name(st, c);
-    if (value_type != SQLITE_FLOAT && value_type != SQLITE_INTEGER) bad = "value";
-    if (bad)
-      throw Error(fmt::format(
-          "trace file {}: counters record {} has no usable {} where ktune profile writes a "
-          "number; the file was edited or damaged, so re-record it with ktune profile.",
-          impl_->db.path().string(), q.i64(4), bad));
-    r.device_id = q.u32(0);
-    r.correlation_id = q.u32(1);
-    r.metric = impl_->string(q.i64(2));
-    r.value = q.f64(3);
-    visit(r);
-  }
+  impl_->visit(kCounters, visit);
 }
-
 void KtraceReader::gemm_calls(const Visitor<GemmCallRecord>& visit) const {
-  if (!impl_->has_gemm_calls) return;
-  Stmt q(impl_->db,
-         "SELECT m, n, k, batch, lda, ldb, ldc, ldd, algo_id, splits, calls, a_type_id, "
-         "b_type_id, c_type_id, d_type_id, compute_type_id, scale_type_id, transa_id, transb_id, "
-         "epilogue_id, tile_id, stages_id, reduction_id, id FROM gemm_calls ORDER BY id");
-  constexpr int kIntegers = 11, kId = 23;
-  GemmCallRecord r;
-  while (q.step()) {
-    sqlite3_stmt* st = q.get();
-    for (int c = 0; c < kId; ++c) {
-      // algo_id is -1 where the log named no algorithm; every other number is a count or size.
-      const bool ok = sqlite3_column_type(st, c) == SQLITE_INTEGER &&
-                      (c >= kIntegers || q.i64(c) >= (c == 8 ? -1 : 0));
-      if (!ok)
-        throw Error(fmt::format(
-            "trace file {}: gemm_calls record {} has no usable {} where ktune profile writes a "
-            "non-negative integer; the file was edited or damaged, so re-record it with ktune "
-            "profile.",
-            impl_->db.path().string(), q.i64(kId), sqlite3_column_name(st, c)));
-    }
-    r.m = q.i64(0);
-    r.n = q.i64(1);
-    r.k = q.i64(2);
-    r.batch = q.i64(3);
-    r.lda = q.i64(4);
-    r.ldb = q.i64(5);
-    r.ldc = q.i64(6);
-    r.ldd = q.i64(7);
-    r.algo_id = q.i64(8);
-    r.splits = q.i64(9);
-    r.calls = q.u64(10);
-    r.a_type = impl_->string(q.i64(11));
-    r.b_type = impl_->string(q.i64(12));
-    r.c_type = impl_->string(q.i64(13));
-    r.d_type = impl_->string(q.i64(14));
-    r.compute_type = impl_->string(q.i64(15));
-    r.scale_type = impl_->string(q.i64(16));
-    r.transa = impl_->string(q.i64(17));
-    r.transb = impl_->string(q.i64(18));
-    r.epilogue = impl_->string(q.i64(19));
-    r.tile = impl_->string(q.i64(20));
-    r.stages = impl_->string(q.i64(21));
-    r.reduction = impl_->string(q.i64(22));
-    visit(r);
-  }
+  impl_->visit(kGemmCalls, visit);
 }
 
 SkippedRecords KtraceReader::skipped() const {
-  SkippedRecords all;
-  for (const SkippedRecords& t : impl_->skipped) {
-    if (all.count == 0) all.first = t.first;
-    all.count += t.count;
-  }
-  return all;
+  return impl_->skipped();
 }
 
 Trace read_ktrace(const std::filesystem::path& path) {
-  const KtraceReader reader(path);
+  TraceFile file(path);
   Trace t;
-  t.metadata = reader.metadata();
-  reader.kernels([&](const KernelRecord& r) { t.kernels.push_back(r); });
-  reader.memcpys([&](const MemcpyRecord& r) { t.memcpys.push_back(r); });
-  reader.memsets([&](const MemsetRecord& r) { t.memsets.push_back(r); });
-  reader.api_calls([&](const ApiRecord& r) { t.api_calls.push_back(r); });
-  reader.syncs([&](const SyncRecord& r) { t.syncs.push_back(r); });
-  reader.nvtx_ranges([&](const NvtxRangeRecord& r) { t.nvtx_ranges.push_back(r); });
-  reader.overheads([&](const OverheadRecord& r) { t.overheads.push_back(r); });
-  reader.drops([&](const DropRecord& r) { t.drops.push_back(r); });
-  reader.counters([&](const CounterRecord& r) { t.counters.push_back(r); });
-  reader.gemm_calls([&](const GemmCallRecord& r) { t.gemm_calls.push_back(r); });
+  t.metadata = file.metadata();
+  for_each_kind([&](const auto& kind) {
+    auto& records = t.*kind.records;
+    file.visit(kind, [&](const auto& r) { records.push_back(r); });
+  });
   return t;
 }
 
 void append_gemm_calls(const std::filesystem::path& path,
                        const std::vector<GemmCallRecord>& calls) {
-  const Db db = open_for_reading(path);
+  const Connection db = open_for_reading(path);
   db.exec("BEGIN");
-  db.exec(kGemmCallsSql);
-  Stmt insert(db, kInsertGemmCallSql);
-  Stmt add_string(db, "INSERT OR IGNORE INTO strings(value) VALUES(?)");
-  Stmt string_id(db, "SELECT id FROM strings WHERE value=?");
+  db.exec(create_table_sql(kGemmCalls, /*if_not_exists=*/true));
+  Statement insert(db, insert_sql(kGemmCalls));
+  Statement add_string(db, "INSERT OR IGNORE INTO strings(value) VALUES(?)");
+  Statement string_id(db, "SELECT id FROM strings WHERE value=?");
   std::unordered_map<std::string, std::int64_t> ids;
-  auto intern = [&](const std::string& s) {
+  auto intern = [&](std::string GemmCallRecord::*, const std::string& s) {
     if (auto it = ids.find(s); it != ids.end()) return it->second;
-    add_string.run(s);
-    sqlite3_bind_text(string_id.get(), 1, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    add_string.bind(1, std::string_view(s));
+    add_string.run();
+    string_id.bind(1, std::string_view(s));
     const std::int64_t id = string_id.step() ? string_id.i64(0) : 0;
-    sqlite3_reset(string_id.get());
+    string_id.reset();
     ids.emplace(s, id);
     return id;
   };
-  for (const GemmCallRecord& r : calls) insert_gemm_call(insert, r, intern);
+  for (const GemmCallRecord& r : calls) insert_row(insert, kGemmCalls, r, intern);
   db.exec("COMMIT");
 }
 

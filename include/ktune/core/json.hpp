@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,8 @@ std::int64_t json_integer(const nlohmann::json& value, std::string_view field,
                           std::int64_t max = std::numeric_limits<std::int64_t>::max());
 double json_number(const nlohmann::json& value, std::string_view field);
 std::string json_string(const nlohmann::json& value, std::string_view field);
+bool json_boolean(const nlohmann::json& value, std::string_view field);
+std::vector<std::string> json_strings(const nlohmann::json& value, std::string_view field);
 
 // The member `name` of object `j` as a string; `fallback` when it is absent or null.
 std::string json_optional_string(const nlohmann::json& j, const char* name,
