@@ -564,6 +564,11 @@ Analysis analyze(TraceSource& source, const AnalysisOptions& options) {
   Analysis a = Analyzer(source, options).run();
   a.counters = analyze_counters(source, options.ceilings);
   a.timeline = analyze_timeline(source);
+  std::vector<trace::GemmCallRecord> gemm;
+  source.gemm_calls([&](const trace::GemmCallRecord& r) { gemm.push_back(r); });
+  const auto& kinds = a.metadata.records;
+  a.gemm =
+      group_gemm_calls(gemm, std::find(kinds.begin(), kinds.end(), "gemm_call") != kinds.end());
   return a;
 }
 

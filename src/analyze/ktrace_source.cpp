@@ -30,6 +30,9 @@ void KtraceSource::nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) {
 void KtraceSource::counters(const Visitor<trace::CounterRecord>& visit) {
   reader_.counters(visit);
 }
+void KtraceSource::gemm_calls(const Visitor<trace::GemmCallRecord>& visit) {
+  reader_.gemm_calls(visit);
+}
 std::optional<std::uint64_t> KtraceSource::origin_ns() {
   return reader_.origin_ns();
 }

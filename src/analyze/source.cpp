@@ -60,6 +60,10 @@ void MemorySource::counters(const Visitor<trace::CounterRecord>& v) {
   visit_all(trace_.counters, v);
 }
 
+void MemorySource::gemm_calls(const Visitor<trace::GemmCallRecord>& v) {
+  visit_all(trace_.gemm_calls, v);
+}
+
 std::optional<std::uint64_t> MemorySource::origin_ns() {
   std::optional<std::uint64_t> origin;
   take_min(origin, trace_.kernels);

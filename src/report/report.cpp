@@ -20,7 +20,7 @@ const std::vector<Format>& formats() {
   static const std::vector<Format> all = {
       {"text", "tables for a terminal", render_text},
       {"md", "markdown for a pull request", render_markdown},
-      {"json", "JSON for tools (schema_version 3)", render_json},
+      {"json", "JSON for tools (schema_version 4)", render_json},
       {"html", "one self-contained HTML file with SVG charts", render_html},
       {"contract", "the profile contract in markdown (bottleneck, root cause, top 3 fixes)",
        render_contract},
@@ -191,7 +191,10 @@ json backlog_json(const Analysis& a) {
     backlog.push_back(a.kernels[i].name);
     share += a.kernels[i].share;
   }
-  return {{"target_share", a.backlog_share}, {"share", share}, {"kernels", backlog}};
+  return {{"target_share", a.backlog_share},
+          {"share", share},
+          {"kernels", backlog},
+          {"cublaslt_kernels", d::backlog_gemm_json(a)}};
 }
 
 json timeline_json(const Analysis& a) {
@@ -237,6 +240,7 @@ json to_json(const Analysis& a) {
           {"backlog", backlog_json(a)},
           {"counters", d::counters_json(a.counters)},
           {"timeline", timeline_json(a)},
+          {"gemm_calls", d::gemm_calls_json(a)},
           {"baseline", nullptr}};
 }
 
@@ -451,13 +455,14 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
   double share = 0;
   for (std::size_t i = 0; i < a.backlog_size; ++i) share += a.kernels[i].share;
   Section b{"Tuning backlog",
-            fmt::format("{} kernels own {} of GPU time (target {}).", a.backlog_size,
-                        d::percent(share), d::percent(a.backlog_share))};
+            fmt::format("{} kernels own {} of GPU time (target {}).{}", a.backlog_size,
+                        d::percent(share), d::percent(a.backlog_share), d::backlog_gemm_note(a))};
   b.header = {"#", "Time", "Kernel"};
   for (std::size_t i = 0; i < a.backlog_size; ++i)
     b.rows.push_back({std::to_string(i + 1), d::percent(a.kernels[i].share),
                       analyze::shown_name(a.kernels[i].name, o.names)});
   out.push_back(b);
+  for (Section& s : gemm_sections(a)) out.push_back(std::move(s));
   for (Section& s : baseline_sections(a, o)) out.push_back(std::move(s));
   return out;
 }

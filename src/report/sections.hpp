@@ -28,6 +28,13 @@ std::string headline(const analyze::Analysis& a);
 // the trace has no counters. And the "vs baseline" section when o.baseline is set.
 std::vector<Section> counter_sections(const analyze::Analysis& a, const RenderOptions& o);
 std::vector<Section> baseline_sections(const analyze::Analysis& a, const RenderOptions& o);
+// cuBLASLt's GEMM calls (ktune profile --gemm-shapes): their section, none when the trace was
+// taken without them; the sentence the backlog adds about its cuBLASLt kernels ("" when it lists
+// none); their JSON, and the backlog's cuBLASLt kernels by name.
+std::vector<Section> gemm_sections(const analyze::Analysis& a);
+std::string backlog_gemm_note(const analyze::Analysis& a);
+nlohmann::json gemm_calls_json(const analyze::Analysis& a);
+nlohmann::json backlog_gemm_json(const analyze::Analysis& a);
 // The JSON of the counter tier's derivation, and of the comparison with a baseline.
 nlohmann::json counters_json(const analyze::CounterAnalysis& c);
 nlohmann::json baseline_json(const analyze::Analysis& a, const analyze::Analysis& baseline);

@@ -1,10 +1,16 @@
 #include "ktune/report/report.hpp"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/trace/cublaslt_log.hpp"
+#include "run_ktune.hpp"
 #include "trace_builder.hpp"
 
 namespace ktune::report {
@@ -37,11 +43,13 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 3);
+  EXPECT_EQ(j["schema_version"], 4);
   EXPECT_EQ(j["kind"], "ktune.report");
   EXPECT_EQ(keys(j), (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps",
-                           "group_by", "kernels", "kind", "nvtx", "schema_version", "storms",
-                           "timeline", "totals", "trace"}));
+                           "gemm_calls", "group_by", "kernels", "kind", "nvtx", "schema_version",
+                           "storms", "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j["gemm_calls"]), (Keys{"calls", "recorded", "shapes"}));
+  EXPECT_EQ(j["gemm_calls"]["recorded"], false);
   EXPECT_EQ(keys(j["timeline"]), (Keys{"devices", "serialized_runs", "sm_count_known"}));
   EXPECT_EQ(
       keys(j["timeline"]["devices"][0]),
@@ -70,7 +78,7 @@ TEST(ReportJson, ShapeIsPinned) {
   EXPECT_EQ(keys(j["nvtx"][0]), (Keys{"count", "kernel_gpu_ns", "kernels", "max_ns", "mean_ns",
                                       "median_ns", "min_ns", "name", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["copies"][0]), (Keys{"bytes", "count", "kind", "total_ns"}));
-  EXPECT_EQ(keys(j["backlog"]), (Keys{"kernels", "share", "target_share"}));
+  EXPECT_EQ(keys(j["backlog"]), (Keys{"cublaslt_kernels", "kernels", "share", "target_share"}));
   EXPECT_EQ(keys(j["trace"]),
             (Keys{"capped_records", "command_line", "complete", "dropped_records", "finished_at",
                   "first_skipped_record", "mode", "origin_ns", "pid", "records", "schema_version",
@@ -152,6 +160,99 @@ TEST(ReportHtml, IsOneSelfContainedFile) {
   for (const char* external : {"<script", "<link", "src=", "href=", "@import", "url("})
     EXPECT_EQ(h.find(external), std::string::npos) << external;
   EXPECT_NE(h.find("</html>"), std::string::npos);
+}
+
+// A layer whose backlog is two cuBLASLt kernels, traced with --gemm-shapes: the calls of the H100
+// log (fuzz/corpus/cublaslt_log/h100_torch.log, each line twice).
+analyze::Analysis gemm_sample(bool with_calls = true) {
+  TraceBuilder b;
+  b.launched("nvjet_hsh_192x192_64x4_2x1_v_bz_coopA_TNN", 0, 5, 10, 410, 1);
+  b.launched("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNN", 6, 9, 410, 600, 2);
+  b.launched("void at::native::vectorized_elementwise_kernel<4>(int)", 10, 12, 600, 610, 3);
+  if (with_calls) {
+    b.t.metadata.records = {"kernel", "gemm_call"};
+    std::ifstream in(std::filesystem::path(KTUNE_SOURCE_DIR) / "fuzz" / "corpus" / "cublaslt_log" /
+                     "h100_torch.log");
+    const std::string lines((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    b.t.gemm_calls = trace::parse_cublaslt_log(lines + lines).calls;
+  }
+  analyze::MemorySource source(b.t);
+  return analyze::analyze(source);
+}
+
+TEST(ReportGemm, SectionIsPinned) {
+  const std::string t = render_text(gemm_sample(), {});
+  const std::string section = t.substr(t.find("\nGEMM calls (cuBLASLt)\n") + 1);
+  EXPECT_EQ(section,
+            R"(GEMM calls (cuBLASLt)
+  10 calls of 5 shapes, from cuBLASLt's own log. Counts only: the log ties no call to a kernel, so GPU time per shape is not known. BLAS column-major: D is m x n, k the reduction; Op is transa, transb.
+  Calls  m      n     k     Batch  Dtype  Op  Epilogue  Algorithm                                    Tune
+  2      11008  2048  4096  1      f16    TN  bias      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_bias --shape m=11008,n=2048,k=4096 --dtype f16
+  2      11008  2048  4096  1      f16    TN  none      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm --shape m=11008,n=2048,k=4096 --dtype f16
+  2      11008  2048  4096  1      f32    TN  none      algo 55 tile 128x128 stages 8x3              not tunable by ktune yet: types f32*f32->f32 (ktune tunes f16 and bf16)
+  2      4096   1024  4096  2      f16    NN  none      algo 66 tile 256x128 stages 64xAUTO          not tunable by ktune yet: batched (batch 2)
+  2      256    16    4096  1      f16    TN  none      algo 66 tile 64x16 stages 64xAUTO split-K 3  ktune tune --library cublaslt --op gemm --shape m=256,n=16,k=4096 --dtype f16
+)") << section;
+}
+
+TEST(ReportGemm, BacklogNamesTheShapesBesideItsCuBlasLtKernels) {
+  const std::string t = render_text(gemm_sample(), {});
+  EXPECT_NE(t.find("2 kernels own 98.3 % of GPU time (target 80.0 %). cuBLASLt kernels #1, #2 ran "
+                   "the program's cuBLASLt GEMMs: m=11008 n=2048 k=4096 f16 bias (2 calls); "),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("Which kernel ran which shape is not in the trace"), std::string::npos) << t;
+  // Without --gemm-shapes the section is absent and the backlog says how to get the shapes.
+  const std::string without = render_text(gemm_sample(false), {});
+  EXPECT_EQ(without.find("GEMM calls (cuBLASLt)\n"), std::string::npos) << without;
+  EXPECT_NE(without.find("cuBLASLt kernels #1, #2: ktune profile --gemm-shapes records the GEMM "
+                         "shapes to tune."),
+            std::string::npos)
+      << without;
+}
+
+TEST(ReportGemm, JsonMarkdownAndHtmlCarryTheShapes) {
+  const analyze::Analysis a = gemm_sample();
+  const json j = json::parse(render_json(a, {}));
+  const json& g = j["gemm_calls"];
+  EXPECT_EQ(g["recorded"], true);
+  EXPECT_EQ(g["calls"], 10);
+  ASSERT_EQ(g["shapes"].size(), 5u);
+  EXPECT_EQ(keys(g["shapes"][0]),
+            (Keys{"a_type",       "algorithms", "b_type", "batch",       "c_type", "calls",
+                  "compute_type", "d_type",     "dtype",  "epilogue",    "k",      "lda",
+                  "ldb",          "ldc",        "ldd",    "m",           "n",      "not_tunable",
+                  "scale_type",   "transa",     "transb", "tune_command"}));
+  EXPECT_EQ(g["shapes"][0]["tune_command"],
+            "ktune tune --library cublaslt --op gemm_bias --shape m=11008,n=2048,k=4096 --dtype "
+            "f16");
+  EXPECT_EQ(g["shapes"][0]["algorithms"], json({"algo 66 tile 192x192 stages 64xAUTO"}));
+  EXPECT_EQ(j["backlog"]["cublaslt_kernels"], json({"nvjet_hsh_192x192_64x4_2x1_v_bz_coopA_TNN",
+                                                    "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNN"}));
+  const std::string m = render_markdown(a, {});
+  EXPECT_NE(m.find("### GEMM calls (cuBLASLt)"), std::string::npos) << m;
+  EXPECT_NE(m.find("| 2 | 11008 | 2048 | 4096 | 1 | f16 | TN | bias |"), std::string::npos) << m;
+  const std::string h = render_html(a, {});
+  EXPECT_NE(h.find("GEMM calls (cuBLASLt)"), std::string::npos);
+  EXPECT_NE(h.find("--op gemm_bias --shape m=11008,n=2048,k=4096"), std::string::npos);
+}
+
+// The commands the report prints are ones `ktune tune --library cublaslt` accepts: on a machine
+// with no GPU driver they get as far as the GPU (a usage error would come first).
+TEST(ReportGemm, TuneCommandsAreAcceptedByKtuneTune) {
+  if (std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "a GPU would run the search";
+  const json j = json::parse(render_json(gemm_sample(), {}));
+  std::size_t tried = 0;
+  for (const json& shape : j["gemm_calls"]["shapes"]) {
+    if (shape["tune_command"].is_null()) continue;
+    const std::string cmd = shape["tune_command"].get<std::string>();
+    ASSERT_EQ(cmd.rfind("ktune ", 0), 0u) << cmd;
+    const auto r = test::run_ktune(cmd.substr(6) + " --no-cache");
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("no NVIDIA driver found"), std::string::npos) << cmd << "\n" << r.err;
+    ++tried;
+  }
+  EXPECT_EQ(tried, 3u);
 }
 
 TEST(ReportFormats, AreRegisteredByName) {

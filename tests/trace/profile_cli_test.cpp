@@ -215,6 +215,78 @@ TEST(ProfileCli, IngestPushesEveryTraceTheRunLeft) {
   EXPECT_NE(bad.err.find("the traces were not ingested"), std::string::npos) << bad.err;
 }
 
+// --gemm-shapes on the CPU: the command stands in for the tracer (it leaves the trace) and for
+// cuBLASLt (it writes the log where CUBLASLT_LOG_FILE says, %i as the pid); after it exits the
+// trace holds the calls, and the log directory is gone.
+TEST(ProfileCli, GemmShapesFileCuBlasLtsCallsIntoTheTrace) {
+  test::TempDir dir;
+  Trace made = test::sample_trace();
+  made.metadata.records = {"kernel", "gemm_call"};
+  write_ktrace(dir.path / "made.ktrace", made);
+  const auto lines = std::filesystem::path(KTUNE_SOURCE_DIR) / "fuzz" / "corpus" / "cublaslt_log" /
+                     "h100_torch.log";
+  const auto out = dir.path / "p.ktrace";
+  const auto script = dir.path / "fake.sh";
+  std::ofstream(script) << "#!/bin/sh\n"
+                           "echo \"level=$CUBLASLT_LOG_LEVEL\"\n"
+                           "echo \"file=$CUBLASLT_LOG_FILE\"\n"
+                           "cp "
+                        << (dir.path / "made.ktrace") << " " << out
+                        << "\n"
+                           "log=$(printf '%s' \"$CUBLASLT_LOG_FILE\" | sed \"s/%i/$$/\")\n"
+                           "cat "
+                        << lines << " " << lines
+                        << " > \"$log\"\n"
+                           "# a child that ran one GEMM and left no trace\n"
+                           "sh -c 'log=$(printf \"%s\" \"$CUBLASLT_LOG_FILE\" | sed \"s/%i/$$/\"); "
+                           "head -n 1 "
+                        << lines << " > \"$log\"'\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const auto r = run_ktune("profile --gemm-shapes -o " + out.string() + " -- " + script.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("level=2\n"), std::string::npos) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("file=(/\\S*)/cublaslt\\.%i\\.log\n")))
+      << r.out;
+  EXPECT_FALSE(std::filesystem::exists(m[1].str())) << "the log directory is removed";
+  EXPECT_NE(r.err.find("ktune: trace " + out.string() +
+                       ": 10 GEMM calls of 5 distinct problems from cuBLASLt's log\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("cuBLASLt ran 1 GEMM calls in process \\d+, which left no trace")))
+      << r.err;
+  const Trace t = read_ktrace(out);
+  ASSERT_EQ(t.gemm_calls.size(), 5u);
+  EXPECT_EQ(t.gemm_calls[0].m, 11008);
+  EXPECT_EQ(t.gemm_calls[0].epilogue, "EPILOGUE_BIAS");
+  EXPECT_EQ(t.gemm_calls[0].calls, 2u);
+  EXPECT_EQ(t.gemm_calls[2].batch, 2);
+
+  // The variable works as the flag does; the user's level, when it includes Trace, stands.
+  const auto e = run_ktune(
+      "profile -o " + (dir.path / "e.ktrace").string() + " -- sh -c 'echo $CUBLASLT_LOG_LEVEL'",
+      "KTUNE_TRACE_GEMM_SHAPES=1 CUBLASLT_LOG_LEVEL=5");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out, "5\n");
+  EXPECT_NE(e.err.find("cuBLASLt logged no GEMM calls"), std::string::npos) << e.err;
+  // Without the flag cuBLASLt's logging is left alone.
+  const auto off = run_ktune("profile -o " + (dir.path / "o.ktrace").string() +
+                             " -- sh -c 'echo \"[$CUBLASLT_LOG_LEVEL$CUBLASLT_LOG_FILE]\"'");
+  EXPECT_EQ(off.out, "[]\n");
+}
+
+TEST(ProfileCli, GemmShapesConflictIsOneSentenceBeforeTheProgramRuns) {
+  const auto r =
+      run_ktune("profile --gemm-shapes -- sh -c 'echo ran'", "CUBLASLT_LOG_FILE=/tmp/mine.log");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  expect_one_sentence(r.err, "CUBLASLT_LOG_FILE is set (/tmp/mine.log)");
+  const auto p = run_ktune("profile --gemm-shapes --period 60s --window 2s -- true");
+  EXPECT_EQ(p.exit_code, 1);
+  expect_one_sentence(p.err, "records the whole run");
+}
+
 TEST(ProfileCli, BadPeriodicWindowsAreOneSentence) {
   const auto alone = run_ktune("profile --window 2s -- true");
   EXPECT_EQ(alone.exit_code, 1);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ktune/analyze/counters.hpp"
+#include "ktune/analyze/gemm_calls.hpp"
 #include "ktune/analyze/launch_shape.hpp"
 #include "ktune/analyze/source.hpp"
 #include "ktune/analyze/timeline.hpp"
@@ -127,6 +128,7 @@ struct Analysis {
   trace::SkippedRecords skipped;  // records left out: their times could not be placed
   CounterAnalysis counters;       // the counter tier's verdicts; empty without counters
   TimelineFindings timeline;      // copy/compute overlap, collectives, serialized kernels
+  GemmCalls gemm;                 // cuBLASLt's GEMM calls (ktune profile --gemm-shapes)
   std::int64_t busy_ns() const;
   std::int64_t window_ns() const;
 };
@@ -134,7 +136,7 @@ struct Analysis {
 // Reads each record type once (nvtx, api calls, syncs and copies before kernels) and keeps per
 // kernel only its duration, for the medians; then the counter analysis (counters, and kernels
 // only when there are counters) and the timeline findings (copies and kernels again, one interval
-// per kernel). Throws ktune::Error when kernels arrive out of order.
+// per kernel), then the GEMM calls. Throws ktune::Error when kernels arrive out of order.
 Analysis analyze(TraceSource& source, const AnalysisOptions& options = {});
 
 }  // namespace ktune::analyze

@@ -28,6 +28,8 @@ class TraceSource {
   virtual void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) = 0;
   // Counter-tier values, ordered by correlation_id; a trace without the counter tier has none.
   virtual void counters(const Visitor<trace::CounterRecord>& visit) { (void)visit; }
+  // cuBLASLt's GEMM calls (ktune profile --gemm-shapes), in stored order; none without them.
+  virtual void gemm_calls(const Visitor<trace::GemmCallRecord>& visit) { (void)visit; }
   virtual const trace::TraceMetadata& metadata() const = 0;
   // The earliest non-zero timestamp of any record; exported times count from it. Empty: nullopt.
   virtual std::optional<std::uint64_t> origin_ns() = 0;
@@ -47,6 +49,7 @@ class MemorySource : public TraceSource {
   void syncs(const Visitor<trace::SyncRecord>& visit) override;
   void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
   void counters(const Visitor<trace::CounterRecord>& visit) override;
+  void gemm_calls(const Visitor<trace::GemmCallRecord>& visit) override;
   const trace::TraceMetadata& metadata() const override { return trace_.metadata; }
   std::optional<std::uint64_t> origin_ns() override;
 
@@ -68,6 +71,7 @@ class KtraceSource : public TraceSource {
   void syncs(const Visitor<trace::SyncRecord>& visit) override;
   void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
   void counters(const Visitor<trace::CounterRecord>& visit) override;
+  void gemm_calls(const Visitor<trace::GemmCallRecord>& visit) override;
   const trace::TraceMetadata& metadata() const override { return counts_.metadata; }
   std::optional<std::uint64_t> origin_ns() override;
   trace::SkippedRecords skipped() const override { return reader_.skipped(); }
