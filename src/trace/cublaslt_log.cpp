@@ -1,5 +1,6 @@
 #include "ktune/trace/cublaslt_log.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <fstream>
@@ -35,7 +36,7 @@ bool split_fields(std::string_view s, Fields& out) {
     std::size_t eq = i;
     while (eq < s.size() && s[eq] != '=' && s[eq] != ' ') ++eq;
     if (eq >= s.size() || s[eq] != '=' || eq == i) {
-      i = eq;
+      i = std::max(eq, i + 1);  // a word without '=', or a '=' with no name before it
       continue;
     }
     const std::string_view key = s.substr(i, eq - i);

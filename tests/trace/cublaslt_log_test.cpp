@@ -131,6 +131,19 @@ TEST(CublasLtLog, OtherLinesAreSkippedAndMalformedOnesCounted) {
   EXPECT_EQ(out.first_malformed, "a bracket is not closed");
 }
 
+// Found by the fuzzer (fuzz/corpus/cublaslt_log/equals_without_name): a '=' with no name before
+// it, inside or outside a bracket, made the field splitter loop for ever.
+TEST(CublasLtLog, AnEqualsSignWithoutANameIsSkipped) {
+  const std::string first = h100_log().substr(0, h100_log().find('\n'));
+  std::string line = first;
+  line.insert(line.find("Adesc=[") + 7, "=x ");  // inside A's descriptor
+  line.insert(line.find(" Bdesc="), " =");       // between two fields
+  const CublasLtLog out =
+      parse_cublaslt_log(line + "\n" + "[t][cublasLt][1][Trace][cublasLtMatmul] =\n");
+  EXPECT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].m, 11008);
+}
+
 TEST(CublasLtLog, DistinctProblemsAreBounded) {
   CublasLtLogParser parser;
   for (std::size_t i = 1; i <= kMaxGemmProblems + 10; ++i)
