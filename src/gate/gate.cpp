@@ -140,9 +140,21 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
   }
   std::vector<Runs> cand(n);
   std::vector<nlohmann::json> configs(n);
-  for (std::size_t i = 0; i < n; ++i) configs[i] = m.config(suite.benchmarks[i]);
+  // Wall time per benchmark, preparation (build, load) and every run, re-measurements included.
+  std::vector<double> spent_s(n, 0.0);
+  const auto timed = [&](std::size_t i, auto&& step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = step(suite.benchmarks[i]);
+    spent_s[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+  const auto run = [&](std::size_t i) {
+    return timed(i, [&](const SuiteBenchmark& b) { return m.run(b); });
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    configs[i] = timed(i, [&](const SuiteBenchmark& b) { return m.config(b); });
   for (int r = 0; r < suite.rule.candidate_runs; ++r)
-    for (std::size_t i = 0; i < n; ++i) cand[i].push_back(m.run(suite.benchmarks[i]));
+    for (std::size_t i = 0; i < n; ++i) cand[i].push_back(run(i));
 
   // The statistics over the benchmarks that have a baseline; Holm counts only those.
   std::vector<std::size_t> compared;
@@ -153,9 +165,8 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
       base_runs.push_back(runs_of(base[i]));
       cand_runs.push_back(cand[i]);
     }
-  const auto comparisons = compare_suite(base_runs, cand_runs, suite.rule, [&](std::size_t k) {
-    return m.run(suite.benchmarks[compared[k]]);
-  });
+  const auto comparisons = compare_suite(base_runs, cand_runs, suite.rule,
+                                         [&](std::size_t k) { return run(compared[k]); });
   for (std::size_t k = 0; k < compared.size(); ++k) cand[compared[k]] = cand_runs[k];
 
   report.results.resize(n);
@@ -163,6 +174,7 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
     auto& res = report.results[i];
     res.name = suite.benchmarks[i].name;
     res.shape = suite.benchmarks[i].shape_key();
+    res.measure_s = spent_s[i];
   }
   for (std::size_t k = 0; k < compared.size(); ++k) {
     const std::size_t i = compared[k];

@@ -8,7 +8,7 @@ namespace ktune::gate {
 namespace {
 
 std::string verdict_of(const BenchmarkResult& r) {
-  return r.has_baseline ? std::string(verdict_name(r.comparison.verdict)) : "new";
+  return r.has_baseline ? std::string(to_string(r.comparison.verdict)) : "new";
 }
 
 std::string percent(double x) {
@@ -110,7 +110,8 @@ std::string render_junit(const CheckReport& r) {
       "skipped=\"{}\" time=\"{:.3f}\">\n",
       xml_escape(r.suite), r.results.size(), failures, skipped, r.duration_s);
   for (const auto& b : r.results) {
-    out += fmt::format("    <testcase classname=\"ktune.gate\" name=\"{}\">\n", xml_escape(b.name));
+    out += fmt::format("    <testcase classname=\"ktune.gate\" name=\"{}\" time=\"{:.3f}\">\n",
+                       xml_escape(b.name), b.measure_s);
     const std::string detail =
         b.has_baseline ? fmt::format("{} p50 {}, interval {}, p (adjusted) {:.2g}{}", verdict_of(b),
                                      percent(b.comparison.shift.change),
@@ -136,7 +137,10 @@ std::string render_junit(const CheckReport& r) {
 void to_json(nlohmann::json& j, const CheckReport& r) {
   nlohmann::json benches = nlohmann::json::array();
   for (const auto& b : r.results) {
-    nlohmann::json e = {{"name", b.name}, {"shape", b.shape}, {"verdict", verdict_of(b)}};
+    nlohmann::json e = {{"name", b.name},
+                        {"shape", b.shape},
+                        {"verdict", verdict_of(b)},
+                        {"measure_s", b.measure_s}};
     if (b.has_baseline) {
       const Shift& s = b.comparison.shift;
       e["change"] = s.change;

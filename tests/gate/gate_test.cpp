@@ -5,7 +5,9 @@
 #include "ktune/core/error.hpp"
 #include "ktune/gate/gpu_measurer.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,11 +20,14 @@ using ::testing::HasSubstr;
 class FakeMeasurer : public Measurer {
  public:
   std::map<std::string, double> slowdown;  // benchmark -> factor
+  std::map<std::string, int> sleep_ms;     // benchmark -> wall time of each run
   store::GateEnvironment env{"NVIDIA H100 80GB HBM3", "sm_90", "580.65.06", "12.8", "0.1.0"};
   Rng rng{7};
   int runs = 0;
   std::vector<double> run(const SuiteBenchmark& b) override {
     ++runs;
+    if (sleep_ms.count(b.name))
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms[b.name]));
     const double offset = std::exp(0.003 * rng.normal());
     const double f = slowdown.count(b.name) ? slowdown[b.name] : 1.0;
     std::vector<double> s(60);
@@ -93,8 +98,8 @@ TEST_F(GateTest, UnchangedPassesAndASlowdownFailsWithItsExplanation) {
   EXPECT_THAT(render_markdown(slow), HasSubstr("| gemv | **slower** |"));
   const std::string junit = render_junit(slow);
   EXPECT_THAT(junit, HasSubstr("tests=\"3\" failures=\"1\""));
-  EXPECT_THAT(junit,
-              HasSubstr("<testcase classname=\"ktune.gate\" name=\"gemv\">\n      <failure"));
+  EXPECT_THAT(junit, ::testing::ContainsRegex("<testcase classname=\"ktune.gate\" name=\"gemv\" "
+                                              "time=\"[0-9.]+\">\n      <failure"));
 }
 
 TEST_F(GateTest, AnEnvironmentOnlyChangeIsBlamedOnTheEnvironment) {
@@ -136,14 +141,27 @@ TEST_F(GateTest, JsonShapeIsPinned) {
   EXPECT_EQ(j["schema_version"], kCheckSchemaVersion);
   keys.clear();
   for (const auto& [k, v] : j["benchmarks"][0].items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "base_p50_ns", "base_runs",      "base_samples", "baseline",
-                      "blame",       "cand_p50_ns",    "cand_runs",    "cand_samples",
-                      "change",      "ci_high",        "ci_low",       "environment_changes",
-                      "explain",     "interval_known", "name",         "p_adjusted",
-                      "p_value",     "remeasured",     "shape",        "verdict"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{
+                "base_p50_ns", "base_runs",           "base_samples", "baseline",       "blame",
+                "cand_p50_ns", "cand_runs",           "cand_samples", "change",         "ci_high",
+                "ci_low",      "environment_changes", "explain",      "interval_known", "measure_s",
+                "name",        "p_adjusted",          "p_value",      "remeasured",     "shape",
+                "verdict"}));
   EXPECT_EQ(j["benchmarks"][0]["verdict"], "unchanged");
   EXPECT_EQ(j["environment"]["arch"], "sm_90");
+}
+
+// Where a check's time goes: each benchmark's preparation and runs, re-measurements included.
+TEST_F(GateTest, EachBenchmarkSaysHowLongItTookToMeasure) {
+  store::Baselines b(*store_);
+  record(suite_, m_, b, {"abc123", "main"});
+  m_.sleep_ms["gemv"] = 30;
+  const CheckReport r = check(suite_, m_, b, {"abc123", ""}, {});
+  const double runs = r.results[1].comparison.shift.cand_runs;
+  EXPECT_GE(r.results[1].measure_s, 0.030 * runs);
+  EXPECT_LT(r.results[0].measure_s, r.results[1].measure_s);
+  EXPECT_LE(r.results[0].measure_s + r.results[1].measure_s + r.results[2].measure_s, r.duration_s);
 }
 
 TEST(RunProgram, CapturesStdoutAndNamesAFailingProgram) {

@@ -14,7 +14,8 @@
 
 namespace ktune::gate {
 
-inline constexpr int kCheckSchemaVersion = 1;
+// 2: "measure_s" per benchmark.
+inline constexpr int kCheckSchemaVersion = 2;
 
 // Measures one run of a benchmark. The GPU implementation (gpu_measurer.hpp) uses bench's one
 // candidate pipeline and runs programs; tests hand in synthetic runs.
@@ -50,6 +51,7 @@ struct BenchmarkResult {
   // For a slower or faster verdict: "code", "environment" or "code or environment".
   std::string blame;
   std::vector<std::string> explain;  // ktune profile commands that would explain a regression
+  double measure_s = 0;              // wall time this check spent on it: preparation and every run
 };
 
 struct CheckReport {
