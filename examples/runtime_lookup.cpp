@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("vector_scale f32 n=%u on %s: %s (%s%s)\n", n, env.device_name.c_str(),
-                answer.config->dump().c_str(), ktune::store::match_name(answer.match),
+                answer.config->dump().c_str(), ktune::store::to_string(answer.match),
                 answer.stale ? ", stale: re-tune" : "");
     if (!gpu) {
       std::printf("launch skipped: no GPU\n");

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 
 namespace ktune::analyze {
@@ -37,22 +38,28 @@ GroupBy parse_group_by(const std::string& text) {
   throw Error(fmt::format("--by '{}' is not a grouping; use --by name or --by name+launch.", text));
 }
 
+namespace {
+constexpr EnumName<GroupBy> kGroupByNames[] = {
+    {GroupBy::name, "name"},
+    {GroupBy::name_and_launch, "name+launch"},
+};
+}  // namespace
+
 const char* to_string(GroupBy by) {
-  return by == GroupBy::name ? "name" : "name+launch";
+  return name_of(kGroupByNames, by);
 }
 
+namespace {
+constexpr EnumName<GapCause> kGapCauseNames[] = {
+    {GapCause::launch_bound, "launch_bound"},
+    {GapCause::synchronization, "synchronization"},
+    {GapCause::copies, "copies"},
+    {GapCause::unattributed, "unattributed"},
+};
+}  // namespace
+
 const char* to_string(GapCause cause) {
-  switch (cause) {
-    case GapCause::launch_bound:
-      return "launch_bound";
-    case GapCause::synchronization:
-      return "synchronization";
-    case GapCause::copies:
-      return "copies";
-    case GapCause::unattributed:
-      return "unattributed";
-  }
-  return "unattributed";
+  return name_of(kGapCauseNames, cause);
 }
 
 double DeviceUtilization::busy_fraction() const {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/trace/metrics.hpp"
 
 namespace ktune::analyze {
@@ -324,22 +325,16 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
 
 }  // namespace
 
+namespace {
+constexpr EnumName<Bottleneck> kBottleneckNames[] = {
+    {Bottleneck::memory, "memory-bound"},   {Bottleneck::compute, "compute-bound"},
+    {Bottleneck::latency, "latency-bound"}, {Bottleneck::locality, "locality"},
+    {Bottleneck::launch, "launch-bound"},   {Bottleneck::unknown, "unknown"},
+};
+}  // namespace
+
 const char* to_string(Bottleneck b) {
-  switch (b) {
-    case Bottleneck::memory:
-      return "memory-bound";
-    case Bottleneck::compute:
-      return "compute-bound";
-    case Bottleneck::latency:
-      return "latency-bound";
-    case Bottleneck::locality:
-      return "locality";
-    case Bottleneck::launch:
-      return "launch-bound";
-    case Bottleneck::unknown:
-      return "unknown";
-  }
-  return "unknown";
+  return name_of(kBottleneckNames, b);
 }
 
 std::optional<double> KernelCounters::mean(std::string_view metric) const {

@@ -1,4 +1,5 @@
 #include "ktune/analyze/occupancy.hpp"
+#include "ktune/core/enum_names.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -49,22 +50,16 @@ std::vector<std::string> known_sm_limits() {
   return names;
 }
 
+namespace {
+constexpr EnumName<OccupancyLimiter> kLimiterNames[] = {
+    {OccupancyLimiter::none, "none"},           {OccupancyLimiter::block_size, "block size"},
+    {OccupancyLimiter::warps, "warps"},         {OccupancyLimiter::max_blocks, "max blocks"},
+    {OccupancyLimiter::registers, "registers"}, {OccupancyLimiter::shared_memory, "shared memory"},
+};
+}  // namespace
+
 const char* to_string(OccupancyLimiter limiter) {
-  switch (limiter) {
-    case OccupancyLimiter::none:
-      return "none";
-    case OccupancyLimiter::block_size:
-      return "block size";
-    case OccupancyLimiter::warps:
-      return "warps";
-    case OccupancyLimiter::max_blocks:
-      return "max blocks";
-    case OccupancyLimiter::registers:
-      return "registers";
-    case OccupancyLimiter::shared_memory:
-      return "shared memory";
-  }
-  return "none";
+  return name_of(kLimiterNames, limiter);
 }
 
 Occupancy theoretical_occupancy(const SmLimits& limits, const KernelResources& kernel) {

@@ -20,7 +20,7 @@ cudaDataType_t lt_type(cuda::DType t) {
       throw Error(
           fmt::format("cuBLASLt GEMM tuning takes f16 or bf16, not {}; pass --dtype f16 or "
                       "--dtype bf16.",
-                      cuda::dtype_name(t)));
+                      cuda::to_string(t)));
   }
 }
 

@@ -57,7 +57,7 @@ void to_json(nlohmann::json& j, const InterleavedResult& r) {
        {"speedup_of_b", r.speedup_of_b()},
        {"pairs", r.pairs},
        {"dropped_throttled", r.dropped_throttled},
-       {"stop_reason", stop_reason_name(r.stop_reason)}};
+       {"stop_reason", to_string(r.stop_reason)}};
 }
 
 }  // namespace ktune::bench

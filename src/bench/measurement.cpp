@@ -4,27 +4,26 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/nvml.hpp"
 
 namespace ktune::bench {
 
-std::string_view mode_name(TimingMode m) {
-  switch (m) {
-    case TimingMode::cold:
-      return "cold";
-    case TimingMode::hot:
-      return "hot";
-    case TimingMode::graph:
-      return "graph";
-  }
-  return "cold";
+namespace {
+constexpr EnumName<TimingMode> kModeNames[] = {
+    {TimingMode::cold, "cold"},
+    {TimingMode::hot, "hot"},
+    {TimingMode::graph, "graph"},
+};
+}  // namespace
+
+const char* to_string(TimingMode m) {
+  return name_of(kModeNames, m);
 }
 
 TimingMode parse_mode(std::string_view name) {
-  if (name == "cold") return TimingMode::cold;
-  if (name == "hot") return TimingMode::hot;
-  if (name == "graph") return TimingMode::graph;
+  if (const auto m = value_of(kModeNames, name)) return *m;
   throw Error(fmt::format("unknown timing mode '{}'; use cold, hot or graph.", name));
 }
 
@@ -52,7 +51,7 @@ void to_json(nlohmann::json& j, const Measurement& m) {
   j["schema_version"] = kMeasurementSchemaVersion;
   j["kernel"] = m.kernel;
   j["config"] = m.config;
-  j["mode"] = mode_name(m.mode);
+  j["mode"] = to_string(m.mode);
   j["launches_per_sample"] = m.launches_per_sample;
   j["time_ns"] = m.time_ns;  // median, mean, stddev, min, max, p5, p95, count, relative_stddev
   j["median_ns"] = m.time_ns.median;
@@ -62,7 +61,7 @@ void to_json(nlohmann::json& j, const Measurement& m) {
   j["warmup_samples"] = m.warmup_samples;
   j["dropped_throttled"] = m.dropped_throttled;
   j["throttle_seen"] = cuda::throttle_reason_names(m.throttle_seen);
-  j["stop_reason"] = stop_reason_name(m.stop_reason);
+  j["stop_reason"] = to_string(m.stop_reason);
   j["wall_time_s"] = m.wall_time_s;
   j["sm_clock_mhz"] = {
       {"median", m.sm_clock_mhz_median}, {"min", m.sm_clock_mhz_min}, {"max", m.sm_clock_mhz_max}};

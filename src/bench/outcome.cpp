@@ -1,11 +1,11 @@
 #include "ktune/bench/outcome.hpp"
 
-#include <utility>
+#include "ktune/core/enum_names.hpp"
 
 namespace ktune::bench {
 namespace {
 
-constexpr std::pair<Status, const char*> kNames[] = {
+constexpr EnumName<Status> kNames[] = {
     {Status::ok, "ok"},
     {Status::compile_failed, "compile_failed"},
     {Status::launch_failed, "launch_failed"},
@@ -18,15 +18,11 @@ constexpr std::pair<Status, const char*> kNames[] = {
 }  // namespace
 
 const char* to_string(Status s) {
-  for (const auto& [status, name] : kNames)
-    if (status == s) return name;
-  return "?";
+  return name_of(kNames, s);
 }
 
 std::optional<Status> status_from_string(std::string_view s) {
-  for (const auto& [status, name] : kNames)
-    if (s == name) return status;
-  return std::nullopt;
+  return value_of(kNames, s);
 }
 
 }  // namespace ktune::bench

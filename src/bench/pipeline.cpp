@@ -92,7 +92,7 @@ std::optional<std::string> parameter_problem(const std::vector<std::size_t>& par
       return fmt::format(
           "argument '{}' ({} {}) is {} bytes but the kernel's parameter {} is {} bytes; fix its "
           "Type or MemoryType in the spec",
-          passed[i]->name, cuda::dtype_name(passed[i]->dtype),
+          passed[i]->name, cuda::to_string(passed[i]->dtype),
           passed[i]->kind == KernelArg::Kind::scalar ? "scalar" : "pointer", size_of(*passed[i]), i,
           param_bytes[i]);
   return std::nullopt;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/assignments.hpp"
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/nvml.hpp"
 
@@ -79,18 +80,17 @@ void StopSettings::apply_overrides(std::string_view overrides) {
   }
 }
 
-std::string_view stop_reason_name(StopReason r) {
-  switch (r) {
-    case StopReason::converged:
-      return "converged";
-    case StopReason::timeout:
-      return "timeout";
-    case StopReason::slower_than_best:
-      return "slower_than_best";
-    case StopReason::max_samples:
-      return "max_samples";
-  }
-  return "timeout";
+namespace {
+constexpr EnumName<StopReason> kStopReasonNames[] = {
+    {StopReason::converged, "converged"},
+    {StopReason::timeout, "timeout"},
+    {StopReason::slower_than_best, "slower_than_best"},
+    {StopReason::max_samples, "max_samples"},
+};
+}  // namespace
+
+const char* to_string(StopReason r) {
+  return name_of(kStopReasonNames, r);
 }
 
 StopRule::StopRule(StopSettings settings, std::optional<double> best_median_ns)

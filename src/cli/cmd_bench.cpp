@@ -109,7 +109,7 @@ int bench_with_counters(const BenchArgs& a, const tune::ProblemSpec& spec) {
 void print_text(const bench::Measurement& m) {
   const auto& t = m.time_ns;
   fmt::print("{} [{}] mode {} ({} launch{}/sample)\n", m.kernel, m.config.dump(),
-             bench::mode_name(m.mode), m.launches_per_sample,
+             bench::to_string(m.mode), m.launches_per_sample,
              m.launches_per_sample == 1 ? "" : "es");
   fmt::print(
       "  median {:.3f} us  mean {:.3f}  stddev {:.3f}  min {:.3f}  max {:.3f}  p5 {:.3f}  p95 "
@@ -117,7 +117,7 @@ void print_text(const bench::Measurement& m) {
       t.median / 1e3, t.mean / 1e3, t.stddev / 1e3, t.min / 1e3, t.max / 1e3, t.p5 / 1e3,
       t.p95 / 1e3);
   fmt::print("  samples {}  noise {:.2f} %  stop {}  dropped (throttled) {}  SM clock {} MHz\n",
-             t.count, 100 * m.noise, bench::stop_reason_name(m.stop_reason), m.dropped_throttled,
+             t.count, 100 * m.noise, bench::to_string(m.stop_reason), m.dropped_throttled,
              m.sm_clock_mhz_median);
   if (m.bytes > 0) fmt::print("  bandwidth {:.1f} GB/s\n", m.bytes_per_s() / 1e9);
   if (m.flop > 0) fmt::print("  compute {:.1f} GFLOP/s\n", m.flop_per_s() / 1e9);
@@ -166,7 +166,7 @@ const bool registered = register_command(
            const bench::InterleavedResult r = pipeline.compare(problem, other, settings.full);
            nlohmann::json j = r;
            j["schema_version"] = bench::kMeasurementSchemaVersion;
-           j["mode"] = bench::mode_name(settings.mode);
+           j["mode"] = bench::to_string(settings.mode);
            j["a"] = problem.config;
            j["b"] = other.config;
            if (a->json)

@@ -128,7 +128,7 @@ int run_get(const Options& o, const GlobalOptions& g) {
     fmt::print("no config for {} {} {} on {} (no entry and no default)\n", q.op, q.dtype,
                store::shape_name(q.shape), q.env.arch);
   } else {
-    fmt::print("{}  ({} match, bucket {}{})\n", r.config.dump(), store::match_name(r.match),
+    fmt::print("{}  ({} match, bucket {}{})\n", r.config.dump(), store::to_string(r.match),
                r.bucket, r.stale ? ", STALE: " + r.stale_reason : "");
   }
   return r.match == store::Match::none ? 3 : 0;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/nvrtc.hpp"
 
@@ -42,28 +43,14 @@ __global__ void ktune_fill(T* out, unsigned long long n, unsigned long long seed
 }
 )";
 
+constexpr EnumName<DType> kDeviceTypes[] = {
+    {DType::f64, "double"},         {DType::f32, "float"},      {DType::f16, "__half"},
+    {DType::bf16, "__nv_bfloat16"}, {DType::i64, "long long"},  {DType::i32, "int"},
+    {DType::i16, "short"},          {DType::i8, "signed char"}, {DType::u8, "unsigned char"},
+};
+
 const char* device_type(DType t) {
-  switch (t) {
-    case DType::f64:
-      return "double";
-    case DType::f32:
-      return "float";
-    case DType::f16:
-      return "__half";
-    case DType::bf16:
-      return "__nv_bfloat16";
-    case DType::i64:
-      return "long long";
-    case DType::i32:
-      return "int";
-    case DType::i16:
-      return "short";
-    case DType::i8:
-      return "signed char";
-    case DType::u8:
-      return "unsigned char";
-  }
-  return "float";
+  return name_of(kDeviceTypes, t, "float");
 }
 
 constexpr DType kAllTypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64,
@@ -123,28 +110,16 @@ std::size_t dtype_bytes(DType t) {
   return 4;
 }
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::f64:
-      return "float64";
-    case DType::f32:
-      return "float32";
-    case DType::f16:
-      return "float16";
-    case DType::bf16:
-      return "bfloat16";
-    case DType::i64:
-      return "int64";
-    case DType::i32:
-      return "int32";
-    case DType::i16:
-      return "int16";
-    case DType::i8:
-      return "int8";
-    case DType::u8:
-      return "uint8";
-  }
-  return "float32";
+namespace {
+constexpr EnumName<DType> kDTypeNames[] = {
+    {DType::f64, "float64"},   {DType::f32, "float32"}, {DType::f16, "float16"},
+    {DType::bf16, "bfloat16"}, {DType::i64, "int64"},   {DType::i32, "int32"},
+    {DType::i16, "int16"},     {DType::i8, "int8"},     {DType::u8, "uint8"},
+};
+}  // namespace
+
+const char* to_string(DType t) {
+  return name_of(kDTypeNames, t);
 }
 
 DType parse_dtype(std::string_view n) {

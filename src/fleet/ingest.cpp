@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/fleet/sketch.hpp"
@@ -99,16 +100,16 @@ void RunAggregator::add(const trace::KernelRecord& k) {
   ++impl_->records;
 }
 
+namespace {
+constexpr EnumName<store::PushOutcome> kPushOutcomeNames[] = {
+    {store::PushOutcome::added, "added"},
+    {store::PushOutcome::replaced, "replaced"},
+    {store::PushOutcome::already_ingested, "already ingested"},
+};
+}  // namespace
+
 const char* to_string(store::PushOutcome o) {
-  switch (o) {
-    case store::PushOutcome::added:
-      return "added";
-    case store::PushOutcome::replaced:
-      return "replaced";
-    case store::PushOutcome::already_ingested:
-      return "already ingested";
-  }
-  return "?";
+  return name_of(kPushOutcomeNames, o);
 }
 
 Tags parse_tags(const std::vector<std::string>& items) {

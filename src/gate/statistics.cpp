@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/stats.hpp"
 
@@ -231,18 +232,17 @@ Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& 
   return s;
 }
 
-std::string_view verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::faster:
-      return "faster";
-    case Verdict::unchanged:
-      return "unchanged";
-    case Verdict::slower:
-      return "slower";
-    case Verdict::noisy:
-      return "noisy";
-  }
-  return "?";
+namespace {
+constexpr EnumName<Verdict> kVerdictNames[] = {
+    {Verdict::faster, "faster"},
+    {Verdict::unchanged, "unchanged"},
+    {Verdict::slower, "slower"},
+    {Verdict::noisy, "noisy"},
+};
+}  // namespace
+
+const char* to_string(Verdict v) {
+  return name_of(kVerdictNames, v);
 }
 
 Verdict decide(const Shift& s, double p_adjusted, const Rule& rule) {

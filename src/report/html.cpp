@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/text.hpp"
 #include "ktune/report/report.hpp"
 #include "sections.hpp"
@@ -17,18 +18,15 @@ namespace d = detail;
 
 namespace {
 
+constexpr EnumName<GapCause> kCauseColors[] = {
+    {GapCause::launch_bound, "#e8a33d"},
+    {GapCause::synchronization, "#d9534f"},
+    {GapCause::copies, "#5b8dd6"},
+    {GapCause::unattributed, "#b0b0b0"},
+};
+
 const char* cause_color(GapCause c) {
-  switch (c) {
-    case GapCause::launch_bound:
-      return "#e8a33d";
-    case GapCause::synchronization:
-      return "#d9534f";
-    case GapCause::copies:
-      return "#5b8dd6";
-    case GapCause::unattributed:
-      return "#b0b0b0";
-  }
-  return "#b0b0b0";
+  return name_of(kCauseColors, c, "#b0b0b0");
 }
 
 // Horizontal bars of the top kernels' total GPU time.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/json.hpp"
 
@@ -14,18 +15,15 @@ namespace {
 
 const DimRule kExact{};
 
+constexpr EnumName<BucketKind> kKindNames[] = {
+    {BucketKind::exact, "exact"},
+    {BucketKind::pow2, "pow2"},
+    {BucketKind::multiple, "multiple"},
+    {BucketKind::ranges, "ranges"},
+};
+
 const char* kind_name(BucketKind k) {
-  switch (k) {
-    case BucketKind::exact:
-      return "exact";
-    case BucketKind::pow2:
-      return "pow2";
-    case BucketKind::multiple:
-      return "multiple";
-    case BucketKind::ranges:
-      return "ranges";
-  }
-  return "?";
+  return name_of(kKindNames, k);
 }
 
 }  // namespace

@@ -5,23 +5,23 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/json.hpp"
 
 namespace ktune::store {
 
-const char* match_name(Match m) {
-  switch (m) {
-    case Match::exact:
-      return "exact";
-    case Match::nearest:
-      return "nearest";
-    case Match::default_config:
-      return "default";
-    case Match::none:
-      return "none";
-  }
-  return "none";
+namespace {
+constexpr EnumName<Match> kMatchNames[] = {
+    {Match::exact, "exact"},
+    {Match::nearest, "nearest"},
+    {Match::default_config, "default"},
+    {Match::none, "none"},
+};
+}  // namespace
+
+const char* to_string(Match m) {
+  return name_of(kMatchNames, m);
 }
 
 std::string stale_reason(const CacheKey& key, const Environment& env) {
@@ -191,7 +191,7 @@ void from_json(const nlohmann::json& j, OpSpec& s) {
 }
 
 void to_json(nlohmann::json& j, const LookupResult& r) {
-  j = {{"match", match_name(r.match)},
+  j = {{"match", to_string(r.match)},
        {"bucket", r.bucket},
        {"config", r.config},
        {"stale", r.stale}};

@@ -83,7 +83,7 @@ void to_json(nlohmann::json& j, const LibrarySearchResult& r) {
          {"n", r.shape.n},
          {"k", r.shape.k},
          {"layout", "TN"},
-         {"dtype", cuda::dtype_name(r.shape.dtype)},
+         {"dtype", cuda::to_string(r.shape.dtype)},
          {"bias", r.shape.bias}}},
        {"winner", r.winner},
        {"winner_time", r.winner_time},
@@ -187,7 +187,7 @@ LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
   std::vector<bench::LtAlgoConfig> configs = gemm.heuristics(o.heuristics, o.max_workspace_bytes);
   if (configs.empty())
     throw Error(fmt::format("cuBLASLt offers no algorithm for a {}x{}x{} {} GEMM on this GPU.",
-                            shape.m, shape.n, shape.k, cuda::dtype_name(shape.dtype)));
+                            shape.m, shape.n, shape.k, cuda::to_string(shape.dtype)));
   const auto caps = gemm.algo_caps();
   const std::size_t room = o.budget > configs.size() ? o.budget - configs.size() : 0;
   for (auto& c : enumerate_configs(caps, room, o.seed)) configs.push_back(std::move(c));

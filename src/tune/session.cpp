@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
@@ -25,20 +26,16 @@
 
 namespace ktune::tune {
 
+namespace {
+constexpr EnumName<StopCause> kStopCauseNames[] = {
+    {StopCause::budget, "budget"},       {StopCause::time, "time"},
+    {StopCause::exhausted, "exhausted"}, {StopCause::interrupted, "interrupted"},
+    {StopCause::fatal, "fatal"},
+};
+}  // namespace
+
 const char* to_string(StopCause c) {
-  switch (c) {
-    case StopCause::budget:
-      return "budget";
-    case StopCause::time:
-      return "time";
-    case StopCause::exhausted:
-      return "exhausted";
-    case StopCause::interrupted:
-      return "interrupted";
-    case StopCause::fatal:
-      return "fatal";
-  }
-  return "budget";
+  return name_of(kStopCauseNames, c);
 }
 
 std::filesystem::path Session::results_path(const std::filesystem::path& dir) {

@@ -13,7 +13,7 @@ TEST(Measurement, ModesParseAndUnknownModeIsOneSentence) {
   EXPECT_EQ(parse_mode("cold"), TimingMode::cold);
   EXPECT_EQ(parse_mode("hot"), TimingMode::hot);
   EXPECT_EQ(parse_mode("graph"), TimingMode::graph);
-  EXPECT_EQ(mode_name(TimingMode::graph), "graph");
+  EXPECT_STREQ(to_string(TimingMode::graph), "graph");
   try {
     parse_mode("warm");
     FAIL();

@@ -52,8 +52,8 @@ TEST(BenchGpu, CopyVerifiesAndMeasuresInEveryMode) {
     EXPECT_GE(o.measurement.time_ns.count, 10u);
     EXPECT_EQ(o.measurement.mode, mode);
     // 2 GiB moved: an H100 needs at least ~0.5 ms, and anything sane is under 50 ms.
-    EXPECT_GT(o.measurement.time_ns.median, 0.5e6) << mode_name(mode);
-    EXPECT_LT(o.measurement.time_ns.median, 50e6) << mode_name(mode);
+    EXPECT_GT(o.measurement.time_ns.median, 0.5e6) << to_string(mode);
+    EXPECT_LT(o.measurement.time_ns.median, 50e6) << to_string(mode);
     EXPECT_GT(o.measurement.bytes_per_s(), 1e12);
   }
 }
@@ -123,8 +123,8 @@ TEST(BenchGpu, ConstantFillsWriteTheirValueInEveryWidth) {
     const std::size_t w = cuda::dtype_bytes(type);
     for (std::size_t k = 0; k < 100'003; k += 997)
       ASSERT_EQ(decode_element(z.data() + k * w, type), value)
-          << cuda::dtype_name(type) << " #" << k;
-    ASSERT_EQ(decode_element(z.data() + z.size() - w, type), value) << cuda::dtype_name(type);
+          << cuda::to_string(type) << " #" << k;
+    ASSERT_EQ(decode_element(z.data() + z.size() - w, type), value) << cuda::to_string(type);
   }
 }
 

@@ -21,7 +21,7 @@ inline constexpr int kMeasurementSchemaVersion = 1;
 // cold: L2 flushed before each sample, one launch between events. hot: back-to-back launches
 // between events, divided. graph: launches captured in a CUDA graph and replayed, divided.
 enum class TimingMode { cold, hot, graph };
-std::string_view mode_name(TimingMode m);
+const char* to_string(TimingMode m);
 // ktune::Error naming the accepted modes for anything else.
 TimingMode parse_mode(std::string_view name);
 

@@ -42,7 +42,7 @@ void to_json(nlohmann::json& j, const StopSettings& s);
 
 // Why measurement stopped; every result carries it.
 enum class StopReason { converged, timeout, slower_than_best, max_samples };
-std::string_view stop_reason_name(StopReason r);
+const char* to_string(StopReason r);
 
 // One timed sample as the GPU side reports it. time_ns is GPU time per kernel launch.
 struct Sample {

@@ -12,7 +12,7 @@ namespace ktune::cuda {
 enum class DType { f64, f32, f16, bf16, i64, i32, i16, i8, u8 };
 
 std::size_t dtype_bytes(DType t);
-std::string_view dtype_name(DType t);  // "float16", ...
+const char* to_string(DType t);  // "float16", ...
 DType parse_dtype(
     std::string_view name);  // accepts "float16", "half", "f16", "bf16", ...; Error if unknown
 

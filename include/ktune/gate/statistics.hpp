@@ -79,7 +79,7 @@ struct Rule {
 Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& rng);
 
 enum class Verdict { faster, unchanged, slower, noisy };
-std::string_view verdict_name(Verdict v);
+const char* to_string(Verdict v);
 
 // slower: significant after correction (adjusted p < alpha and the interval above 0) and a
 // slowdown of the threshold or more is within the interval; faster mirrors it; noisy: the

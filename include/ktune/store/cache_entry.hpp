@@ -75,7 +75,7 @@ struct PutResult {
 };
 
 enum class Match { exact, nearest, default_config, none };
-const char* match_name(Match m);  // "exact", "nearest", "default", "none"
+const char* to_string(Match m);  // "exact", "nearest", "default", "none"
 
 struct LookupQuery {
   std::string op, dtype;
