@@ -58,24 +58,18 @@ trace::Trace merge_ranks(std::vector<trace::Trace> ranks) {
     for (std::uint32_t id : ids) s.device[id] = merged_devices++;
 
     std::uint32_t max_corr = 0, max_ctx = 0, max_stream = 0, max_pid = 0;
-    for (auto& k : t.kernels) {
-      max_corr = std::max(max_corr, k.correlation_id);
-      max_ctx = std::max(max_ctx, k.context_id);
-      max_stream = std::max(max_stream, k.stream_id);
-      shift_common(k, s);
-    }
-    for (auto& m : t.memcpys) {
-      max_corr = std::max(max_corr, m.correlation_id);
-      max_ctx = std::max(max_ctx, m.context_id);
-      max_stream = std::max(max_stream, m.stream_id);
-      shift_common(m, s);
-    }
-    for (auto& m : t.memsets) {
-      max_corr = std::max(max_corr, m.correlation_id);
-      max_ctx = std::max(max_ctx, m.context_id);
-      max_stream = std::max(max_stream, m.stream_id);
-      shift_common(m, s);
-    }
+    // Kernels, copies and memsets: the GPU-side records, with the same ids to shift.
+    const auto gpu_side = [&](auto& records) {
+      for (auto& r : records) {
+        max_corr = std::max(max_corr, r.correlation_id);
+        max_ctx = std::max(max_ctx, r.context_id);
+        max_stream = std::max(max_stream, r.stream_id);
+        shift_common(r, s);
+      }
+    };
+    gpu_side(t.kernels);
+    gpu_side(t.memcpys);
+    gpu_side(t.memsets);
     for (auto& a : t.api_calls) {
       max_corr = std::max(max_corr, a.correlation_id);
       max_pid = std::max(max_pid, a.process_id);
