@@ -1,6 +1,7 @@
 // An fp16 GEMM (C = A B, fp32 accumulate, M = N = K = SIZE) through cuBLASLt, timed cold by the
-// harness's stop rule, printed as `ktune bench --json` prints a measurement (samples_ns): the gate
-// suite's external-program benchmark and the library baseline in scripts/gpu-gate*.sh.
+// harness's stop rule as the gate's own runs are (StopSettings::distribution), printed as
+// `ktune bench --json` prints a measurement (samples_ns): the gate suite's external-program
+// benchmark and the library baseline in scripts/gpu-gate*.sh.
 // Usage: ktune_gate_cublaslt [SIZE]   (default 4096)
 #include <cublasLt.h>
 
@@ -96,7 +97,7 @@ int main(int argc, char** argv) try {
   cuda::L2Flusher flusher(
       static_cast<std::size_t>(ctx.attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)));
   CublasLtGemm gemm(size, stream.get(), flusher);
-  bench::StopRule rule(bench::StopSettings::full());
+  bench::StopRule rule(bench::StopSettings::distribution());
   bench::run_until_stopped(gemm, rule);
   const nlohmann::json j = {{"schema_version", 1},
                             {"status", "ok"},

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -14,6 +15,13 @@
 #include "ktune/cuda/nvml.hpp"
 
 namespace ktune::bench {
+
+StopSettings StopSettings::distribution() {
+  StopSettings s;
+  s.min_gpu_time_s = 0.2;
+  s.max_relative_stddev = std::numeric_limits<double>::max();  // the spread is the data
+  return s;
+}
 
 StopSettings StopSettings::screen() {
   StopSettings s;

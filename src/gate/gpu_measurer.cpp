@@ -65,6 +65,7 @@ GpuMeasurer::Prepared& GpuMeasurer::prepare(const SuiteBenchmark& b) {
   p->config = p->problem.config;
   bench::PipelineSettings settings;
   settings.mode = bench::parse_mode(b.mode);
+  settings.full = bench::StopSettings::distribution();
   settings.full.apply_overrides(suite_.stop);
   p->pipeline = std::make_unique<bench::CandidatePipeline>(p->problem, settings, device_);
   slot = std::move(p);

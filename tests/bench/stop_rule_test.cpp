@@ -109,6 +109,21 @@ TEST(StopRule, NoisyStreamRunsToTheTimeout) {
   EXPECT_GT(rule.noise(), 0.3);
 }
 
+TEST(StopRule, ADistributionRunEndsAtItsGpuTimeWhateverItsSpread) {
+  // The same 33 % noise: a gate run keeps 0.2 s of GPU time (134 samples of 1.5 ms on average)
+  // and ends converged, not at the timeout.
+  StopRule rule(StopSettings::distribution());
+  int i = 0;
+  const std::size_t n = feed(
+      rule,
+      [&] {
+        return Sample{(i++ % 2) ? 2e6 : 1e6, 0, 0};
+      },
+      0.01);
+  EXPECT_EQ(rule.reason(), StopReason::converged);
+  EXPECT_EQ(n, 134u);
+}
+
 TEST(StopRule, NoiseDropsBelowBoundAfterASettlingPhase) {
   // Two 20 % outliers then a steady stream: stops once the relative stddev falls below 0.5 %.
   StopRule rule(StopSettings{});

@@ -32,6 +32,11 @@ struct StopSettings {
   static StopSettings full() { return {}; }
   // The tuner's short screen: few samples, little time, early exit when clearly slower.
   static StopSettings screen();
+  // A run that samples a distribution (the gate's runs, compared by their medians across runs):
+  // it ends once it holds min_gpu_time_s (0.2 s) of GPU time and min_samples, whatever its
+  // spread. Under full() a small cold kernel, whose samples never come within 0.5 %, ran every
+  // run to the 15 s timeout.
+  static StopSettings distribution();
 
   // Applies "key=value,..." overrides (keys as in to_json: min_samples, min_gpu_time_s, ...);
   // ktune::Error naming the key and the accepted ones when one is unknown or not a number.
