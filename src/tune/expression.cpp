@@ -489,7 +489,9 @@ class TreeWalker {
     const std::uint64_t n = times > 0 ? static_cast<std::uint64_t>(times) : 0;
     if (seq.kind() == Value::Kind::string) {
       const std::string& s = seq.as_string();
-      if (!s.empty() && n > kMaxListElements / s.size())
+      // An empty one repeated 10^18 times is still empty: no loop of that length.
+      if (s.empty()) return Value(std::string());
+      if (n > kMaxListElements / s.size())
         charge_elements(pos, kMaxListElements + 1, "this string repetition");
       charge_elements(pos, s.size() * n, "this string repetition");
       std::string r;
@@ -498,7 +500,8 @@ class TreeWalker {
       return Value(std::move(r));
     }
     const Value::List& l = seq.as_list();
-    if (!l.empty() && n > kMaxListElements / l.size())
+    if (l.empty()) return Value(Value::List{});
+    if (n > kMaxListElements / l.size())
       charge_elements(pos, kMaxListElements + 1, "this list repetition");
     charge_elements(pos, l.size() * n, "this list repetition");
     Value::List r;

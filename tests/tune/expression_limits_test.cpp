@@ -159,6 +159,16 @@ TEST(ExpressionLimits, ListBuildingIsBounded) {
   EXPECT_NE(problem_of("sum(rows, [])", s).find(limit), std::string::npos);
 }
 
+// Found by the fuzzer (fuzz/corpus/expression/empty_repeated): an empty string or list repeated
+// 10^18 times looped 10^18 times to build nothing.
+TEST(ExpressionLimits, RepeatingNothingReturnsAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(eval("'' * 9223372036854775807").as_string(), "");
+  EXPECT_EQ(eval("9223372036854775807 * []").as_list().size(), 0u);
+  EXPECT_EQ(eval("\"\" * 55 * 854775808").as_string(), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
 TEST(ExpressionLimits, WorkIsBounded) {
   const std::string limit =
       "more than " + std::to_string(kMaxEvaluationSteps) + " evaluation steps";
