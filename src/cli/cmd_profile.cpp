@@ -47,7 +47,8 @@ fs::path self_dir() {
 
 fs::path locate_tracer() {
   if (const char* env = std::getenv("KTUNE_TRACER"); env && *env) {
-    if (!fs::is_regular_file(env))
+    std::error_code ec;
+    if (!fs::is_regular_file(env, ec))
       throw Error(
           fmt::format("KTUNE_TRACER={} is not a file; point it at libktune_tracer.so or "
                       "unset it.",
@@ -74,7 +75,8 @@ void check_command(const std::string& cmd) {
                fs::perms::none;
   };
   if (cmd.find('/') != std::string::npos) {
-    if (!fs::exists(cmd))
+    std::error_code ec;
+    if (!fs::exists(cmd, ec))
       throw Error(fmt::format("command '{}' does not exist; check the path after '--'.", cmd));
     if (!runnable(cmd))
       throw Error(

@@ -85,7 +85,8 @@ nlohmann::json session_file(const TuneArgs& a, const std::map<std::string, std::
 void load_session_file(TuneArgs& a, const fs::path& dir, bool budget_given, bool time_given,
                        std::map<std::string, std::int64_t>& shape) {
   const fs::path path = dir / "session.json";
-  if (!fs::exists(path))
+  std::error_code ec;
+  if (!fs::exists(path, ec))
     throw Error(
         fmt::format("--resume {}: no session.json there; point --resume at the --out "
                     "directory of an earlier ktune tune.",

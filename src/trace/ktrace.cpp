@@ -572,11 +572,11 @@ void write_ktrace(const std::filesystem::path& path, const Trace& trace) {
 namespace {
 
 Connection open_for_reading(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path))
-    throw Error(
-        fmt::format("trace file {} does not exist; pass the path that ktune profile "
-                    "printed.",
-                    path.string()));
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw Error(fmt::format("trace file {} {}; pass the path that ktune profile printed.",
+                            path.string(),
+                            ec ? "cannot be looked up (" + ec.message() + ")" : "does not exist"));
   // Read-write, not read-only: a trace cut short mid-transaction has a hot journal that SQLite
   // rolls back on open, which needs write access. NOMUTEX: a reader is used by one thread at a
   // time (KtraceReader's contract), so SQLite's lock around every column read buys nothing.

@@ -204,9 +204,12 @@ std::filesystem::path find_kernel_file(const std::string& name, const std::files
   const std::filesystem::path given(name);
   if (given.is_absolute()) return given;
   const std::filesystem::path beside = base / given;
-  if (std::filesystem::exists(beside)) return beside;
+  // Probes only: a name the file system refuses (too long, say) is a missing file, reported where
+  // it is read.
+  std::error_code ec;
+  if (std::filesystem::exists(beside, ec)) return beside;
   const std::filesystem::path above = base.parent_path() / given;
-  if (!base.empty() && std::filesystem::exists(above)) {
+  if (!base.empty() && std::filesystem::exists(above, ec)) {
     notes.push_back(fmt::format("{}: field {}: {} is not beside the spec; using {}.", f.source(),
                                 f.join("KernelFile"), name, above.string()));
     return above;

@@ -134,6 +134,16 @@ TEST(Spec, FieldErrorsNameTheField) {
   EXPECT_NE(error_of(j).find("field ktune.reference: needs exactly one"), std::string::npos);
 }
 
+// Found by the fuzzer (fuzz/corpus/spec/kernel_file_name_too_long): a KernelFile name longer
+// than the file system allows made the probe for it throw std::filesystem::filesystem_error, which
+// escaped as a crash. Now it is a missing file, reported where the source is read.
+TEST(Spec, AKernelFileNameTooLongForTheFileSystemIsNotACrash) {
+  json j = fixture("matmul_T1.json");
+  j["KernelSpecification"]["KernelFile"] = std::string(5000, 'k') + ".cu";
+  const ProblemSpec s = ProblemSpec::parse(j, "spec.json", test::fixtures_dir());
+  EXPECT_EQ(s.kernel.kernel_file.filename().string().size(), 5003u);
+}
+
 // Without ktune.dtype the cache key's dtype is the output's element type; T1's float vector
 // types (float4, half2, double16) name their element type plus a width.
 TEST(Spec, DefaultDtypeIsTheOutputsElementType) {
