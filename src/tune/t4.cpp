@@ -119,7 +119,8 @@ T4Record parse_t4_record(const nlohmann::json& r, std::size_t i, const std::stri
   bool non_numeric = false;
   if (auto ms = r.find("measurements"); ms != r.end() && ms->is_array()) {
     for (const auto& m : *ms) {
-      if (!m.is_object() || m.value("name", "") != "time") continue;
+      // A measurement named by anything but the string "time" is another measurement.
+      if (!m.is_object() || !m.contains("name") || m["name"] != "time") continue;
       auto v = m.find("value");
       if (v != m.end() && v->is_number())
         t = v->get<double>();

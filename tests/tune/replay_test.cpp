@@ -104,6 +104,22 @@ TEST(RecordedSpaceRead, MalformedT4NamesTheFileAndField) {
   std::filesystem::remove(q);
 }
 
+// Found by the t4 fuzzer (fuzz/corpus/t4/measurement_name_not_a_string): a measurement whose
+// "name" is not a string escaped as nlohmann's type_error and crashed replay. It is another
+// measurement, not the time.
+TEST(RecordedSpaceRead, AMeasurementNamedByANonStringIsNotTheTime) {
+  const auto t4 = parse_t4(nlohmann::json::parse(R"({"results": [
+      {"configuration": {"x": 1}, "measurements": [{"name": ["time"], "value": 5},
+                                                   {"name": "time", "value": 2}]},
+      {"configuration": {"x": 2}, "measurements": [{"name": 7, "value": 1}]}]})"),
+                           "t4.json");
+  const auto plain = parse_t4(nlohmann::json::parse(R"({"results": [
+      {"configuration": {"x": 1}, "measurements": [{"name": "time", "value": 2}]}]})"),
+                              "t4.json");
+  ASSERT_EQ(t4.results.size(), 2u);
+  EXPECT_DOUBLE_EQ(t4.results[0].time_ns, plain.results[0].time_ns);
+}
+
 constexpr const char* kCache = R"({
   "device_name": "Test GPU", "kernel_name": "k",
   "tune_params_keys": ["bx", "mode", "f"],
