@@ -93,27 +93,53 @@ bool Value::truthy() const {
 }
 
 std::string Value::repr() const {
+  std::string out;
+  append_repr(out, std::string::npos);
+  return out;
+}
+
+std::string Value::shown() const {
+  constexpr std::size_t kShown = 60;
+  std::string out;
+  append_repr(out, kShown);
+  if (out.size() > kShown) out = out.substr(0, kShown) + "...";
+  return out;
+}
+
+void Value::append_repr(std::string& out, std::size_t limit) const {
   switch (kind()) {
     case Kind::integer:
-      return std::to_string(std::get<std::int64_t>(v_));
+      out += std::to_string(std::get<std::int64_t>(v_));
+      return;
     case Kind::real: {
       const double d = std::get<double>(v_);
       std::string s = fmt::format("{}", d);
       if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
-      return s;
+      out += s;
+      return;
     }
     case Kind::boolean:
-      return std::get<bool>(v_) ? "True" : "False";
-    case Kind::string:
-      return "'" + std::get<std::string>(v_) + "'";
+      out += std::get<bool>(v_) ? "True" : "False";
+      return;
+    case Kind::string: {
+      const std::string& s = std::get<std::string>(v_);
+      out += '\'';
+      out.append(s, 0, limit == std::string::npos ? s.size() : std::min(s.size(), limit + 1));
+      if (out.size() <= limit || limit == std::string::npos) out += '\'';
+      return;
+    }
     case Kind::list: {
-      std::string s = "[";
+      out += '[';
       const auto& l = as_list();
-      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + l[i].repr();
-      return s + "]";
+      for (std::size_t i = 0; i < l.size() && out.size() <= limit; ++i) {
+        if (i) out += ", ";
+        l[i].append_repr(out, limit);
+      }
+      out += ']';
+      return;
     }
   }
-  return "?";
+  out += '?';
 }
 
 namespace {
@@ -485,6 +511,15 @@ class TreeWalker {
     }
   }
 
+  // The elements of the lists inside `v`'s elements, at every depth (0 for a flat list).
+  static std::uint64_t nested_elements(const Value& v) {
+    std::uint64_t n = 0;
+    if (v.kind() != Value::Kind::list) return 0;
+    for (const Value& e : v.as_list())
+      if (e.kind() == Value::Kind::list) n += e.as_list().size() + nested_elements(e);
+    return n;
+  }
+
   Value repeat(std::size_t pos, const Value& seq, std::int64_t times) {
     const std::uint64_t n = times > 0 ? static_cast<std::uint64_t>(times) : 0;
     if (seq.kind() == Value::Kind::string) {
@@ -501,9 +536,11 @@ class TreeWalker {
     }
     const Value::List& l = seq.as_list();
     if (l.empty()) return Value(Value::List{});
-    if (n > kMaxListElements / l.size())
+    // Each copy copies the nested lists too: [[0] * 10**6] * 20 builds 2 * 10**7 elements.
+    const std::uint64_t per_copy = l.size() + nested_elements(seq);
+    if (n > kMaxListElements / per_copy)
       charge_elements(pos, kMaxListElements + 1, "this list repetition");
-    charge_elements(pos, l.size() * n, "this list repetition");
+    charge_elements(pos, per_copy * n, "this list repetition");
     Value::List r;
     r.reserve(l.size() * n);
     for (std::uint64_t i = 0; i < n; ++i) r.insert(r.end(), l.begin(), l.end());
@@ -537,7 +574,7 @@ class TreeWalker {
       if ((kb == K::string || kb == K::list) && is_intlike(a)) return repeat(pos, b, a.as_int());
     }
     if (!numeric_like(a) || !numeric_like(b))
-      fail(pos, fmt::format("cannot apply '{}' to {} and {}", symbol_of(op), a.repr(), b.repr()));
+      fail(pos, fmt::format("cannot apply '{}' to {} and {}", symbol_of(op), a.shown(), b.shown()));
     const double x = a.as_double(), y = b.as_double();
     switch (op) {
       case Op::add:
@@ -564,12 +601,12 @@ class TreeWalker {
           fail(pos, "a negative number to a fractional power is not a real number");
         const double r = std::pow(x, y);
         if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
-          fail(pos, fmt::format("float overflow: {} ** {} is too large", a.repr(), b.repr()));
+          fail(pos, fmt::format("float overflow: {} ** {} is too large", a.shown(), b.shown()));
         return Value(r);
       }
       default:
-        fail(pos,
-             fmt::format("'{}' needs integers, got {} and {}", symbol_of(op), a.repr(), b.repr()));
+        fail(pos, fmt::format("'{}' needs integers, got {} and {}", symbol_of(op), a.shown(),
+                              b.shown()));
     }
   }
 
@@ -591,13 +628,13 @@ class TreeWalker {
           const bool found = b.as_string().find(a.as_string()) != std::string::npos;
           return c == Cmp::in ? found : !found;
         }
-        fail(n.pos, fmt::format("'in' needs a list or string on its right, got {}", b.repr()));
+        fail(n.pos, fmt::format("'in' needs a list or string on its right, got {}", b.shown()));
       }
       default:
         break;
     }
     if (rank_of(a) != rank_of(b) || rank_of(a) == 2)
-      fail(n.pos, fmt::format("cannot order {} and {}", a.repr(), b.repr()));
+      fail(n.pos, fmt::format("cannot order {} and {}", a.shown(), b.shown()));
     switch (c) {
       case Cmp::lt:
         return a < b;
@@ -624,7 +661,7 @@ class TreeWalker {
     }
     if (v.kind() != Value::Kind::list)
       fail(pos, fmt::format("expected a list to iterate over, got {} {}",
-                            Value::kind_name(v.kind()), v.repr()));
+                            Value::kind_name(v.kind()), v.shown()));
     return {};  // the caller uses v.as_list() itself, without a copy
   }
 
@@ -632,7 +669,7 @@ class TreeWalker {
     for (const Value& a : args)
       if (!is_intlike(a))
         fail(n.pos, fmt::format("range() needs integers, got {} {}", Value::kind_name(a.kind()),
-                                a.repr()));
+                                a.shown()));
     const std::int64_t start = args.size() == 1 ? 0 : args[0].as_int();
     const std::int64_t stop = args.size() == 1 ? args[0].as_int() : args[1].as_int();
     const std::int64_t step = args.size() == 3 ? args[2].as_int() : 1;
@@ -725,9 +762,9 @@ class TreeWalker {
           char* end = nullptr;
           errno = 0;
           const long long v = std::strtoll(s.c_str(), &end, 10);
-          if (s.empty() || *end) fail(n.pos, fmt::format("int() cannot parse {}", args[0].repr()));
+          if (s.empty() || *end) fail(n.pos, fmt::format("int() cannot parse {}", args[0].shown()));
           if (errno == ERANGE)
-            fail(n.pos, fmt::format("int() of {} does not fit in 64 bits", args[0].repr()));
+            fail(n.pos, fmt::format("int() of {} does not fit in 64 bits", args[0].shown()));
           return Value(static_cast<std::int64_t>(v));
         }
         if (is_intlike(args[0])) return Value(args[0].as_int());
@@ -740,7 +777,7 @@ class TreeWalker {
           char* end = nullptr;
           const double d = std::strtod(s.c_str(), &end);
           if (s.empty() || *end)
-            fail(n.pos, fmt::format("float() cannot parse {}", args[0].repr()));
+            fail(n.pos, fmt::format("float() cannot parse {}", args[0].shown()));
           return Value(d);
         }
         return Value(args[0].as_double());
@@ -863,13 +900,13 @@ class TreeWalker {
         const Value& c = operand(*n.kids[0], held[0]);
         const Value& i = operand(*n.kids[1], held[1]);
         if (!is_intlike(i))
-          fail(n.pos, fmt::format("an index must be an integer, got {}", i.repr()));
+          fail(n.pos, fmt::format("an index must be an integer, got {}", i.shown()));
         std::int64_t k = i.as_int();
         const auto size = static_cast<std::int64_t>(
             c.kind() == Value::Kind::string ? c.as_string().size() : c.as_list().size());
         if (k < 0) k += size;
         if (k < 0 || k >= size)
-          fail(n.pos, fmt::format("index {} is out of range for {}", i.as_int(), c.repr()));
+          fail(n.pos, fmt::format("index {} is out of range for {}", i.as_int(), c.shown()));
         if (c.kind() == Value::Kind::string) return Value(std::string(1, c.as_string()[k]));
         return c.as_list()[k];
       }

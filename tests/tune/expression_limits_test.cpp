@@ -169,6 +169,22 @@ TEST(ExpressionLimits, RepeatingNothingReturnsAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
+// Found by the fuzzer (fuzz/corpus/expression/huge_value_in_a_message): an error about a list of
+// millions of elements rendered all of it into its message, and repeating a list of lists did not
+// count the nested elements it shares out.
+TEST(ExpressionLimits, MessagesShowALongValueCutShort) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string p = problem_of("[[0] * 10**6] * 5 < 0");
+  EXPECT_NE(p.find("cannot order [[0, 0, 0"), std::string::npos) << p.substr(0, 200);
+  EXPECT_LT(p.size(), 300u);
+  EXPECT_NE(problem_of("[[0] * 10**6] * 20").find("list elements"), std::string::npos);
+  MapScope s;
+  s.set("ProblemSize", Value(Value::List{Value(4096)}));
+  EXPECT_NE(problem_of("ProblemSize[65*[ 1212*[4088]* 10]* 20<0]", s).find("list elements"),
+            std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
 TEST(ExpressionLimits, WorkIsBounded) {
   const std::string limit =
       "more than " + std::to_string(kMaxEvaluationSteps) + " evaluation steps";

@@ -57,6 +57,9 @@ class Value {
   bool truthy() const;  // Python truthiness
   // Python repr: 3, 2.5, True, 'abc', [1, 2].
   std::string repr() const;
+  // repr cut to about 60 characters ("[0, 0, 0, ...") for messages: rendering stops there, so a
+  // list of millions of elements costs no more than a short one.
+  std::string shown() const;
   static const char* kind_name(Kind k);
 
   // Python equality: 1 == 1.0 == True; strings and lists compare by content.
@@ -65,6 +68,8 @@ class Value {
   friend bool operator<(const Value& a, const Value& b);
 
  private:
+  // Appends repr to `out`, stopping once `out` is longer than `limit`.
+  void append_repr(std::string& out, std::size_t limit) const;
   std::variant<std::int64_t, double, bool, std::string, std::shared_ptr<const List>> v_;
 };
 
