@@ -94,16 +94,21 @@ TEST(StopRule, ShortKernelStopsAtMinimumSampleCountOnlyWithEnoughGpuTime) {
   EXPECT_EQ(rule.reason(), StopReason::converged);
 }
 
-TEST(StopRule, NoisyStreamRunsToTheTimeout) {
-  // Alternating 1 ms and 2 ms: ~33 % noise never meets 0.5 %; the wall clock stops it at 15 s.
-  StopRule rule(StopSettings{});
+// Alternating 1 ms and 2 ms samples (~33 % noise), fed 10 ms of wall clock apart.
+std::size_t feed_alternating(StopRule& rule) {
   int i = 0;
-  const std::size_t n = feed(
+  return feed(
       rule,
       [&] {
         return Sample{(i++ % 2) ? 2e6 : 1e6, 0, 0};
       },
       0.01);
+}
+
+TEST(StopRule, NoisyStreamRunsToTheTimeout) {
+  // ~33 % noise never meets 0.5 %; the wall clock stops it at 15 s.
+  StopRule rule(StopSettings{});
+  const std::size_t n = feed_alternating(rule);
   EXPECT_EQ(n, 1500u);
   EXPECT_EQ(rule.reason(), StopReason::timeout);
   EXPECT_GT(rule.noise(), 0.3);
@@ -113,13 +118,7 @@ TEST(StopRule, ADistributionRunEndsAtItsGpuTimeWhateverItsSpread) {
   // The same 33 % noise: a gate run keeps 0.2 s of GPU time (134 samples of 1.5 ms on average)
   // and ends converged, not at the timeout.
   StopRule rule(StopSettings::distribution());
-  int i = 0;
-  const std::size_t n = feed(
-      rule,
-      [&] {
-        return Sample{(i++ % 2) ? 2e6 : 1e6, 0, 0};
-      },
-      0.01);
+  const std::size_t n = feed_alternating(rule);
   EXPECT_EQ(rule.reason(), StopReason::converged);
   EXPECT_EQ(n, 134u);
 }
