@@ -30,11 +30,11 @@ std::string problem_key(const trace::GemmCallRecord& r) {
                      r.epilogue);
 }
 
-char op_letter(const std::string& op) {
+}  // namespace
+
+char gemm_op_letter(const std::string& op) {
   return op == "OP_N" ? 'N' : op == "OP_T" ? 'T' : op == "OP_C" ? 'C' : '?';
 }
-
-}  // namespace
 
 std::string gemm_dtype_name(std::string_view t) {
   static const std::pair<std::string_view, std::string_view> kNames[] = {
@@ -52,8 +52,8 @@ std::string gemm_tune_command(const trace::GemmCallRecord& r, std::string* why_n
   };
   if (r.batch != 1) return no(fmt::format("batched (batch {})", r.batch));
   if (r.transa != "OP_T" || r.transb != "OP_N")
-    return no(
-        fmt::format("transposes {}{} (ktune tunes TN)", op_letter(r.transa), op_letter(r.transb)));
+    return no(fmt::format("transposes {}{} (ktune tunes TN)", gemm_op_letter(r.transa),
+                          gemm_op_letter(r.transb)));
   const bool same = r.a_type == r.b_type && r.b_type == r.c_type && r.c_type == r.d_type;
   if (!same || (r.d_type != "R_16F" && r.d_type != "R_16BF"))
     return no(fmt::format("types {}*{}->{} (ktune tunes f16 and bf16)", gemm_dtype_name(r.a_type),
@@ -120,14 +120,20 @@ GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bo
 
 bool is_cublaslt_kernel(std::string_view name) {
   if (name.rfind("void ", 0) == 0) name.remove_prefix(5);
-  if (name.rfind("nvjet", 0) == 0) return true;
-  if (name.find("cutlass") != std::string_view::npos) return true;
-  // sm90_xmma_gemm_..., sm80_xmma_...
-  if (name.size() > 2 && name.substr(0, 2) == "sm") {
+  const auto contains = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
+  // Hopper's nvjet kernels, CUTLASS's, and the library's own (cublasLt::splitKreduce_kernel).
+  if (name.rfind("nvjet", 0) == 0 || contains("cutlass") || name.rfind("cublas", 0) == 0)
+    return true;
+  // sm80_xmma_gemm_..., sm90_xmma_...: an architecture number, then xmma.
+  if (name.rfind("sm", 0) == 0) {
     std::size_t i = 2;
     while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
-    return i > 2 && name.substr(i, 5) == "_xmma";
+    if (i > 2 && name.substr(i, 5) == "_xmma") return true;
   }
+  // Earlier GPUs' cuBLAS GEMMs are named by architecture: ampere_fp16_s16816gemm_...,
+  // volta_h884gemm_..., turing_fp16_s1688gemm_..., maxwell_sgemm_...
+  for (std::string_view arch : {"maxwell_", "pascal_", "volta_", "turing_", "ampere_", "ada_"})
+    if (name.rfind(arch, 0) == 0 && contains("gemm")) return true;
   return false;
 }
 

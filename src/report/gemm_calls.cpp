@@ -19,10 +19,7 @@ std::string epilogue_text(const std::string& e) {
 }
 
 std::string ops_text(const trace::GemmCallRecord& r) {
-  auto letter = [](const std::string& op) {
-    return op == "OP_N" ? "N" : op == "OP_T" ? "T" : op == "OP_C" ? "C" : "?";
-  };
-  return std::string(letter(r.transa)) + letter(r.transb);
+  return {analyze::gemm_op_letter(r.transa), analyze::gemm_op_letter(r.transb)};
 }
 
 // "m=11008 n=2048 k=4096 f16 bias": how the backlog's note names a shape.

@@ -79,10 +79,15 @@ TEST(GemmCalls, CuBlasLtKernelsByName) {
   for (const char* yes :
        {"nvjet_hsh_192x192_64x4_2x1_v_bz_coopA_TNN", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n",
         "void cutlass::Kernel2<cutlass_80_tensorop_h16816gemm_128x128_32x4_nn_align8>(Params)",
-        "cutlass3x_sm90_tensorop_gemm_f16_f16_f32"})
+        "cutlass3x_sm90_tensorop_gemm_f16_f16_f32",
+        // Pre-Hopper GPUs name cuBLAS's GEMMs by architecture; split-K reductions are the
+        // library's own.
+        "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn",
+        "volta_h884gemm_128x128_ldg8_nn", "turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_tn",
+        "void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float>(int)"})
     EXPECT_TRUE(is_cublaslt_kernel(yes)) << yes;
   for (const char* no : {"void at::native::vectorized_elementwise_kernel<4>(int)", "sm", "sm_xmma",
-                         "triton_mm_0", "gemm_kernel", ""})
+                         "triton_mm_0", "gemm_kernel", "ampere_elementwise", ""})
     EXPECT_FALSE(is_cublaslt_kernel(no)) << no;
 }
 

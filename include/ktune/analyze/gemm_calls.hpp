@@ -43,7 +43,11 @@ std::string gemm_tune_command(const trace::GemmCallRecord& r, std::string* why_n
 std::string gemm_dtype_name(std::string_view cublaslt_type);
 
 // Whether a kernel (as traced, demangled) is one cuBLASLt runs for a GEMM: nvjet*, sm<NN>_xmma*,
-// CUTLASS kernels.
+// CUTLASS kernels, the library's own (cublasLt::...), and the architecture-named GEMMs of earlier
+// GPUs (ampere_*gemm*, volta_*gemm*, ...).
 bool is_cublaslt_kernel(std::string_view name);
+
+// 'N', 'T' or 'C' for cuBLASLt's OP_N, OP_T, OP_C; '?' for anything else.
+char gemm_op_letter(const std::string& op);
 
 }  // namespace ktune::analyze
