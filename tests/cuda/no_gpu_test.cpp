@@ -43,5 +43,18 @@ TEST(Driver, CheckedCallNamesFileLineCallAndError) {
   EXPECT_TRUE(warn_cu(CUDA_SUCCESS, "cuFoo()", __FILE__, __LINE__));
 }
 
+// A faulting candidate loses its context; freeing its events and module then fails with the same
+// sticky error, which the H100 printed six times per candidate. Releases say nothing of it, and
+// still warn of anything else.
+TEST(Driver, ReleasingInALostContextIsQuiet) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(warn_release(CUDA_ERROR_ILLEGAL_ADDRESS, "cuEventDestroy(e)", __FILE__, __LINE__));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(warn_release(CUDA_ERROR_INVALID_VALUE, "cuEventDestroy(e)", __FILE__, __LINE__));
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("cuEventDestroy(e) failed"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ktune::cuda

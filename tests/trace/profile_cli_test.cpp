@@ -46,6 +46,10 @@ TEST(ProfileCli, UnknownCommandIsOneSentence) {
   const auto r2 = run_ktune("profile -- /nonexistent/dir/prog");
   EXPECT_EQ(r2.exit_code, 1);
   expect_one_sentence(r2.err, "does not exist");
+  // A name the file system refuses to look up (over 255 bytes) is the same sentence, not a crash.
+  const auto too_long = run_ktune("profile -- /tmp/" + std::string(300, 'p'));
+  EXPECT_EQ(too_long.exit_code, 1);
+  expect_one_sentence(too_long.err, "does not exist");
   test::TempDir dir;
   std::ofstream(dir.path / "notes.txt") << "not a program\n";
   const auto r3 = run_ktune("profile -- " + (dir.path / "notes.txt").string());
