@@ -20,6 +20,7 @@
 // opens or the process exits.
 #include <cupti.h>
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <generated_nvtx_meta.h>
 #include <pthread.h>
 #include <signal.h>
@@ -224,6 +225,17 @@ class Tracer {
   TracerOptions opts_;
   TraceMetadata meta_;
   // The counter tier (null: activity tier only) and the records it hands to the writer thread.
+  // A member, not a function-local static: the writer drains at exit, after the atexit handlers
+  // registered later than ours have run, and a static's destructor is one of them (the writer
+  // crashed in a destroyed name map when a process exited while it drained).
+  ActivityDecoder decoder_{[](std::string_view api, std::uint32_t cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(
+            api == "runtime" ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid,
+            &name) != CUPTI_SUCCESS)
+      name = nullptr;  // the record keeps an empty name
+    return std::string(name ? name : "");
+  }};
   std::unique_ptr<CounterProfiler> counters_;
   std::vector<bool> counter_cbids_[2];  // launch callbacks it owns: [0] runtime, [1] driver
   std::mutex counters_mu_;
@@ -640,14 +652,6 @@ void Tracer::drain(KtraceWriter* writer) {
   }
   if (batch.empty() && counters.empty()) return;
   const auto t0 = Clock::now();
-  static ActivityDecoder decoder([](std::string_view api, std::uint32_t cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(
-            api == "runtime" ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid,
-            &name) != CUPTI_SUCCESS)
-      name = nullptr;  // the record keeps an empty name
-    return std::string(name ? name : "");
-  });
   Trace records;
   records.counters = std::move(counters);
   for (const Completed& c : batch) {
@@ -659,7 +663,7 @@ void Tracer::drain(KtraceWriter* writer) {
         ++capped_records_;
         continue;
       }
-      if (decoder.decode(*rec, records)) ++records_;
+      if (decoder_.decode(*rec, records)) ++records_;
     }
     // MAX_LIMIT_REACHED is the end of the buffer; anything else lost the rest of it.
     if (next != CUPTI_ERROR_MAX_LIMIT_REACHED)
@@ -929,6 +933,25 @@ void on_signal(int sig, siginfo_t* info, void* ctx) {
   ::raise(sig);
 }
 
+// KTUNE_TRACE_DEBUG=1 only: a crash prints its thread (the tracer's writer or the program's) and
+// backtrace on stderr, then goes on as it would have (the default action, a core if enabled).
+void on_crash(int sig) {
+  const bool writer = g_tracer && std::this_thread::get_id() == g_tracer->writer_id();
+  char line[160];
+  const int n = std::snprintf(line, sizeof line, "ktune tracer [pid %d]: %s in %s; backtrace:\n",
+                              static_cast<int>(::getpid()), ::strsignal(sig),
+                              writer ? "the tracer's writer thread" : "a thread of the program");
+  if (n > 0) (void)!::write(2, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
+  void* frames[64];
+  ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), 2);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void install_crash_reporter() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) ::signal(sig, on_crash);
+}
+
 void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_sigaction = on_signal;
@@ -967,6 +990,8 @@ int initialize() {
     return 1;
   }
   install_signal_handlers();
+  if (const char* d = std::getenv("KTUNE_TRACE_DEBUG"); d && std::string_view(d) == "1")
+    install_crash_reporter();
   tracer->set_init_ms(ms_since(t0));
   pthread_atfork(nullptr, nullptr, [] {
     if (g_tracer) g_tracer->disown_after_fork();

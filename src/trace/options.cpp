@@ -42,7 +42,7 @@ const std::vector<TracerSetting> kSettings = {
     {"max-kernels", "--max-kernels", "KTUNE_TRACE_MAX_KERNELS", "count", "0", "profile at most this many distinct kernels; 0: no limit"},
     {"time-box", "--time-box", "KTUNE_TRACE_TIME_BOX_S", "seconds", "0", "stop collecting counters once this much time went into them; 0: no limit"},
     {"root-pid", "", "KTUNE_TRACE_ROOT_PID", "pid", "", "set by ktune profile: the pid that writes OUT.ktrace"},
-    {"debug", "", "KTUNE_TRACE_DEBUG", "0 or 1", "0", "the tracer prints its own start-up, exit and writer times on stderr"},
+    {"debug", "", "KTUNE_TRACE_DEBUG", "0 or 1", "0", "the tracer prints its own start-up, exit and writer times on stderr, and a crash's thread and backtrace"},
     {"experiment", "", "KTUNE_TRACE_EXPERIMENT", "text", "", "overhead experiments only (benchmarks/tracer/variants.sh): comma-separated CUPTI settings to restore, or no_runtime"},
 };
 // clang-format on
