@@ -158,7 +158,7 @@ def ncu_values(path):
 def tracer_summary(path):
     try: text = open(path).read()
     except Exception: return 0, 0, 0
-    m = re.search(r"(\d+) launches of \d+ kernels profiled, ([\d.]+) s collecting \(([\d.]+) s set-up\)", text)
+    m = re.search(r"(\d+) launches of \d+ kernels profiled, ([\d.]+) s collecting \(([\d.]+) s set-up", text)
     return (int(m.group(1)), float(m.group(2)), float(m.group(3))) if m else (0, 0, 0)
 
 rows, costs, verdicts, flush_verdicts, dram_split = [], [], [], [], []

@@ -67,6 +67,9 @@ struct CounterProfiler::Impl {
   bool initialized = false;
   std::atomic<bool> off{false};  // read unlocked by every launch callback
   double setup_s = 0;
+  // Where collecting goes, summed over launches: arming (counter data, config, start), the
+  // launch with its replay passes, and stopping with decoding; and the first launch whole.
+  double arm_s = 0, replay_s = 0, decode_s = 0, first_s = 0;
   std::uint64_t collected = 0;  // launches whose values reached the trace
 
   Impl(std::vector<std::string> m, const CounterSelection& s, Sink k, Say y)
@@ -257,7 +260,7 @@ struct CounterProfiler::Impl {
 
 // The launch being profiled on this thread (its start time), so its exit callback finishes it.
 thread_local bool t_profiling = false;
-thread_local Clock::time_point t_started;
+thread_local Clock::time_point t_started, t_armed;
 thread_local std::uint64_t t_enter_ns = 0;
 thread_local int t_depth = 0;  // a runtime launch may reach the driver's launch callback too
 
@@ -301,6 +304,8 @@ void CounterProfiler::on_launch(const CUpti_CallbackData* info, bool capturing) 
       t_started = Clock::now();
       if (cuptiGetTimestamp(&t_enter_ns) != CUPTI_SUCCESS) t_enter_ns = 0;
       if (!m.arm(*c)) return;
+      t_armed = Clock::now();
+      m.arm_s += std::chrono::duration<double>(t_armed - t_started).count();
       t_profiling = true;
       lock.release();  // held until this launch's exit callback, on this thread
       return;
@@ -308,21 +313,29 @@ void CounterProfiler::on_launch(const CUpti_CallbackData* info, bool capturing) 
     if (--t_depth > 0 || !t_profiling) return;
     t_profiling = false;
     std::unique_lock lock(m.mu, std::adopt_lock);
+    const auto launched = Clock::now();
+    m.replay_s += std::chrono::duration<double>(launched - t_armed).count();
     auto it = m.contexts.find(info->context);
     if (it != m.contexts.end() && it->second.profiler)
       m.collect(it->second, {info->correlationId, t_enter_ns, 0});
-    m.selector.spent(std::chrono::duration<double>(Clock::now() - t_started).count());
+    const auto done = Clock::now();
+    m.decode_s += std::chrono::duration<double>(done - launched).count();
+    const double spent = std::chrono::duration<double>(done - t_started).count();
+    if (m.first_s == 0) m.first_s = spent;
+    m.selector.spent(spent);
   } catch (...) {
   }
 }
 
 std::string CounterProfiler::summary() const {
   std::lock_guard lock(impl_->mu);
+  const Impl& m = *impl_;
   return fmt::format(
       "hardware counters: {} launches of {} kernels profiled, {:.3f} s collecting ({:.3f} s "
-      "set-up), {} metrics each",
-      impl_->collected, impl_->selector.profiled_kernels(), impl_->selector.spent_s(),
-      impl_->setup_s, impl_->metrics.size());
+      "set-up; arming {:.3f} s, launches with their replays {:.3f} s, decoding {:.3f} s; the "
+      "first launch {:.3f} s), {} metrics each",
+      m.collected, m.selector.profiled_kernels(), m.selector.spent_s(), m.setup_s, m.arm_s,
+      m.replay_s, m.decode_s, m.first_s, m.metrics.size());
 }
 
 }  // namespace ktune::trace
