@@ -20,6 +20,9 @@ StopSettings StopSettings::distribution() {
   StopSettings s;
   s.min_gpu_time_s = 0.2;
   s.max_relative_stddev = std::numeric_limits<double>::max();  // the spread is the data
+  // A run's median is known well long before this; a small cold kernel (a flush and a clock
+  // reading per sample) would otherwise take tens of thousands of samples to reach 0.2 s.
+  s.max_samples = 2000;
   return s;
 }
 
@@ -128,7 +131,7 @@ bool StopRule::add(const Sample& s, double wall_elapsed_s) {
   } else {
     times_ns_.push_back(s.time_ns);
     clocks_.push_back(s.sm_clock_mhz);
-    gpu_time_ns_ += s.time_ns;
+    gpu_time_ns_ += s.time_ns * static_cast<double>(s.launches);
     fastest_ns_ = times_ns_.size() == 1 ? s.time_ns : std::min(fastest_ns_, s.time_ns);
     const double delta = s.time_ns - mean_;
     mean_ += delta / static_cast<double>(times_ns_.size());

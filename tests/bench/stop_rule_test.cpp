@@ -123,6 +123,26 @@ TEST(StopRule, ADistributionRunEndsAtItsGpuTimeWhateverItsSpread) {
   EXPECT_EQ(n, 134u);
 }
 
+TEST(StopRule, ADistributionRunOfASmallKernelEndsAtItsSampleCap) {
+  // 5 us samples, 60 us of wall each (a flush and a clock reading): 0.2 s of GPU time would take
+  // 40,000 samples and 2.4 s; the run ends at 2,000.
+  StopRule rule(StopSettings::distribution());
+  const std::size_t n = feed(
+      rule, [] { return Sample{5e3, 1980, 0}; }, 60e-6);
+  EXPECT_EQ(rule.reason(), StopReason::max_samples);
+  EXPECT_EQ(n, 2000u);
+}
+
+TEST(StopRule, ABatchCountsAllItsLaunchesAsGpuTime) {
+  // Hot samples of 100 launches of 20 us (2 ms a sample, 20 us each as time_ns): 0.2 s of GPU
+  // time is 100 samples, not 10,000 (which ran every hot gate run to its timeout).
+  StopRule rule(StopSettings::distribution());
+  const std::size_t n = feed(
+      rule, [] { return Sample{20e3, 1980, 0, 100}; }, 2e-3);
+  EXPECT_EQ(rule.reason(), StopReason::converged);
+  EXPECT_EQ(n, 100u);
+}
+
 TEST(StopRule, NoiseDropsBelowBoundAfterASettlingPhase) {
   // Two 20 % outliers then a steady stream: stops once the relative stddev falls below 0.5 %.
   StopRule rule(StopSettings{});

@@ -88,6 +88,10 @@ Verification verify(Workspace& ws, const BoundKernel& reference, const BoundKern
 Verification verify(Workspace& ws, const Outputs& reference, const BoundKernel& candidate,
                     CUstream s);
 
+// Launches per hot or graph sample, from one launch's time as the event timer gives it (ms): a
+// batch lasts about 200 us (1 to 400 launches).
+std::size_t batch_for(double one_launch_ms);
+
 // Times one loaded kernel in one mode; one Sample per sample() call.
 class KernelSampler : public Sampler {
  public:

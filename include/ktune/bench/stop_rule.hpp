@@ -16,7 +16,7 @@ namespace ktune::bench {
 struct StopSettings {
   std::size_t warmup_samples = 3;      // untimed runs before the first counted sample
   std::size_t min_samples = 10;        // counted (unthrottled) samples before any stop
-  double min_gpu_time_s = 0.5;         // summed GPU time of counted samples before any stop
+  double min_gpu_time_s = 0.5;         // summed GPU time of counted samples (whole batches)
   double max_relative_stddev = 0.005;  // 0.5 % relative stddev: the noise bound
   // Also converged when the mean is known this well (relative standard error, stddev / mean /
   // sqrt(n)), however wide the samples are: a search needs the estimate, not tight samples, and a
@@ -34,8 +34,8 @@ struct StopSettings {
   static StopSettings screen();
   // A run that samples a distribution (the gate's runs, compared by their medians across runs):
   // it ends once it holds min_gpu_time_s (0.2 s) of GPU time and min_samples, whatever its
-  // spread. Under full() a small cold kernel, whose samples never come within 0.5 %, ran every
-  // run to the 15 s timeout.
+  // spread, or at 2,000 samples. Under full() a small cold kernel, whose samples never come
+  // within 0.5 %, ran every run to the 15 s timeout.
   static StopSettings distribution();
 
   // Applies "key=value,..." overrides (keys as in to_json: min_samples, min_gpu_time_s, ...);
@@ -54,6 +54,7 @@ struct Sample {
   double time_ns = 0;
   int sm_clock_mhz = 0;                // 0 when unknown (no NVML)
   std::uint64_t throttle_reasons = 0;  // NVML clocks-event mask read with the sample
+  std::size_t launches = 1;  // launches timed together (a hot or graph batch), time_ns each
 };
 
 // A source of samples: the GPU timer in each mode, or a synthetic stream in tests.
