@@ -12,7 +12,9 @@
 # tests/fixtures/gate/h100-noise.json).
 # KTUNE_GATE_CASES (default record,unchanged,planted-1,planted-5,planted-10,environment) runs some
 # of the cases, so that the run can be split over commands of limited length: a later part reuses
-# OUTDIR (its store and checks) and needs the same KTUNE_HOME. The table covers every check in OUTDIR.
+# OUTDIR (its store and checks), skips the checks already there, and re-records the baseline first
+# when it runs on another card than the record did (a lent machine may come back as another one).
+# The table covers every check in OUTDIR.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:?usage: gpu-gate.sh BUNDLE OUTDIR}" && pwd)
@@ -55,15 +57,22 @@ noise_fixture() {
   write_suite "$out/suite.toml"
   write_suite "$out/suite-env.toml" "$env_option"
   plant 0
+  card=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n 1)
+  if ! has record && [ -f "$out/card" ] && [ "$(cat "$out/card")" != "$card" ]; then
+    echo "this part runs on $card, the baseline was recorded on $(cat "$out/card"): recording it again here"
+    cases="$cases,record"
+  fi
   if has record; then
     t0=$(date +%s)
     gate record "$out/suite.toml" --commit base --label main || { echo "record failed"; exit 1; }
     echo "record: $(( $(date +%s) - t0 )) s"
+    echo "$card" >"$out/card"
   fi
   check_time=""
   run_case() {  # NAME SUITE COMMIT ROUNDS
     local name=$1 suite=$2 commit=$3 n=$4 i rc t
     for i in $(seq 1 "$n"); do
+      [ -s "$out/checks/$name.$i.json" ] && continue  # done by an earlier part
       t=$(date +%s.%N)
       gate check "$suite" --commit "$commit" --against main --json \
         >"$out/checks/$name.$i.json" 2>"$out/checks/$name.$i.err"
