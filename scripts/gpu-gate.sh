@@ -14,7 +14,9 @@
 # of the cases, so that the run can be split over commands of limited length: a later part reuses
 # OUTDIR (its store and checks), skips the checks already there, and re-records the baseline first
 # when it runs on another card than the record did (a lent machine may come back as another one).
-# The table covers every check in OUTDIR.
+# The table covers every check in OUTDIR. After the record and after each check, OUTDIR.tgz is
+# rewritten with the store, the checks and the log (few files, whole at every moment): a command
+# cut by its time limit still hands back every finished check.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:?usage: gpu-gate.sh BUNDLE OUTDIR}" && pwd)
@@ -45,6 +47,10 @@ json.dump(spec, open(sys.argv[2], "w"), indent=1)
 PY
 }
 gate() { "$bin" --db "$db" gate "$@"; }
+pack() {  # OUTDIR.tgz, replaced whole (the store's WAL checkpointed into it first)
+  python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$db" 2>/dev/null
+  tar czf "$out.tgz.part" -C "$out" --exclude=code . 2>/dev/null && mv "$out.tgz.part" "$out.tgz"
+}
 # The CPU acceptance test's noise fixture (tests/fixtures/gate/h100-noise.json), from the runs of
 # the unchanged code this run stored: each baseline and candidate run is one process's samples.
 noise_fixture() {
@@ -67,6 +73,7 @@ noise_fixture() {
     gate record "$out/suite.toml" --commit base --label main || { echo "record failed"; exit 1; }
     echo "record: $(( $(date +%s) - t0 )) s"
     echo "$card" >"$out/card"
+    pack
   fi
   check_time=""
   run_case() {  # NAME SUITE COMMIT ROUNDS
@@ -80,6 +87,7 @@ noise_fixture() {
       echo "$name $i rc=$rc $(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f} s')" "$t")"
       [ -z "$check_time" ] && check_time=$(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.0f}')" "$t")
       [ "$rc" -gt 1 ] && tail -n 3 "$out/checks/$name.$i.err"
+      pack
     done
   }
   if has unchanged; then
