@@ -70,6 +70,7 @@ struct CounterProfiler::Impl {
   // Where collecting goes, summed over launches: arming (counter data, config, start), the
   // launch with its replay passes, and stopping with decoding; and the first launch whole.
   double arm_s = 0, replay_s = 0, decode_s = 0, first_s = 0;
+  double set_config_s = 0, start_s = 0;  // the parts of arm_s that may hold a one-time cost
   std::uint64_t collected = 0;  // launches whose values reached the trace
 
   Impl(std::vector<std::string> m, const CounterSelection& s, Sink k, Say y)
@@ -209,7 +210,9 @@ struct CounterProfiler::Impl {
     set.minNestingLevel = 1;
     set.passIndex = 0;
     set.targetNestingLevel = 1;
+    const auto t0 = Clock::now();
     if (!check(cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig")) return false;
+    const auto t1 = Clock::now();
     CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
     start.pRangeProfilerObject = c.profiler;
     // Another process profiling the GPU shows up here, at the first start.
@@ -217,6 +220,8 @@ struct CounterProfiler::Impl {
       turn_off(why_unavailable(r));
       return false;
     }
+    set_config_s += std::chrono::duration<double>(t1 - t0).count();
+    start_s += std::chrono::duration<double>(Clock::now() - t1).count();
     return true;
   }
 
@@ -332,10 +337,10 @@ std::string CounterProfiler::summary() const {
   const Impl& m = *impl_;
   return fmt::format(
       "hardware counters: {} launches of {} kernels profiled, {:.3f} s collecting ({:.3f} s "
-      "set-up; arming {:.3f} s, launches with their replays {:.3f} s, decoding {:.3f} s; the "
-      "first launch {:.3f} s), {} metrics each",
+      "set-up; arming {:.3f} s (set-config {:.3f} s, start {:.3f} s), launches with their replays "
+      "{:.3f} s, decoding {:.3f} s; the first launch {:.3f} s), {} metrics each",
       m.collected, m.selector.profiled_kernels(), m.selector.spent_s(), m.setup_s, m.arm_s,
-      m.replay_s, m.decode_s, m.first_s, m.metrics.size());
+      m.set_config_s, m.start_s, m.replay_s, m.decode_s, m.first_s, m.metrics.size());
 }
 
 }  // namespace ktune::trace
