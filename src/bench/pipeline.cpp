@@ -369,16 +369,15 @@ CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<do
     out.detail = "not verified: the spec declares no reference";
     if (reference) {
       const std::string key = fmt::format(
-          "{} {} {} {} {} {} {} {}", cuda::compile_cache_key(p.launch.source,
-                                                             compile_options(p.launch, device.arch())),
+          "{} {} {} {} {} {} {} {}",
+          cuda::compile_cache_key(p.launch.source, compile_options(p.launch, device.arch())),
           p.launch.grid[0], p.launch.grid[1], p.launch.grid[2], p.launch.block[0],
           p.launch.block[1], p.launch.block[2], p.launch.dynamic_shared_bytes);
       if (auto it = verified.find(key); it != verified.end()) {
         m.verification = it->second;
       } else {
         if (!reference_outputs)
-          reference_outputs =
-              run_for_outputs(*ws, BoundKernel{*reference, reference_constants}, s);
+          reference_outputs = run_for_outputs(*ws, BoundKernel{*reference, reference_constants}, s);
         m.verification = verify(*ws, *reference_outputs, bound, s);
         if (!m.verification.passed) return failed(Status::wrong_result, m.verification.detail);
         verified.emplace(key, m.verification);

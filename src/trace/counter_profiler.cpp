@@ -71,7 +71,7 @@ struct CounterProfiler::Impl {
   // launch with its replay passes, and stopping with decoding; and the first launch whole.
   double arm_s = 0, replay_s = 0, decode_s = 0, first_s = 0;
   double set_config_s = 0, start_s = 0;  // the parts of arm_s that may hold a one-time cost
-  std::uint64_t collected = 0;  // launches whose values reached the trace
+  std::uint64_t collected = 0;           // launches whose values reached the trace
 
   Impl(std::vector<std::string> m, const CounterSelection& s, Sink k, Say y)
       : metrics(std::move(m)), selector(s), sink(std::move(k)), say(std::move(y)) {

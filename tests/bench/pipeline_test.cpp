@@ -22,8 +22,8 @@ KernelLaunch launch(unsigned bx, unsigned by, unsigned smem = 0) {
 // 0.71 ms copy was batched 280 times and a 87 us GEMV 400 times (200 ms samples, every hot run
 // to its timeout).
 TEST(HotBatch, LastsAbout200Microseconds) {
-  EXPECT_EQ(batch_for(0.713), 1u);   // the 1 GiB copy: one launch is already longer
-  EXPECT_EQ(batch_for(0.087), 3u);   // the GEMV: 261 us
+  EXPECT_EQ(batch_for(0.713), 1u);  // the 1 GiB copy: one launch is already longer
+  EXPECT_EQ(batch_for(0.087), 3u);  // the GEMV: 261 us
   EXPECT_EQ(batch_for(0.002), 100u);
   EXPECT_EQ(batch_for(0.0001), 400u);  // below 0.5 us, counted as 0.5
   EXPECT_EQ(batch_for(0), 400u);

@@ -128,7 +128,11 @@ TEST(StopRule, ADistributionRunOfASmallKernelEndsAtItsSampleCap) {
   // 40,000 samples and 2.4 s; the run ends at 2,000.
   StopRule rule(StopSettings::distribution());
   const std::size_t n = feed(
-      rule, [] { return Sample{5e3, 1980, 0}; }, 60e-6);
+      rule,
+      [] {
+        return Sample{5e3, 1980, 0};
+      },
+      60e-6);
   EXPECT_EQ(rule.reason(), StopReason::max_samples);
   EXPECT_EQ(n, 2000u);
 }
@@ -138,7 +142,11 @@ TEST(StopRule, ABatchCountsAllItsLaunchesAsGpuTime) {
   // time is 100 samples, not 10,000 (which ran every hot gate run to its timeout).
   StopRule rule(StopSettings::distribution());
   const std::size_t n = feed(
-      rule, [] { return Sample{20e3, 1980, 0, 100}; }, 2e-3);
+      rule,
+      [] {
+        return Sample{20e3, 1980, 0, 100};
+      },
+      2e-3);
   EXPECT_EQ(rule.reason(), StopReason::converged);
   EXPECT_EQ(n, 100u);
 }

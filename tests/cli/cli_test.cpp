@@ -32,7 +32,8 @@ TEST(Cli, VersionNamesTheCommit) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("ktune "), std::string::npos);
   std::string head;
-  if (FILE* git = ::popen("git -C " KTUNE_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
+  if (FILE* git =
+          ::popen("git -C " KTUNE_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
     char buf[64] = {};
     if (std::fgets(buf, sizeof buf, git)) head = buf;
     ::pclose(git);
