@@ -949,6 +949,8 @@ void on_crash(int sig) {
 }
 
 void install_crash_reporter() {
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads the unwinder now: the handler must not be the first to allocate
   for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) ::signal(sig, on_crash);
 }
 
