@@ -192,6 +192,7 @@ class Tracer {
   bool finished() const { return finished_.load(); }
   void set_init_ms(double ms) { init_ms_ = ms; }
   std::thread::id writer_id() const { return writer_id_; }
+  bool debug() const { return debug_; }
   void disown_after_fork() { forked_ = true; }
 
  private:
@@ -224,7 +225,6 @@ class Tracer {
 
   TracerOptions opts_;
   TraceMetadata meta_;
-  // The counter tier (null: activity tier only) and the records it hands to the writer thread.
   // A member, not a function-local static: the writer drains at exit, after the atexit handlers
   // registered later than ours have run, and a static's destructor is one of them (the writer
   // crashed in a destroyed name map when a process exited while it drained).
@@ -236,6 +236,7 @@ class Tracer {
       name = nullptr;  // the record keeps an empty name
     return std::string(name ? name : "");
   }};
+  // The counter tier (null: activity tier only) and the records it hands to the writer thread.
   std::unique_ptr<CounterProfiler> counters_;
   std::vector<bool> counter_cbids_[2];  // launch callbacks it owns: [0] runtime, [1] driver
   std::mutex counters_mu_;
@@ -992,8 +993,7 @@ int initialize() {
     return 1;
   }
   install_signal_handlers();
-  if (const char* d = std::getenv("KTUNE_TRACE_DEBUG"); d && std::string_view(d) == "1")
-    install_crash_reporter();
+  if (tracer->debug()) install_crash_reporter();
   tracer->set_init_ms(ms_since(t0));
   pthread_atfork(nullptr, nullptr, [] {
     if (g_tracer) g_tracer->disown_after_fork();
