@@ -14,9 +14,11 @@
 # of the cases, so that the run can be split over commands of limited length: a later part reuses
 # OUTDIR (its store and checks), skips the checks already there, and re-records the baseline first
 # when it runs on another card than the record did (a lent machine may come back as another one).
-# The table covers every check in OUTDIR. After the record and after each check, OUTDIR.tgz is
-# rewritten with the store, the checks and the log (few files, whole at every moment): a command
-# cut by its time limit still hands back every finished check.
+# The table covers every check in OUTDIR. After the record and after each check, OUTDIR.tgz (or
+# KTUNE_GATE_PACK) is rewritten with the store, the checks and the log (one file, whole at every
+# moment): a command cut by its time limit still hands back every finished check. On a lent
+# machine, which hands back a few files from $OUT, keep OUTDIR outside $OUT and point
+# KTUNE_GATE_PACK into it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:?usage: gpu-gate.sh BUNDLE OUTDIR}" && pwd)
@@ -47,9 +49,10 @@ json.dump(spec, open(sys.argv[2], "w"), indent=1)
 PY
 }
 gate() { "$bin" --db "$db" gate "$@"; }
-pack() {  # OUTDIR.tgz, replaced whole (the store's WAL checkpointed into it first)
+pack_to=${KTUNE_GATE_PACK:-$out.tgz}
+pack() {  # the archive, replaced whole (the store's WAL checkpointed into it first)
   python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$db" 2>/dev/null
-  tar czf "$out.tgz.part" -C "$out" --exclude=code . 2>/dev/null && mv "$out.tgz.part" "$out.tgz"
+  tar czf "$pack_to.part" -C "$out" --exclude=code . 2>/dev/null && mv "$pack_to.part" "$pack_to"
 }
 # The CPU acceptance test's noise fixture (tests/fixtures/gate/h100-noise.json), from the runs of
 # the unchanged code this run stored: each baseline and candidate run is one process's samples.
