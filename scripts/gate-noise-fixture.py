@@ -3,8 +3,10 @@
 
     scripts/gate-noise-fixture.py GATE_DB OUT.json "NAME, DRIVER, SM_CLOCK, SM_CLOCK_MAX, MEM_CLOCK"
 
-Takes the runs of the unchanged code (code_commit 'base': the baseline and every unchanged check),
-one run per process, and keeps at most 1,000 samples of each, drawn at random with a fixed seed
+Takes the runs of the unchanged code (code_commit 'base': the latest baseline and every unchanged
+check after it, in the baseline's environment: not the environment case's runs, nor those of an
+earlier card that a split run recorded before), one run per process, and keeps at most 1,000
+samples of each, drawn at random with a fixed seed
 (the test resamples a run's residuals 100 at a time; the whole of a cold run can be 90,000).
 The last argument is nvidia-smi's line for the GPU (gpu-gate.sh passes it).
 """
@@ -16,9 +18,15 @@ import sys
 MAX_SAMPLES = 1000
 
 db, path, smi = sys.argv[1], sys.argv[2], sys.argv[3].split(", ")
-rows = sqlite3.connect(db).execute(
+con = sqlite3.connect(db)
+since, toolkit, build = con.execute(
+    "SELECT MIN(recorded_at), toolkit, ktune_build FROM gate_runs WHERE kind = 'baseline' AND "
+    "session_id = (SELECT session_id FROM gate_runs WHERE kind = 'baseline' "
+    "ORDER BY recorded_at DESC LIMIT 1)").fetchone()
+rows = con.execute(
     "SELECT benchmark, samples, sm_clock_mhz FROM gate_runs WHERE code_commit = 'base' "
-    "ORDER BY benchmark, recorded_at, run_id").fetchall()
+    "AND recorded_at >= ? AND toolkit = ? AND ktune_build = ? "
+    "ORDER BY benchmark, recorded_at, run_id", (since, toolkit, build)).fetchall()
 rng = random.Random(1)
 runs = {}
 for name, samples, clock in rows:
