@@ -256,6 +256,31 @@ std::size_t batch_for(double one_launch_ms) {
   return static_cast<std::size_t>(std::max(std::ceil(200 / one_us), 1.0));
 }
 
+CallSampler::CallSampler(std::function<void()> call, CUstream s, cuda::L2Flusher& flusher,
+                         std::string pci_bus_id)
+    : call_(std::move(call)), stream_(s), flusher_(flusher), pci_(std::move(pci_bus_id)) {}
+
+void CallSampler::warmup() {
+  call_();
+  KTUNE_CU(driver().cuStreamSynchronize(stream_));
+}
+
+Sample CallSampler::sample() {
+  flusher_.flush(stream_);
+  start_.record(stream_);
+  call_();
+  stop_.record(stream_);
+  Sample s;
+  s.time_ns = 1e6 * cuda::elapsed_ms(start_, stop_);
+  if (const cuda::Nvml* nvml = cuda::Nvml::get(); nvml && !pci_.empty())
+    if (const auto c = nvml->sample(pci_)) {
+      s.sm_clock_mhz = c->sm_mhz;
+      if (c->throttle_reasons & cuda::throttle::kSwPowerCap) ++power_capped_;
+      s.throttle_reasons = c->throttle_reasons & ~cuda::throttle::kSwPowerCap;
+    }
+  return s;
+}
+
 KernelSampler::KernelSampler(const BoundKernel& kernel, Workspace& ws, CUstream s, TimingMode mode,
                              cuda::L2Flusher* flusher, std::string pci_bus_id,
                              std::size_t launches_per_sample)

@@ -7,13 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "ktune/bench/runner.hpp"
 #include "ktune/bench/verify.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/half.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/check.hpp"
 #include "ktune/cuda/identity.hpp"
-#include "ktune/cuda/nvml.hpp"
 #include "ktune/cuda/resources.hpp"
 
 namespace ktune::tune {
@@ -97,45 +97,6 @@ void to_json(nlohmann::json& j, const LibrarySearchResult& r) {
 }
 
 namespace {
-
-// Times one configuration as the harness times a kernel: L2 flushed before each cold sample, CUDA
-// events around one call, the SM clock and throttle state read with each sample.
-class LtSampler : public bench::Sampler {
- public:
-  LtSampler(std::function<void()> call, CUstream s, cuda::L2Flusher& flusher, std::string pci)
-      : call_(std::move(call)), stream_(s), flusher_(flusher), pci_(std::move(pci)) {}
-  void warmup() override {
-    call_();
-    KTUNE_CU(cuda::driver().cuStreamSynchronize(stream_));
-  }
-  bench::Sample sample() override {
-    flusher_.flush(stream_);
-    start_.record(stream_);
-    call_();
-    stop_.record(stream_);
-    bench::Sample s;
-    s.time_ns = 1e6 * cuda::elapsed_ms(start_, stop_);
-    if (const cuda::Nvml* nvml = cuda::Nvml::get(); nvml && !pci_.empty())
-      if (const auto c = nvml->sample(pci_)) {
-        s.sm_clock_mhz = c->sm_mhz;
-        // A large GEMM at full tensor rate runs into the software power cap as its steady state
-        // (seen on the H100: every sample flagged), so the stop rule would drop every sample.
-        // Power-capped samples are kept and counted; thermal and hardware slowdowns still drop.
-        if (c->throttle_reasons & cuda::throttle::kSwPowerCap) ++power_capped_;
-        s.throttle_reasons = c->throttle_reasons & ~cuda::throttle::kSwPowerCap;
-      }
-    return s;
-  }
-  std::size_t power_capped() const { return power_capped_; }
-
- private:
-  std::function<void()> call_;
-  CUstream stream_;
-  cuda::L2Flusher& flusher_;
-  std::string pci_;
-  cuda::Event start_, stop_;
-  std::size_t power_capped_ = 0;
-};
 
 std::vector<std::byte> download(CUdeviceptr p, std::size_t bytes) {
   std::vector<std::byte> host(bytes);
@@ -252,7 +213,7 @@ LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
       }
       bench::StopRule rule(o.screen,
                            std::isfinite(best_ns) ? std::optional(best_ns) : std::nullopt);
-      LtSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
+      bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
       bench::run_until_stopped(sampler, rule);
       result.power_capped_samples += sampler.power_capped();
       if (rule.times_ns().empty())
@@ -284,7 +245,7 @@ LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
   auto measure_full = [&](const bench::LtAlgoConfig& cfg) {
     const cublasLtMatmulAlgo_t algo = gemm.prepare(cfg);
     bench::StopRule rule(o.full);
-    LtSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
+    bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
     bench::Measurement meas;
     meas.kernel = "cublasLtMatmul";
     meas.config = cfg;

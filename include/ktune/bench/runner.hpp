@@ -3,6 +3,7 @@
 // verification against a reference and the sampler that times a kernel in each TimingMode.
 // Everything above this (stop rule, statistics, comparison, JSON) is plain C++.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,6 +92,28 @@ Verification verify(Workspace& ws, const Outputs& reference, const BoundKernel& 
 // Launches per hot or graph sample, from one launch's time as the event timer gives it (ms): a
 // batch lasts about 200 us (1 to 400 launches).
 std::size_t batch_for(double one_launch_ms);
+
+// Times a library call (cuBLASLt) as the harness times a kernel cold: L2 flushed before each
+// sample, CUDA events around one call, the SM clock and throttle state read with each sample. A
+// large GEMM at full tensor rate runs into the software power cap as its steady state (every
+// sample flagged on the H100), so power-capped samples are kept and counted; thermal and hardware
+// slowdowns are still dropped by the stop rule.
+class CallSampler : public Sampler {
+ public:
+  CallSampler(std::function<void()> call, CUstream s, cuda::L2Flusher& flusher,
+              std::string pci_bus_id);
+  void warmup() override;
+  Sample sample() override;
+  std::size_t power_capped() const { return power_capped_; }
+
+ private:
+  std::function<void()> call_;
+  CUstream stream_;
+  cuda::L2Flusher& flusher_;
+  std::string pci_;
+  cuda::Event start_, stop_;
+  std::size_t power_capped_ = 0;
+};
 
 // Times one loaded kernel in one mode; one Sample per sample() call.
 class KernelSampler : public Sampler {
