@@ -10,6 +10,7 @@
 #include <variant>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ktune/bench/runner.hpp"
 #include "ktune/core/error.hpp"
@@ -368,11 +369,11 @@ CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<do
     const BoundKernel bound{*kernel, constants_passed};
     out.detail = "not verified: the spec declares no reference";
     if (reference) {
+      const KernelLaunch& l = p.launch;
       const std::string key = fmt::format(
-          "{} {} {} {} {} {} {} {}",
-          cuda::compile_cache_key(p.launch.source, compile_options(p.launch, device.arch())),
-          p.launch.grid[0], p.launch.grid[1], p.launch.grid[2], p.launch.block[0],
-          p.launch.block[1], p.launch.block[2], p.launch.dynamic_shared_bytes);
+          "{} {} {} {} {}", cuda::compile_cache_key(l.source, compile_options(l, device.arch())),
+          fmt::join(l.grid, ","), fmt::join(l.block, ","), fmt::join(l.cluster, ","),
+          l.dynamic_shared_bytes);
       if (auto it = verified.find(key); it != verified.end()) {
         m.verification = it->second;
       } else {

@@ -1,6 +1,7 @@
 #pragma once
 // The GPU pieces of the candidate pipeline (pipeline.hpp): a loaded kernel, the argument buffers,
-// verification against a reference and the sampler that times a kernel in each TimingMode.
+// verification against a reference, the sampler that times a kernel in each TimingMode and the
+// one that times a library call.
 // Everything above this (stop rule, statistics, comparison, JSON) is plain C++.
 #include <cstddef>
 #include <functional>
