@@ -6,7 +6,9 @@
 #include "ktune/gate/gpu_measurer.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -162,6 +164,40 @@ TEST_F(GateTest, EachBenchmarkSaysHowLongItTookToMeasure) {
   EXPECT_GE(r.results[1].measure_s, 0.030 * runs);
   EXPECT_LT(r.results[0].measure_s, r.results[1].measure_s);
   EXPECT_LE(r.results[0].measure_s + r.results[1].measure_s + r.results[2].measure_s, r.duration_s);
+}
+
+// scripts/gate-noise-fixture.py on a store as scripts/gpu-gate.sh leaves it: the noise is the
+// latest baseline and the unchanged checks after it; not an earlier card's baseline (a split run
+// records again on a new card) and not the environment case's runs, which are stored as the same
+// code 'base' and were once taken into the fixture.
+TEST_F(GateTest, NoiseFixtureTakesTheLatestBaselineAndItsUnchangedChecksOnly) {
+  store::Baselines b(*store_);
+  record(suite_, m_, b, {"base", "main"});                       // the first card
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // recorded_at is in seconds
+  const auto baseline = record(suite_, m_, b, {"base", "main"});
+  const CheckReport unchanged = check(suite_, m_, b, {"base", ""}, {.against = "main"});
+  m_.env.toolkit = "12.8 -G";
+  m_.slowdown["copy"] = 1.26;
+  check(suite_, m_, b, {"base", ""}, {.against = "main"});
+  store_.reset();  // the script reads the file
+
+  const auto out = dir_ / "noise.json";
+  const std::string cmd = "python3 " KTUNE_SOURCE_DIR "/scripts/gate-noise-fixture.py " +
+                          (dir_ / "store.db").string() + " " + out.string() +
+                          " 'NVIDIA H100 80GB HBM3, 580.65.06, 1980 MHz, 1980 MHz, 2619 MHz'" +
+                          " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["benchmarks"].size(), 3u);
+  for (const auto& bench : j["benchmarks"]) {
+    const auto name = bench["name"].get<std::string>();
+    std::size_t want = 0;
+    for (const auto& g : baseline) want += g.benchmark == name;
+    for (const auto& r : unchanged.results)
+      if (r.name == name) want += r.comparison.shift.cand_runs;
+    EXPECT_EQ(bench["runs"].size(), want) << name;
+  }
 }
 
 TEST(RunProgram, CapturesStdoutAndNamesAFailingProgram) {
