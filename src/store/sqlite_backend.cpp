@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -72,8 +74,10 @@ class SqliteBackend final : public Backend {
     try {
       if (read_only)
         script("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
-      else
-        script("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+      else {
+        enter_wal();
+        script("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+      }
     } catch (...) {
       db_.close();
       throw;
@@ -164,6 +168,25 @@ class SqliteBackend final : public Backend {
         [this](std::string_view msg, int code) { return failure(msg, code); });
     sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
     sqlite3_extended_result_codes(db_.get(), 1);
+  }
+
+  // Turning a file into WAL mode takes an exclusive lock for which SQLite does not call the busy
+  // handler: when several processes open a fresh store at once, all but one used to fail at once
+  // with "database is locked". Retry until the busy timeout, as every other write waits.
+  void enter_wal() {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (;;) {
+      try {
+        script("PRAGMA journal_mode = WAL");
+        return;
+      } catch (const Error&) {
+        if ((db_.last_error_code() & 0xff) != SQLITE_BUSY ||
+            std::chrono::steady_clock::now() >= deadline)
+          throw;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 
   // Read before writing anything: a file that is not a database, or a database that is not a

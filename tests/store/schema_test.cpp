@@ -230,6 +230,30 @@ TEST(SqliteFile, ForeignDatabaseIsRefusedUntouched) {
   std::filesystem::remove(path);
 }
 
+// Turning a fresh file into WAL mode needs an exclusive lock, and SQLite does not wait for it: the
+// CI run with eight processes opening one new store failed "locked for 60 s" after 37 ms.
+TEST(SqliteFile, AFreshStoreWaitsForAnotherWriterOfTheFileInsteadOfFailing) {
+  const auto path = std::filesystem::temp_directory_path() / "ktune_fresh_locked_store_test.db";
+  std::filesystem::remove(path);
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr),
+      SQLITE_OK);  // holds the file's write lock, as another opener does while it turns it to WAL
+  auto release = std::async(std::launch::async, [writer] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sqlite3_exec(writer, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NO_THROW(Store::open("sqlite:" + path.string()));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250));
+  release.get();
+  sqlite3_close(writer);
+  auto store = Store::open("sqlite:" + path.string());
+  EXPECT_EQ(store->schema_version(), Store::kSchemaVersion);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+}
+
 TEST(StoreUrl, PasswordIsHiddenWhenTheServerIsUnreachable) {
 #ifndef KTUNE_WITH_POSTGRES
   GTEST_SKIP() << "built without PostgreSQL";
