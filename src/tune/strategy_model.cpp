@@ -1,12 +1,14 @@
 // Model-guided search ("model"), and the default "hybrid" that alternates its global proposals
-// with local ones. A random forest learns log(time) from every evaluation (failures as "slower than
-// anything seen", so the model learns where configurations fail and stops proposing there); each
-// proposal is the candidate with the highest expected improvement; measurements decide. Proposals
-// look globally (the whole space when it is small, else a random sample plus the neighbourhoods of
-// the best few, so the cost per proposal stays bounded); in the hybrid every third looks only at
-// the incumbent's one-parameter neighbourhood, so the search keeps refining the best region even
-// while the model's uncertainty pulls it elsewhere. Nothing here is fitted to one recorded space:
-// no per-kernel table, no threshold read off a file.
+// with local ones. It starts from a space-filling design (each proposal the farthest of 32
+// random ones from all proposed so far), so that the first evaluations see every region. A random
+// forest learns log(time) from every evaluation (failures as "slower than anything seen", so the
+// model learns where configurations fail and stops proposing there); each proposal is the candidate
+// with the highest expected improvement; measurements decide. Proposals look globally (the whole
+// space when it is small, else a random sample plus the neighbourhoods of the best few, so the cost
+// per proposal stays bounded); in the hybrid every third looks only at the incumbent's
+// one-parameter neighbourhood, so the search keeps refining the best region even while the model's
+// uncertainty pulls it elsewhere. Nothing here is fitted to one recorded space: no per-kernel
+// table, no threshold read off a file.
 #include <algorithm>
 #include <cmath>
 
@@ -23,10 +25,12 @@ namespace {
 // held-out family. Nor did, in logs/2026-11-25-replay-cpu.md, a separate forest for the chance of
 // failure (EI x P(success) lost 0.014 on the only family with failures), more exploration (the
 // spread doubled, or decaying over the budget: gains on pnpoly, losses of 0.007-0.021 on gemm),
-// lower confidence bound, a smaller random start or fewer features per split. The other
-// settings are the model strategy's, fixed a priori.
+// lower confidence bound, a smaller random start or fewer features per split. What did win on
+// all three families at once (logs/2026-11-25-replay-cpu.md) is the space-filling start
+// in place of a uniformly random one: pnpoly's seeds had settled in the basin that their random
+// start happened to sample. The other settings are the model strategy's, fixed a priori.
 struct ModelOptions {
-  std::size_t init_divisor = 10;  // random start: budget / this, clamped to [5, 20]
+  std::size_t init_divisor = 10;  // space-filling start: budget / this, clamped to [5, 20]
   std::size_t local_every = 0;    // every n-th model proposal is local; 0: never ("model")
   std::size_t full_scan_limit = 4096;
   std::size_t random_candidates = 2048;
@@ -48,7 +52,7 @@ class ModelGuided final : public Strategy {
   std::optional<std::size_t> next() override {
     const std::size_t initial =
         std::clamp<std::size_t>(budget() / std::max<std::size_t>(opt_.init_divisor, 1), 5, 20);
-    if (history().size() < initial || !best()) return random_untried();
+    if (history().size() < initial || !best()) return spread_untried();
 
     const std::size_t step = history().size() - initial;
     std::vector<double> y = y_;

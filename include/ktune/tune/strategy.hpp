@@ -70,6 +70,9 @@ class Strategy {
   std::size_t budget() const { return budget_; }
   bool was_tried(std::size_t index) const { return tried_.count(index) != 0; }
   std::optional<std::size_t> random_untried();
+  // A space-filling pick: of up to 32 random untried configurations, the one farthest from every
+  // configuration already proposed (each parameter's value position scaled to [0, 1]).
+  std::optional<std::size_t> spread_untried();
   // Valid configurations that differ from `index` in one parameter (all its other values).
   std::vector<std::size_t> neighbours(std::size_t index) const;
   // The best successful evaluation so far, if any.
