@@ -240,11 +240,11 @@ TEST(SqliteFile, AFreshStoreWaitsForAnotherWriterOfTheFileInsteadOfFailing) {
   ASSERT_EQ(
       sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr),
       SQLITE_OK);  // holds the file's write lock, as another opener does while it turns it to WAL
+  const auto start = std::chrono::steady_clock::now();  // before the lock can be released
   auto release = std::async(std::launch::async, [writer] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     sqlite3_exec(writer, "COMMIT", nullptr, nullptr, nullptr);
   });
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_NO_THROW(Store::open("sqlite:" + path.string()));
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250));
   release.get();
