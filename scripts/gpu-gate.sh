@@ -39,10 +39,17 @@ mkdir -p "$out/checks"; rm -rf "$out/code"
 cp -r "$root/kernels" "$out/code"; kernels=$out/code
 . "$root/scripts/gpu-gate-benchmarks.sh"
 db=$out/gate.db
-plant() {  # PERCENT: 0 restores the shipped copy spec
-  python3 - "$root/kernels/copy/copy.json" "$kernels/copy/copy.json" "$1" <<'PY'
+# The gate's copy moves KTUNE_GATE_COPY_N floats (64 Mi: 256 MiB each way, five times L2, still
+# bound by DRAM) instead of the shipped 256 Mi: filling and verifying 1 GiB buffers took 6 of a
+# check's 7 s for the copy, and the check is run 80 times.
+copy_n=${KTUNE_GATE_COPY_N:-67108864}
+plant() {  # PERCENT: 0 restores the shipped copy spec (at the gate's size)
+  python3 - "$root/kernels/copy/copy.json" "$kernels/copy/copy.json" "$1" "$copy_n" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
+k = spec["KernelSpecification"]
+k["ProblemSize"] = [int(sys.argv[4])]
+next(a for a in k["Arguments"] if a["Name"] == "n")["FillValue"] = int(sys.argv[4])
 if int(sys.argv[3]) > 0:
     spec["KernelSpecification"].setdefault("CompilerOptions", []).append(f"-DGATE_EXTRA_PCT={sys.argv[3]}")
 json.dump(spec, open(sys.argv[2], "w"), indent=1)
