@@ -177,6 +177,7 @@ void to_json(nlohmann::json& j, const CheckReport& r) {
          {"alpha", r.rule.alpha},
          {"confidence", r.rule.confidence},
          {"baseline_runs", r.rule.baseline_runs},
+         {"max_baseline_runs", r.rule.max_baseline_runs},
          {"candidate_runs", r.rule.candidate_runs},
          {"max_remeasure", r.rule.max_remeasure}}},
        {"duration_s", r.duration_s},

@@ -108,14 +108,17 @@ Suite parse_suite(const std::string& text, const std::filesystem::path& file) {
     if (!t) fail(file, "[gate]", "must be a table of settings");
     const std::string w = "[gate]";
     reject_unknown(*t,
-                   {"threshold", "alpha", "confidence", "baseline_runs", "candidate_runs",
-                    "max_remeasure", "stop", "nvrtc_options"},
+                   {"threshold", "alpha", "confidence", "baseline_runs", "max_baseline_runs",
+                    "candidate_runs", "max_remeasure", "stop", "nvrtc_options"},
                    file, w);
     s.rule.threshold = number_key(*t, "threshold", s.rule.threshold, 0.001, 1, file, w);
     s.rule.alpha = number_key(*t, "alpha", s.rule.alpha, 1e-6, 0.5, file, w);
     s.rule.confidence = number_key(*t, "confidence", s.rule.confidence, 0.5, 0.9999, file, w);
     s.rule.baseline_runs =
         static_cast<int>(number_key(*t, "baseline_runs", s.rule.baseline_runs, 2, 100, file, w));
+    s.rule.max_baseline_runs = static_cast<int>(number_key(
+        *t, "max_baseline_runs", std::max(s.rule.max_baseline_runs, s.rule.baseline_runs),
+        s.rule.baseline_runs, 100, file, w));
     s.rule.candidate_runs =
         static_cast<int>(number_key(*t, "candidate_runs", s.rule.candidate_runs, 1, 100, file, w));
     s.rule.max_remeasure =

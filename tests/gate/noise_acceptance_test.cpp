@@ -88,7 +88,7 @@ Outcome simulate(const std::vector<Noise>& noise, double slowdown, int trials, s
     const auto factor = [&](std::size_t i) { return i == planted ? 1 + slowdown : 1.0; };
     for (std::size_t i = 0; i < kSuite; ++i) {
       const Noise& n = noise[i % noise.size()];
-      for (int r = 0; r < rule.baseline_runs; ++r) base[i].push_back(simulate_run(n, 1.0, rng));
+      while (!baseline_settled(base[i], rule)) base[i].push_back(simulate_run(n, 1.0, rng));
       for (int r = 0; r < rule.candidate_runs; ++r)
         cand[i].push_back(simulate_run(n, factor(i), rng));
     }

@@ -113,6 +113,26 @@ TEST(Decide, FollowsTheRule) {
   EXPECT_EQ(decide(s, 0.001, rule), Verdict::noisy);
 }
 
+// A kernel built with -G on the H100 ran 15x slower in runs within 1 % of each other: an interval
+// of +1526 .. +1541 %, 0.15 wide in change. Called noisy before the width became a ratio.
+TEST(Decide, AManyfoldSlowdownIsSlowerHoweverWideItsIntervalInChange) {
+  Rule rule;
+  Shift s;
+  s.interval_known = true;
+  s.change = 15.31, s.ci_low = 15.26, s.ci_high = 15.41;
+  EXPECT_EQ(decide(s, 1e-300, rule), Verdict::slower);
+  EXPECT_FALSE(unclear(s, rule));                           // nothing to re-measure
+  s.change = -0.94, s.ci_low = -0.941, s.ci_high = -0.939;  // the same, the other way
+  EXPECT_EQ(decide(s, 1e-300, rule), Verdict::faster);
+  // Wide as a ratio too, but all of it past the threshold: a slowdown of at least 6 %.
+  s.change = 0.2, s.ci_low = 0.06, s.ci_high = 0.5;
+  EXPECT_EQ(decide(s, 0.001, rule), Verdict::slower);
+  EXPECT_EQ(decide(s, 0.2, rule), Verdict::noisy);  // not significant: still unknown
+  // Wide and holding the threshold: which side is not known.
+  s.change = 0.05, s.ci_low = 0.02, s.ci_high = 0.09;
+  EXPECT_EQ(decide(s, 0.001, rule), Verdict::noisy);
+}
+
 TEST(CompareSuite, RemeasuresAnUnclearBenchmarkAndStopsAtTheBound) {
   Rng rng(5);
   std::vector<Runs> base{make_runs(rng, 5, 50, 1000, 0.002, 0.01),

@@ -66,9 +66,12 @@ struct Rule {
   // (can a slowdown of the threshold be ruled out?): 98 % two-sided is a 99 % one-sided bound,
   // which keeps a slowdown at the threshold caught even when few runs understate the spread.
   double confidence = 0.98;
-  int bootstrap = 1000;     // replicates
-  int max_remeasure = 2;    // extra candidate runs for an unclear benchmark
-  int baseline_runs = 5;    // runs `gate record` stores per benchmark (run-to-run spread)
+  int bootstrap = 1000;   // replicates
+  int max_remeasure = 8;  // extra candidate runs for an unclear benchmark
+  // Runs `gate record` stores per benchmark: at least baseline_runs, more while the baseline is
+  // not settled (baseline_settled), at most max_baseline_runs.
+  int baseline_runs = 5;
+  int max_baseline_runs = 20;
   int candidate_runs = 2;   // runs `gate check` takes before deciding
   std::uint64_t seed = 12;  // of the bootstrap's generator
 };
@@ -78,15 +81,23 @@ struct Rule {
 // single candidate run still gets the baseline's run-to-run spread).
 Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& rng);
 
+// Whether `gate record` has run a benchmark enough: rule.max_baseline_runs runs, or at least
+// rule.baseline_runs and its mean log run median known to within a fifth of the threshold (the
+// half-width of a t-interval at the rule's confidence). A check's interval is never narrower than
+// its baseline's: with five baseline runs 2 % apart, a 5 % slowdown came out noisy.
+bool baseline_settled(const Runs& base, const Rule& rule);
+
 enum class Verdict { faster, unchanged, slower, noisy };
 const char* to_string(Verdict v);
 
 // slower: significant after correction (adjusted p < alpha and the interval above 0) and a
 // slowdown of the threshold or more is within the interval; faster mirrors it; noisy: the
-// interval is wider than the threshold (cannot tell 0 from it) or unknown; otherwise unchanged.
+// interval is unknown, or wider than the threshold as a ratio of its ends ((1 + high) / (1 + low)
+// - 1: cannot tell 0 from the threshold) unless all of it lies past the threshold; otherwise
+// unchanged.
 Verdict decide(const Shift& s, double p_adjusted, const Rule& rule);
-// Whether one more candidate run could change the verdict: the interval is too wide or straddles
-// +-threshold.
+// Whether one more candidate run could change the verdict: the interval is unknown, too wide (as
+// decide() measures it) or straddles +-threshold.
 bool unclear(const Shift& s, const Rule& rule);
 
 struct Comparison {
