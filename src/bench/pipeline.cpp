@@ -15,6 +15,7 @@
 #include "ktune/bench/runner.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/identity.hpp"
+#include "ktune/cuda/nvml.hpp"
 
 namespace ktune::bench {
 
@@ -407,7 +408,13 @@ CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<do
     record_samples(m, full);
     m.launches_per_sample = sampler.launches_per_sample();
     if (m.time_ns.count == 0)
-      return failed(Status::timeout, "no unthrottled sample before the full rule's timeout");
+      return failed(Status::timeout,
+                    fmt::format("no unthrottled sample before the full rule's timeout ({} dropped "
+                                "under {})",
+                                m.dropped_throttled,
+                                fmt::join(cuda::throttle_reason_names(
+                                              m.throttle_seen & cuda::throttle::kSlowdownMask),
+                                          ", ")));
     out.status = Status::ok;
     out.full = true;
     return out;

@@ -85,6 +85,8 @@ std::vector<double> GpuMeasurer::run(const SuiteBenchmark& b) {
   }
   Prepared& p = prepare(b);
   const bench::CandidateOutcome o = p.pipeline->run(p.problem);
+  if (o.status == bench::Status::timeout && o.measurement.dropped_throttled > 0)
+    throw ThrottledRun(fmt::format("benchmark \"{}\": {}", b.name, o.detail));
   if (o.status != bench::Status::ok)
     throw Error(
         fmt::format("benchmark \"{}\": {}: {}", b.name, bench::to_string(o.status), o.detail));

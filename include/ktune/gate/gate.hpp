@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/error.hpp"
 #include "ktune/gate/statistics.hpp"
 #include "ktune/gate/suite.hpp"
 #include "ktune/store/baselines.hpp"
@@ -19,10 +20,18 @@ inline constexpr int kCheckSchemaVersion = 2;
 
 // Measures one run of a benchmark. The GPU implementation (gpu_measurer.hpp) uses bench's one
 // candidate pipeline and runs programs; tests hand in synthetic runs.
+// A run that kept no sample: the GPU slowed down (thermal, power) through all of it. The gate
+// runs it again, a bounded number of times, before giving up.
+class ThrottledRun : public Error {
+ public:
+  using Error::Error;
+};
+
 class Measurer {
  public:
   virtual ~Measurer() = default;
-  // Every counted sample of one run, ns per launch. ktune::Error when the benchmark cannot run.
+  // Every counted sample of one run, ns per launch. ktune::Error when the benchmark cannot run;
+  // ThrottledRun when it ran but every sample was taken under a slowdown.
   virtual std::vector<double> run(const SuiteBenchmark& b) = 0;
   // The configuration measured (parameter -> value); null for a program.
   virtual nlohmann::json config(const SuiteBenchmark& b) = 0;
@@ -34,7 +43,8 @@ struct Provenance {
   std::string label;        // record only: a name for the baseline ("main")
 };
 
-// Measures every benchmark rule.baseline_runs times and stores the runs as one session.
+// Measures every benchmark until its baseline is settled (rule.baseline_runs to
+// rule.max_baseline_runs runs, baseline_settled) and stores the runs as one session.
 // Returns the runs stored.
 std::vector<store::GateRun> record(const Suite& suite, Measurer& m, store::Baselines& baselines,
                                    const Provenance& p);
