@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/bench/cublaslt_gemm.hpp"
+#include "ktune/bench/measurement.hpp"
 #include "ktune/bench/runner.hpp"
 #include "ktune/bench/stop_rule.hpp"
 #include "ktune/core/error.hpp"
@@ -45,13 +46,13 @@ int main(int argc, char** argv) try {
       },
       stream.get(), flusher, cuda::capture_device(0).pci_bus_id);
   bench::StopRule rule(bench::StopSettings::distribution());
-  bench::run_until_stopped(sampler, rule);
-  const nlohmann::json j = {{"schema_version", 1},
-                            {"status", "ok"},
-                            {"kernel", fmt::format("cublasLt fp16 gemm {0}x{0}x{0}", size)},
-                            {"mode", "cold"},
-                            {"samples_ns", rule.times_ns()},
-                            {"flop", 2.0 * size * size * size}};
+  bench::Measurement m;
+  m.kernel = fmt::format("cublasLt fp16 gemm {0}x{0}x{0}", size);
+  m.flop = 2.0 * size * size * size;
+  m.wall_time_s = bench::run_until_stopped(sampler, rule);
+  bench::record_samples(m, rule);  // the clock and throttle state come with the samples
+  nlohmann::json j = m;
+  j["status"] = "ok";
   fmt::print("{}\n", j.dump());
   return 0;
 } catch (const std::exception& e) {

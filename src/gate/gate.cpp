@@ -22,8 +22,7 @@ std::string new_session_id() {
 
 store::GateRun make_run(const Suite& suite, const SuiteBenchmark& b, const std::string& session,
                         std::size_t run, const store::GateEnvironment& env, const Provenance& p,
-                        const nlohmann::json& config, std::vector<double> samples,
-                        const std::string& kind) {
+                        const nlohmann::json& config, RunSamples samples, const std::string& kind) {
   store::GateRun g;
   g.session_id = session;
   g.run_id = fmt::format("{}/{}/{}", session, b.name, run);
@@ -36,7 +35,8 @@ store::GateRun make_run(const Suite& suite, const SuiteBenchmark& b, const std::
   g.label = p.label;
   g.config = config.is_null() ? nlohmann::json::object() : config;
   g.recorded_at = utc_now_iso8601();
-  g.samples_ns = std::move(samples);
+  g.samples_ns = std::move(samples.samples_ns);
+  g.sm_clock_mhz = samples.sm_clock_mhz;
   return g;
 }
 
@@ -71,7 +71,7 @@ std::string shell_word(const std::string& s) {
 // on the H100 two checks of 83 lost one run so, and the next check ran clean.
 constexpr int kThrottledRetries = 2;
 
-std::vector<double> run_once(Measurer& m, const SuiteBenchmark& b) {
+RunSamples run_once(Measurer& m, const SuiteBenchmark& b) {
   for (int attempt = 0;; ++attempt) {
     try {
       return m.run(b);
@@ -100,9 +100,10 @@ std::vector<store::GateRun> record(const Suite& suite, Measurer& m, store::Basel
     for (std::size_t i = 0; i < suite.benchmarks.size(); ++i) {
       if (baseline_settled(taken[i], suite.rule)) continue;
       const auto& b = suite.benchmarks[i];
-      taken[i].push_back(run_once(m, b));
+      RunSamples one = run_once(m, b);
+      taken[i].push_back(one.samples_ns);
       runs.push_back(make_run(suite, b, session, static_cast<std::size_t>(r), env, p, m.config(b),
-                              taken[i].back(), "baseline"));
+                              std::move(one), "baseline"));
       any = true;
     }
     if (!any) break;
@@ -166,6 +167,7 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
     }
   }
   std::vector<Runs> cand(n);
+  std::vector<std::vector<int>> clocks(n);  // of each candidate run, in cand's order
   std::vector<nlohmann::json> configs(n);
   // Wall time per benchmark, preparation (build, load) and every run, re-measurements included.
   std::vector<double> spent_s(n, 0.0);
@@ -176,7 +178,9 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
     return out;
   };
   const auto run = [&](std::size_t i) {
-    return timed(i, [&](const SuiteBenchmark& b) { return run_once(m, b); });
+    RunSamples one = timed(i, [&](const SuiteBenchmark& b) { return run_once(m, b); });
+    clocks[i].push_back(one.sm_clock_mhz);
+    return std::move(one.samples_ns);
   };
   for (std::size_t i = 0; i < n; ++i)
     configs[i] = timed(i, [&](const SuiteBenchmark& b) { return m.config(b); });
@@ -251,7 +255,7 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t r = 0; r < cand[i].size(); ++r)
         runs.push_back(make_run(suite, suite.benchmarks[i], session, r, report.env, p, configs[i],
-                                cand[i][r], "candidate"));
+                                {cand[i][r], clocks[i][r]}, "candidate"));
     baselines.put_runs(runs);
   }
   report.duration_s =

@@ -72,7 +72,7 @@ GpuMeasurer::Prepared& GpuMeasurer::prepare(const SuiteBenchmark& b) {
   return *slot;
 }
 
-std::vector<double> GpuMeasurer::run(const SuiteBenchmark& b) {
+RunSamples GpuMeasurer::run(const SuiteBenchmark& b) {
   if (b.is_program()) {
     const std::string out = run_program(b.command);
     nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
@@ -81,7 +81,11 @@ std::vector<double> GpuMeasurer::run(const SuiteBenchmark& b) {
           fmt::format("benchmark \"{}\": {} printed no JSON; make it print its results as "
                       "JSON on stdout.",
                       b.name, b.command.front()));
-    return program_samples(j, b.format, b.select, fmt::format("benchmark \"{}\"", b.name));
+    // `ktune bench --json` output carries the run's clock; other formats have none.
+    const int clock = b.format == ProgramFormat::ktune && j.contains("sm_clock_mhz")
+                          ? j["sm_clock_mhz"].value("median", 0)
+                          : 0;
+    return {program_samples(j, b.format, b.select, fmt::format("benchmark \"{}\"", b.name)), clock};
   }
   Prepared& p = prepare(b);
   const bench::CandidateOutcome o = p.pipeline->run(p.problem);
@@ -90,7 +94,7 @@ std::vector<double> GpuMeasurer::run(const SuiteBenchmark& b) {
   if (o.status != bench::Status::ok)
     throw Error(
         fmt::format("benchmark \"{}\": {}: {}", b.name, bench::to_string(o.status), o.detail));
-  return o.measurement.samples_ns;
+  return {o.measurement.samples_ns, o.measurement.sm_clock_mhz_median};
 }
 
 nlohmann::json GpuMeasurer::config(const SuiteBenchmark& b) {

@@ -28,7 +28,7 @@ class FakeMeasurer : public Measurer {
   store::GateEnvironment env{"NVIDIA H100 80GB HBM3", "sm_90", "580.65.06", "12.8", "0.1.0"};
   Rng rng{7};
   int runs = 0;
-  std::vector<double> run(const SuiteBenchmark& b) override {
+  RunSamples run(const SuiteBenchmark& b) override {
     ++runs;
     if (throttled[b.name] > 0) {
       --throttled[b.name];
@@ -41,7 +41,7 @@ class FakeMeasurer : public Measurer {
     const double f = slowdown.count(b.name) ? slowdown[b.name] : 1.0;
     std::vector<double> s(60);
     for (double& x : s) x = 10'000 * f * offset * std::exp(0.01 * rng.normal());
-    return s;
+    return {s, b.is_program() ? 0 : 1980 - runs % 3};
   }
   nlohmann::json config(const SuiteBenchmark& b) override {
     return b.is_program() ? nlohmann::json() : nlohmann::json{{"BLOCK", 256}};
@@ -122,6 +122,25 @@ TEST_F(GateTest, ARunThatKeptNoSampleIsTakenAgainAndTheCheckGoesOn) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("benchmark \"gemv\": no unthrottled sample"));
     EXPECT_THAT(e.what(), HasSubstr("in 3 runs in a row; let the GPU cool down"));
+  }
+}
+
+// The design's rule: every measurement keeps its SM clock. The H100 run stored 0 for all of its
+// runs, so a benchmark's spread could not be set beside its clocks.
+TEST_F(GateTest, EveryStoredRunKeepsTheClockItsSamplesWereTakenAt) {
+  store::Baselines b(*store_);
+  record(suite_, m_, b, {"abc123", "main"});
+  check(suite_, m_, b, {"abc123", ""}, {});
+  for (const char* kind : {"baseline", "candidate"}) {
+    const auto stored = b.runs({.kind = kind});
+    ASSERT_FALSE(stored.empty()) << kind;
+    for (const auto& g : stored) {
+      if (g.benchmark == "blas")
+        EXPECT_EQ(g.sm_clock_mhz, 0) << "a program prints no clock";
+      else
+        EXPECT_TRUE(g.sm_clock_mhz >= 1978 && g.sm_clock_mhz <= 1980)
+            << kind << " " << g.run_id << ": " << g.sm_clock_mhz;
+    }
   }
 }
 
@@ -251,6 +270,28 @@ TEST_F(GateTest, NoiseFixtureTakesTheLatestBaselineAndItsUnchangedChecksOnly) {
       if (r.name == name) want += r.comparison.shift.cand_runs;
     EXPECT_EQ(bench["runs"].size(), want) << name;
   }
+}
+
+// A program printing `ktune bench --json` output (the cuBLASLt program does) hands the gate its
+// run's clock with its samples; a Google Benchmark one has none to give.
+TEST(GpuMeasurerProgram, ReadsTheRunsClockFromKtuneJson) {
+  const Suite suite = parse_suite(R"(
+[[benchmark]]
+name = "lt"
+command = ["/bin/sh", "-c", "echo '{\"samples_ns\": [5, 6, 7], \"sm_clock_mhz\": {\"median\": 1755}}'"]
+[[benchmark]]
+name = "gb"
+format = "gbench"
+command = ["/bin/sh", "-c", "echo '{\"benchmarks\": [{\"name\": \"x\", \"real_time\": 3, \"time_unit\": \"us\"}]}'"]
+)",
+                                  std::filesystem::path(KTUNE_SOURCE_DIR) / "suite.toml");
+  GpuMeasurer m(suite, 0, nullptr);
+  const RunSamples lt = m.run(suite.benchmarks[0]);
+  EXPECT_EQ(lt.samples_ns, (std::vector<double>{5, 6, 7}));
+  EXPECT_EQ(lt.sm_clock_mhz, 1755);
+  const RunSamples gb = m.run(suite.benchmarks[1]);
+  EXPECT_EQ(gb.samples_ns, (std::vector<double>{3000}));
+  EXPECT_EQ(gb.sm_clock_mhz, 0);
 }
 
 TEST(RunProgram, CapturesStdoutAndNamesAFailingProgram) {

@@ -18,8 +18,6 @@ namespace ktune::gate {
 // 2: "measure_s" per benchmark.
 inline constexpr int kCheckSchemaVersion = 2;
 
-// Measures one run of a benchmark. The GPU implementation (gpu_measurer.hpp) uses bench's one
-// candidate pipeline and runs programs; tests hand in synthetic runs.
 // A run that kept no sample: the GPU slowed down (thermal, power) through all of it. The gate
 // runs it again, a bounded number of times, before giving up.
 class ThrottledRun : public Error {
@@ -27,12 +25,21 @@ class ThrottledRun : public Error {
   using Error::Error;
 };
 
+// One run of a benchmark: every counted sample, ns per launch, and the median SM clock while they
+// were taken (0 where unknown: a program that does not print it).
+struct RunSamples {
+  std::vector<double> samples_ns;
+  int sm_clock_mhz = 0;
+};
+
+// Measures one run of a benchmark. The GPU implementation (gpu_measurer.hpp) uses bench's one
+// candidate pipeline and runs programs; tests hand in synthetic runs.
 class Measurer {
  public:
   virtual ~Measurer() = default;
-  // Every counted sample of one run, ns per launch. ktune::Error when the benchmark cannot run;
-  // ThrottledRun when it ran but every sample was taken under a slowdown.
-  virtual std::vector<double> run(const SuiteBenchmark& b) = 0;
+  // ktune::Error when the benchmark cannot run; ThrottledRun when it ran but every sample was
+  // taken under a slowdown.
+  virtual RunSamples run(const SuiteBenchmark& b) = 0;
   // The configuration measured (parameter -> value); null for a program.
   virtual nlohmann::json config(const SuiteBenchmark& b) = 0;
   virtual store::GateEnvironment environment() = 0;

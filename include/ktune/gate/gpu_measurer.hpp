@@ -15,7 +15,7 @@ class GpuMeasurer : public Measurer {
   // `store` answers "cached" configurations; may be null when the suite has none.
   GpuMeasurer(const Suite& suite, int device, store::Store* store);
   ~GpuMeasurer() override;
-  std::vector<double> run(const SuiteBenchmark& b) override;
+  RunSamples run(const SuiteBenchmark& b) override;
   nlohmann::json config(const SuiteBenchmark& b) override;
   store::GateEnvironment environment() override;
 
