@@ -164,25 +164,35 @@ std::vector<double> holm(std::span<const double> p_values) {
   return adjusted;
 }
 
+namespace {
+
+// Each non-empty run's log median (log scale: shifts become ratios, and a run's offset multiplies
+// every sample of it); the runs' samples are appended to `pooled` when given.
+std::vector<double> log_medians(const Runs& runs, std::vector<double>* pooled = nullptr) {
+  std::vector<double> meds;
+  for (const auto& run : runs) {
+    if (run.empty()) continue;
+    std::vector<double> sorted(run.begin(), run.end());
+    std::sort(sorted.begin(), sorted.end());
+    const double med = quantile_sorted(sorted, 0.5);
+    if (!(med > 0)) throw Error("gate: a run's median time is not positive; samples must be ns.");
+    meds.push_back(std::log(med));
+    if (pooled) pooled->insert(pooled->end(), run.begin(), run.end());
+  }
+  return meds;
+}
+
+double mean_of(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+}  // namespace
+
 Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& rng) {
-  // Log scale: shifts become ratios, and a run's offset multiplies every sample of it.
-  const auto log_medians = [](const Runs& runs, std::vector<double>& pooled) {
-    std::vector<double> meds;
-    for (const auto& run : runs) {
-      if (run.empty()) continue;
-      std::vector<double> sorted(run.begin(), run.end());
-      std::sort(sorted.begin(), sorted.end());
-      const double med = quantile_sorted(sorted, 0.5);
-      if (!(med > 0)) throw Error("gate: a run's median time is not positive; samples must be ns.");
-      meds.push_back(std::log(med));
-      pooled.insert(pooled.end(), run.begin(), run.end());
-    }
-    return meds;
-  };
   Shift s;
   std::vector<double> base_pooled, cand_pooled;
-  const std::vector<double> bm = log_medians(base, base_pooled);
-  const std::vector<double> cm = log_medians(cand, cand_pooled);
+  const std::vector<double> bm = log_medians(base, &base_pooled);
+  const std::vector<double> cm = log_medians(cand, &cand_pooled);
   if (bm.empty() || cm.empty())
     throw Error("gate: a comparison needs at least one run with samples on each side.");
   s.base_runs = bm.size();
@@ -208,16 +218,13 @@ Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& 
   const std::size_t n = bm.size() + cm.size();
   if (n < 3) return s;
   s.interval_known = true;
-  const auto mean = [](const std::vector<double>& v) {
-    return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  };
   const double tail = (1 - rule.confidence) / 2;
   const double df = static_cast<double>(n - 2);
   const double scale = std::sqrt(static_cast<double>(n) / df) * t_upper_quantile(tail, df) /
                        normal_upper_quantile(tail);
   std::vector<double> residuals;
-  for (double x : bm) residuals.push_back((x - mean(bm)) * scale);
-  for (double x : cm) residuals.push_back((x - mean(cm)) * scale);
+  for (double x : bm) residuals.push_back((x - mean_of(bm)) * scale);
+  for (double x : cm) residuals.push_back((x - mean_of(cm)) * scale);
 
   std::vector<double> rb(bm.size()), rc(cm.size()), replicates;
   replicates.reserve(static_cast<std::size_t>(rule.bootstrap));
@@ -235,17 +242,10 @@ Shift estimate_shift(const Runs& base, const Runs& cand, const Rule& rule, Rng& 
 bool baseline_settled(const Runs& base, const Rule& rule) {
   const auto n = static_cast<int>(base.size());
   if (n >= rule.max_baseline_runs) return true;
-  if (n < rule.baseline_runs || n < 2) return false;
-  std::vector<double> meds;
-  for (const auto& run : base) {
-    std::vector<double> sorted(run.begin(), run.end());
-    std::sort(sorted.begin(), sorted.end());
-    if (!sorted.empty() && sorted.front() > 0)
-      meds.push_back(std::log(quantile_sorted(sorted, 0.5)));
-  }
+  if (n < rule.baseline_runs) return false;
+  const std::vector<double> meds = log_medians(base);
   if (meds.size() < 2) return false;
-  const double mean =
-      std::accumulate(meds.begin(), meds.end(), 0.0) / static_cast<double>(meds.size());
+  const double mean = mean_of(meds);
   double ss = 0;
   for (double m : meds) ss += (m - mean) * (m - mean);
   const double df = static_cast<double>(meds.size() - 1);
