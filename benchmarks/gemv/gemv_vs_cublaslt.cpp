@@ -21,6 +21,9 @@ int main(int argc, char** argv) try {
     std::fprintf(stderr, "usage: ktune_gemv_bench SPEC [CONFIG ...]\n");
     return 2;
   }
+  // A line per measurement as it ends, also into a pipe: under the full stop rule each may take
+  // up to 15 s, and a run stopped from outside showed nothing of its first minute and a half.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const tune::ProblemSpec spec = tune::ProblemSpec::load(argv[1]);
   std::vector<std::string> configs(argv + 2, argv + argc);
   if (configs.empty()) configs.push_back("");
