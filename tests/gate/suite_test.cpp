@@ -22,6 +22,13 @@ std::string error_of(const std::string& text) {
   return "no error";
 }
 
+TEST(Suite, MoreBaselineRunsThanTheDefaultMaximumRaiseTheMaximum) {
+  const Suite s =
+      parse_suite("[gate]\nbaseline_runs = 30\n[[benchmark]]\nname = \"a\"\nspec = \"x\"\n", kFile);
+  EXPECT_EQ(s.rule.baseline_runs, 30);
+  EXPECT_EQ(s.rule.max_baseline_runs, 30);
+}
+
 TEST(Suite, ReadsSpecsProgramsAndSettings) {
   const Suite s = parse_suite(R"(
 schema_version = 1
@@ -52,6 +59,7 @@ select = "BM_Gemm/4096"
                               kFile);
   EXPECT_DOUBLE_EQ(s.rule.threshold, 0.03);
   EXPECT_EQ(s.rule.baseline_runs, 6);
+  EXPECT_EQ(s.rule.max_baseline_runs, 20);  // the default, above baseline_runs
   EXPECT_EQ(s.stop, "min_gpu_time_s=0.2");
   EXPECT_EQ(s.nvrtc_options, std::vector<std::string>{"-lineinfo"});
   ASSERT_EQ(s.benchmarks.size(), 3u);
@@ -75,6 +83,9 @@ TEST(Suite, BadFilesGetOneSentenceNamingFileKeyAndFix) {
               HasSubstr("[gate]: \"threshold\" must be a number from 0.001 to 1"));
   EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\ncommand = [\"x\"]\nformat = \"csv\"\n"),
               HasSubstr("format \"csv\" is not one ktune reads"));
+  EXPECT_THAT(error_of("[gate]\nbaseline_runs = 6\nmax_baseline_runs = 4\n[[benchmark]]\nname = "
+                       "\"a\"\nspec = \"x\"\n"),
+              HasSubstr("\"max_baseline_runs\" must be a number from 6 to 100"));
   EXPECT_THAT(error_of("[[benchmark]\n"), HasSubstr("/suites/ci.toml:1:"));
   EXPECT_THAT(error_of("schema_version = 1\n"), HasSubstr("lists no benchmarks"));
   EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\nspec = \"x\"\nshape = { n = \"big\" }\n"),
