@@ -81,11 +81,8 @@ RunSamples GpuMeasurer::run(const SuiteBenchmark& b) {
           fmt::format("benchmark \"{}\": {} printed no JSON; make it print its results as "
                       "JSON on stdout.",
                       b.name, b.command.front()));
-    // `ktune bench --json` output carries the run's clock; other formats have none.
-    const int clock = b.format == ProgramFormat::ktune && j.contains("sm_clock_mhz")
-                          ? j["sm_clock_mhz"].value("median", 0)
-                          : 0;
-    return {program_samples(j, b.format, b.select, fmt::format("benchmark \"{}\"", b.name)), clock};
+    return {program_samples(j, b.format, b.select, fmt::format("benchmark \"{}\"", b.name)),
+            program_clock_mhz(j, b.format)};
   }
   Prepared& p = prepare(b);
   const bench::CandidateOutcome o = p.pipeline->run(p.problem);

@@ -1,5 +1,6 @@
 #include "ktune/gate/suite.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -275,7 +276,21 @@ std::vector<double> program_samples(const nlohmann::json& out, ProgramFormat for
   if (samples.empty())
     throw Error(fmt::format("{}: the output holds no timing{}; check \"select\" and \"format\".",
                             where, select.empty() ? "" : " for \"" + select + "\""));
+  for (double x : samples)
+    if (!(x > 0) || !std::isfinite(x))
+      throw Error(
+          fmt::format("{}: the output holds a time of {} ns; every time must be positive, "
+                      "so check the program's timer and \"format\".",
+                      where, x));
   return samples;
+}
+
+int program_clock_mhz(const nlohmann::json& output, ProgramFormat format) {
+  if (format != ProgramFormat::ktune || !output.is_object()) return 0;
+  const auto c = output.find("sm_clock_mhz");
+  if (c == output.end() || !c->is_object()) return 0;
+  const auto m = c->find("median");
+  return m != c->end() && m->is_number() ? m->get<int>() : 0;
 }
 
 }  // namespace ktune::gate

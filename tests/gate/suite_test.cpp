@@ -117,5 +117,34 @@ TEST(ProgramSamples, ReadsKtuneGoogleBenchmarkAndNvbench) {
   }
 }
 
+// A zero or negative time used to pass here and stop the gate later with "a run's median time is
+// not positive", naming no benchmark.
+TEST(ProgramSamples, ATimeThatIsNotPositiveIsRefusedNamingTheBenchmark) {
+  for (const auto& bad :
+       {nlohmann::json{{"samples_ns", {5.0, 0.0}}}, nlohmann::json{{"samples_ns", {-3.0}}}}) {
+    try {
+      program_samples(bad, ProgramFormat::ktune, "", "benchmark \"lt\"");
+      ADD_FAILURE() << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("benchmark \"lt\": the output holds a time of"));
+      EXPECT_THAT(e.what(), HasSubstr("every time must be positive"));
+    }
+  }
+}
+
+// The clock is extra: an output without one, or with one of another shape, gives 0, never an error.
+TEST(ProgramClock, ReadsTheMedianOfKtuneJsonAndNothingElse) {
+  using J = nlohmann::json;
+  EXPECT_EQ(
+      program_clock_mhz(J::parse(R"({"sm_clock_mhz": {"median": 1755}})"), ProgramFormat::ktune),
+      1755);
+  EXPECT_EQ(
+      program_clock_mhz(J::parse(R"({"sm_clock_mhz": {"median": 1755}})"), ProgramFormat::gbench),
+      0);
+  for (const char* other : {R"({})", R"({"sm_clock_mhz": 1980})", R"({"sm_clock_mhz": null})",
+                            R"({"sm_clock_mhz": {"median": "fast"}})", R"([1, 2])"})
+    EXPECT_EQ(program_clock_mhz(J::parse(other), ProgramFormat::ktune), 0) << other;
+}
+
 }  // namespace
 }  // namespace ktune::gate

@@ -50,8 +50,12 @@ Suite load_suite(const std::filesystem::path& file);
 Suite parse_suite(const std::string& text, const std::filesystem::path& file);
 
 // Samples (ns per iteration) from one run's output of an external program. ktune::Error naming
-// `where` when the output is not of the format or holds no such benchmark.
+// `where` when the output is not of the format, holds no such benchmark, or a time that is not
+// positive.
 std::vector<double> program_samples(const nlohmann::json& output, ProgramFormat format,
                                     const std::string& select, const std::string& where);
+// The run's median SM clock from `ktune bench --json` output (sm_clock_mhz.median); 0 for the
+// other formats and for an output without a numeric one (never an error: the clock is extra).
+int program_clock_mhz(const nlohmann::json& output, ProgramFormat format);
 
 }  // namespace ktune::gate
