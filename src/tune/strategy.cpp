@@ -52,6 +52,9 @@ std::optional<std::size_t> Strategy::spread_untried() {
   constexpr int kDraws = 32;
   if (tried_.empty()) return random_untried();
   const auto& params = space_->space().parameters();
+  std::vector<double> span(params.size());  // value positions run 0..span: scaled to [0, 1]
+  for (std::size_t p = 0; p < params.size(); ++p)
+    span[p] = std::max<double>(1, static_cast<double>(params[p].values.size()) - 1);
   std::vector<Configuration> proposed;
   proposed.reserve(tried_.size());
   for (std::size_t i : tried_) proposed.push_back(space_->at(i));
@@ -65,8 +68,7 @@ std::optional<std::size_t> Strategy::spread_untried() {
     for (const auto& q : proposed) {
       double d = 0;
       for (std::size_t p = 0; p < c.size(); ++p) {
-        const double span = std::max<double>(1, static_cast<double>(params[p].values.size()) - 1);
-        const double x = (static_cast<double>(c[p]) - static_cast<double>(q[p])) / span;
+        const double x = (static_cast<double>(c[p]) - static_cast<double>(q[p])) / span[p];
         d += x * x;
       }
       nearest = std::min(nearest, d);
