@@ -33,6 +33,7 @@ void record_samples(Measurement& m, const StopRule& rule) {
   m.noise = rule.noise();
   m.warmup_samples = rule.settings().warmup_samples;
   m.dropped_throttled = rule.dropped_throttled();
+  m.power_capped = rule.power_capped();
   m.throttle_seen = rule.throttle_seen();
   m.stop_reason = rule.reason();
   std::vector<int> clocks;
@@ -60,6 +61,7 @@ void to_json(nlohmann::json& j, const Measurement& m) {
   j["noise"] = m.noise;
   j["warmup_samples"] = m.warmup_samples;
   j["dropped_throttled"] = m.dropped_throttled;
+  j["power_capped"] = m.power_capped;
   j["throttle_seen"] = cuda::throttle_reason_names(m.throttle_seen);
   j["stop_reason"] = to_string(m.stop_reason);
   j["wall_time_s"] = m.wall_time_s;

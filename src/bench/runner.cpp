@@ -275,8 +275,7 @@ Sample CallSampler::sample() {
   if (const cuda::Nvml* nvml = cuda::Nvml::get(); nvml && !pci_.empty())
     if (const auto c = nvml->sample(pci_)) {
       s.sm_clock_mhz = c->sm_mhz;
-      if (c->throttle_reasons & cuda::throttle::kSwPowerCap) ++power_capped_;
-      s.throttle_reasons = c->throttle_reasons & ~cuda::throttle::kSwPowerCap;
+      s.throttle_reasons = c->throttle_reasons;
     }
   return s;
 }

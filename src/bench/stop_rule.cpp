@@ -129,6 +129,7 @@ bool StopRule::add(const Sample& s, double wall_elapsed_s) {
   if (s.throttle_reasons & cuda::throttle::kSlowdownMask) {
     ++dropped_;
   } else {
+    if (s.throttle_reasons & cuda::throttle::kSwPowerCap) ++power_capped_;
     times_ns_.push_back(s.time_ns);
     clocks_.push_back(s.sm_clock_mhz);
     gpu_time_ns_ += s.time_ns * static_cast<double>(s.launches);

@@ -215,7 +215,7 @@ LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
                            std::isfinite(best_ns) ? std::optional(best_ns) : std::nullopt);
       bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
       bench::run_until_stopped(sampler, rule);
-      result.power_capped_samples += sampler.power_capped();
+      result.power_capped_samples += rule.power_capped();
       if (rule.times_ns().empty())
         throw Error("every sample was taken while the GPU was throttled");
       bench::Measurement meas;
@@ -250,7 +250,7 @@ LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
     meas.kernel = "cublasLtMatmul";
     meas.config = cfg;
     meas.wall_time_s = bench::run_until_stopped(sampler, rule);
-    result.power_capped_samples += sampler.power_capped();
+    result.power_capped_samples += rule.power_capped();
     if (rule.times_ns().empty())
       throw Error(
           "every sample of the final measurement was taken while the GPU was throttled "

@@ -59,6 +59,7 @@ TEST(Measurement, JsonShapeIsPinned) {
   EXPECT_DOUBLE_EQ(j["samples_ns"][9].get<double>(), 10e3);
   EXPECT_NEAR(j["noise"].get<double>(), 3027.65 / 5.5e3, 1e-5);
   EXPECT_EQ(j["dropped_throttled"], 1);
+  EXPECT_EQ(j["power_capped"], 0);
   EXPECT_EQ(j["throttle_seen"], nlohmann::json::array({"hw_thermal"}));
   EXPECT_EQ(j["stop_reason"], "converged");
   EXPECT_EQ(j["sm_clock_mhz"]["median"], 1980);
@@ -68,11 +69,13 @@ TEST(Measurement, JsonShapeIsPinned) {
   EXPECT_EQ(j["verification"]["passed"], true);
   EXPECT_TRUE(j["identity"].is_null());
   for (const char* key :
-       {"schema_version", "kernel", "config", "mode", "launches_per_sample", "time_ns", "median_ns",
-        "samples", "samples_ns", "noise", "warmup_samples", "dropped_throttled", "throttle_seen",
-        "stop_reason", "wall_time_s", "sm_clock_mhz", "throughput", "verification", "identity"})
+       {"schema_version",      "kernel",        "config",         "mode",
+        "launches_per_sample", "time_ns",       "median_ns",      "samples",
+        "samples_ns",          "noise",         "warmup_samples", "dropped_throttled",
+        "power_capped",        "throttle_seen", "stop_reason",    "wall_time_s",
+        "sm_clock_mhz",        "throughput",    "verification",   "identity"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 19u);
+  EXPECT_EQ(j.size(), 20u);
 }
 
 }  // namespace

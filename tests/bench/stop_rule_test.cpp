@@ -173,20 +173,19 @@ TEST(StopRule, ThrottledSamplesAreDroppedAndCounted) {
   s.min_gpu_time_s = 0;
   StopRule rule(s);
   int i = 0;
-  // Every third sample is taken under a power cap and is 3x slower: none of them may count.
+  // Every third sample is taken under a thermal slowdown and is 3x slower: none of them may count.
   const std::size_t n = feed(
       rule,
       [&] {
-        const bool capped = (i++ % 3) == 2;
-        return Sample{capped ? 3e6 : 1e6, capped ? 1200 : 1980,
-                      capped ? cuda::throttle::kSwPowerCap : 0};
+        const bool hot = (i++ % 3) == 2;
+        return Sample{hot ? 3e6 : 1e6, hot ? 1200 : 1980, hot ? cuda::throttle::kSwThermal : 0};
       },
       0.001);
   EXPECT_EQ(rule.reason(), StopReason::converged);
   EXPECT_EQ(rule.times_ns().size(), 10u);
   EXPECT_EQ(rule.dropped_throttled(), n - 10);
   EXPECT_EQ(rule.dropped_throttled(), 4u);
-  EXPECT_EQ(rule.throttle_seen(), cuda::throttle::kSwPowerCap);
+  EXPECT_EQ(rule.throttle_seen(), cuda::throttle::kSwThermal);
   for (double t : rule.times_ns()) EXPECT_EQ(t, 1e6);
   // An idle or sync-boost flag is not a slowdown: such samples count.
   StopRule idle(s);
@@ -197,6 +196,26 @@ TEST(StopRule, ThrottledSamplesAreDroppedAndCounted) {
       },
       0.001);
   EXPECT_EQ(idle.dropped_throttled(), 0u);
+}
+
+// A kernel that draws the card to its power limit runs capped as its steady state (the gate's
+// 256 MiB copy on the H100: whole runs flagged sw_power_cap). Dropping those samples left the run
+// without one to time; they are its true time, kept and counted.
+TEST(StopRule, PowerCappedSamplesCountAndAreCounted) {
+  StopSettings s;
+  s.min_gpu_time_s = 0;
+  StopRule rule(s);
+  feed(
+      rule,
+      [] {
+        return Sample{1e6, 1755, cuda::throttle::kSwPowerCap};
+      },
+      0.001);
+  EXPECT_EQ(rule.reason(), StopReason::converged);
+  EXPECT_EQ(rule.times_ns().size(), 10u);
+  EXPECT_EQ(rule.dropped_throttled(), 0u);
+  EXPECT_EQ(rule.power_capped(), 10u);
+  EXPECT_EQ(rule.throttle_seen(), cuda::throttle::kSwPowerCap);
 }
 
 TEST(StopRule, ScreenStopsAsSoonAsClearlySlowerThanBest) {

@@ -42,6 +42,7 @@ struct Measurement {
   double noise = 0;                     // relative stddev of the counted samples
   std::size_t warmup_samples = 0;
   std::size_t dropped_throttled = 0;  // samples taken while the SM clock was held down
+  std::size_t power_capped = 0;       // counted samples flagged sw_power_cap (kept)
   std::uint64_t throttle_seen = 0;    // union of all reasons seen (dropped or not)
   StopReason stop_reason = StopReason::timeout;
   double wall_time_s = 0;

@@ -95,17 +95,14 @@ Verification verify(Workspace& ws, const Outputs& reference, const BoundKernel& 
 std::size_t batch_for(double one_launch_ms);
 
 // Times a library call (cuBLASLt) as the harness times a kernel cold: L2 flushed before each
-// sample, CUDA events around one call, the SM clock and throttle state read with each sample. A
-// large GEMM at full tensor rate runs into the software power cap as its steady state (every
-// sample flagged on the H100), so power-capped samples are kept and counted; thermal and hardware
-// slowdowns are still dropped by the stop rule.
+// sample, CUDA events around one call, the SM clock and throttle state read with each sample (the
+// stop rule keeps power-capped samples and drops thermal and hardware slowdowns, as for kernels).
 class CallSampler : public Sampler {
  public:
   CallSampler(std::function<void()> call, CUstream s, cuda::L2Flusher& flusher,
               std::string pci_bus_id);
   void warmup() override;
   Sample sample() override;
-  std::size_t power_capped() const { return power_capped_; }
 
  private:
   std::function<void()> call_;
@@ -113,7 +110,6 @@ class CallSampler : public Sampler {
   cuda::L2Flusher& flusher_;
   std::string pci_;
   cuda::Event start_, stop_;
-  std::size_t power_capped_ = 0;
 };
 
 // Times one loaded kernel in one mode; one Sample per sample() call.

@@ -83,6 +83,7 @@ class StopRule {
   const std::vector<double>& times_ns() const { return times_ns_; }
   const std::vector<int>& sm_clocks_mhz() const { return clocks_; }
   std::size_t dropped_throttled() const { return dropped_; }
+  std::size_t power_capped() const { return power_capped_; }  // kept, flagged sw_power_cap
   std::uint64_t throttle_seen() const { return throttle_seen_; }
   double gpu_time_s() const { return gpu_time_ns_ * 1e-9; }
   // Relative stddev of the counted samples (stddev / mean).
@@ -97,7 +98,7 @@ class StopRule {
   std::vector<double> times_ns_;
   std::vector<int> clocks_;
   double mean_ = 0, m2_ = 0, gpu_time_ns_ = 0, fastest_ns_ = 0;  // Welford running moments
-  std::size_t dropped_ = 0;
+  std::size_t dropped_ = 0, power_capped_ = 0;
   std::uint64_t throttle_seen_ = 0;
   StopReason reason_ = StopReason::timeout;
 };

@@ -23,9 +23,13 @@ namespace throttle {
 inline constexpr std::uint64_t kGpuIdle = 0x1, kApplicationsClocks = 0x2, kSwPowerCap = 0x4,
                                kHwSlowdown = 0x8, kSyncBoost = 0x10, kSwThermal = 0x20,
                                kHwThermal = 0x40, kHwPowerBrake = 0x80, kDisplayClock = 0x100;
-// Reasons that mean the SM clock is being held below what the workload asked for.
+// Reasons that mean the SM clock is held down by something other than the workload itself
+// (heat, a hardware brake): samples under them are dropped. The software power cap is not one: a
+// kernel that draws the card to its power limit (a full-rate GEMM, a full-bandwidth copy on the
+// H100) runs capped as its steady state, so its capped samples are its true time; they are kept
+// and counted (Measurement::power_capped).
 inline constexpr std::uint64_t kSlowdownMask =
-    kSwPowerCap | kHwSlowdown | kSwThermal | kHwThermal | kHwPowerBrake;
+    kHwSlowdown | kSwThermal | kHwThermal | kHwPowerBrake;
 }  // namespace throttle
 
 // "sw_power_cap", "hw_thermal", ...; one name per set bit, unknown bits as hex.
