@@ -7,10 +7,13 @@
 // leave-one-GPU-out within each family: per target, the default strategy cold and warm-started
 // from the family's other files, the warm ordering alone (its first BUDGET), and each single
 // other GPU's own top BUDGET (mean over them).
+// STUDY_WINDOW=N: proposals made N ahead of their results, as a tuning session compiles ahead
+// (its --prefetch, twice the compile threads); 1 (default) proposes after each result.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +64,8 @@ int main(int argc, char** argv) {
   for (const auto& b : split(argv[2], ',')) budgets.push_back(std::stoul(b));
   const std::size_t seeds = std::stoul(argv[3]);
   const unsigned threads = static_cast<unsigned>(std::stoul(argv[4]));
+  const char* window_env = std::getenv("STUDY_WINDOW");
+  const std::size_t window = window_env ? std::stoul(window_env) : 1;
   struct Space {
     std::string family, name;
     std::unique_ptr<RecordedSpace> space;
@@ -140,8 +145,8 @@ int main(int argc, char** argv) {
   auto worker = [&] {
     for (std::size_t j; (j = next++) < jobs.size();) {
       auto st = make_strategy(strategies[jobs[j].strategy]);
-      score[j] =
-          replay_once(*spaces[jobs[j].space].space, *st, jobs[j].seed, budgets[jobs[j].budget]);
+      score[j] = replay_once(*spaces[jobs[j].space].space, *st, jobs[j].seed,
+                             budgets[jobs[j].budget], {}, window);
     }
   };
   std::vector<std::thread> pool;

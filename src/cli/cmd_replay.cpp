@@ -21,7 +21,7 @@ namespace {
 
 struct ReplayOptions {
   std::string t4, t1, strategy = tune::default_strategy_name(), budgets = "100,200,400";
-  std::string seeds = "50", threads = "0";
+  std::string seeds = "50", threads = "0", window = "1";
   std::vector<std::string> warm_from;
   bool json = false;
 };
@@ -61,6 +61,11 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
 
 int run(const ReplayOptions& o) {
   const std::vector<std::size_t> budgets = parse_budgets(o.budgets);
+  const auto window = parse_count(o.window, 1, kMaxBudget);
+  if (!window)
+    throw Error(fmt::format(
+        "--window {}: give a whole number of proposals from 1 to {} (a session's --prefetch).",
+        o.window, kMaxBudget));
   const auto seeds = parse_count(o.seeds, 1, kMaxSeeds);
   if (!seeds)
     throw Error(
@@ -112,9 +117,9 @@ int run(const ReplayOptions& o) {
     Progress progress("replay " + name, budgets.size() * *seeds * 2);
     const auto results = tune::replay(
         *space, name, budgets, *seeds, threads,
-        [&](std::size_t done, std::size_t) { progress.update(done); }, warm_order);
+        [&](std::size_t done, std::size_t) { progress.update(done); }, warm_order, *window);
     progress.finish();
-    all.push_back(tune::replay_json(name, o.t4, *seeds, results));
+    all.push_back(tune::replay_json(name, o.t4, *seeds, *window, results));
     if (!o.warm_from.empty()) all.back()["warm_from"] = o.warm_from;
   }
   if (o.json) {
@@ -126,6 +131,7 @@ int run(const ReplayOptions& o) {
       j["strategy"] = "all";
       j["space"] = o.t4;
       j["seeds"] = *seeds;
+      j["window"] = *window;
       j["comparisons"] = all;
       fmt::print("{}\n", j.dump(2));
     }
@@ -133,6 +139,9 @@ int run(const ReplayOptions& o) {
   }
   fmt::print("{}: {} configurations, best {:.4f} ms; {} seeds; fraction of the optimum\n", o.t4,
              space->index().size(), space->best_time_ns() / 1e6, *seeds);
+  if (*window > 1)
+    fmt::print("proposals made {} ahead of their results, as a session with --prefetch {}\n",
+               *window, *window);
   if (!o.warm_from.empty())
     fmt::print("warm start from {} (random search stays cold)\n", fmt::join(o.warm_from, ", "));
   fmt::print("{:<12}", "budget");
@@ -165,6 +174,9 @@ const bool registered = register_command(
            ->default_str(o->budgets);
        app.add_option("--seeds", o->seeds, "Searches per budget")->default_str(o->seeds);
        app.add_option("--threads", o->threads, "Worker threads (default 0: all cores)");
+       app.add_option("--window", o->window,
+                      "Proposals made this many ahead of their results, as `ktune tune` compiles "
+                      "ahead (its --prefetch; default 1: each after the previous result)");
        app.add_option("--warm-from", o->warm_from,
                       "Recorded results of the same op on other GPUs or shapes (T4 or Kernel "
                       "Tuner cache); the first half of each budget follows their best")

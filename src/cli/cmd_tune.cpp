@@ -366,7 +366,10 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   settings.contender_margin = a.margin;
   settings.full.apply_overrides(a.stop);
   const unsigned compile_threads = std::max(1u, std::thread::hardware_concurrency());
-  if (a.prefetch == 0) a.prefetch = 2 * compile_threads;  // keep every core compiling
+  // One proposal per core in flight keeps every core compiling. More only delays what the
+  // strategy learns: in replay (logs/2026-11-25-replay-cpu.md) proposing 32 ahead instead of 16
+  // cost 0.018 of the optimum on gemm at 100 evaluations.
+  if (a.prefetch == 0) a.prefetch = compile_threads;
   // The GPU is touched only in the child, which is forked before any CUDA call of this process.
   tune::IsolatedEvaluator gpu(
       [&spec, &shape, settings, device = g.device] {
@@ -447,8 +450,8 @@ const bool registered = register_command(
                                   "best (default {:g})",
                                   a->margin));
        app.add_option("--prefetch", a->prefetch,
-                      "Configurations proposed and compiled ahead of measurement (default: twice "
-                      "the CPU threads)");
+                      "Configurations proposed and compiled ahead of measurement (default: one "
+                      "per CPU thread)");
        app.add_option("--candidate-timeout", a->candidate_timeout_s,
                       fmt::format("Seconds one candidate may take to compile and measure before "
                                   "it is stopped as a timeout (default {:g})",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -214,15 +215,24 @@ Evaluation RecordedSpace::evaluate(std::size_t index) const {
 }
 
 double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget, const std::vector<std::size_t>& first) {
+                   std::size_t budget, const std::vector<std::size_t>& first, std::size_t window) {
   strategy.begin(space.index(), seed, budget);
   if (!first.empty()) strategy.propose_first(first);
   const StopCondition stop{budget};
   double best = std::numeric_limits<double>::infinity();
+  // As in a tuning session: proposals are made up to `window` ahead of their results.
+  std::deque<std::size_t> pending;
+  std::size_t proposed = 0;
   for (std::size_t n = 0; !stop.done(n); ++n) {
-    const auto i = strategy.propose();
-    if (!i) break;  // space exhausted
-    const Evaluation e = space.evaluate(*i);
+    while (pending.size() < std::max<std::size_t>(window, 1) && !stop.done(proposed)) {
+      const auto i = strategy.propose();
+      if (!i) break;  // space exhausted
+      pending.push_back(*i);
+      ++proposed;
+    }
+    if (pending.empty()) break;
+    const Evaluation e = space.evaluate(pending.front());
+    pending.pop_front();
     if (e.status == Status::ok) best = std::min(best, e.time_ns);
     strategy.observe(e);
   }
@@ -233,7 +243,7 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
                                  const std::vector<std::size_t>& budgets, std::size_t seeds,
                                  unsigned threads,
                                  const std::function<void(std::size_t, std::size_t)>& progress,
-                                 const std::vector<std::size_t>& warm_order) {
+                                 const std::vector<std::size_t>& warm_order, std::size_t window) {
   make_strategy(strategy);  // fail on an unknown name before starting threads
   struct Job {
     std::size_t budget_index, seed;
@@ -259,7 +269,7 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
           first.assign(warm_order.begin(),
                        warm_order.begin() + static_cast<std::ptrdiff_t>(std::min(
                                                 warm_order.size(), warm_start_count(budget))));
-        score[j] = replay_once(space, *s, jobs[j].seed, budget, first);
+        score[j] = replay_once(space, *s, jobs[j].seed, budget, first, window);
         const std::size_t d = ++done;
         if (progress) {
           std::lock_guard lock(progress_mutex);
@@ -298,12 +308,13 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
 }
 
 nlohmann::json replay_json(const std::string& strategy, const std::string& space, std::size_t seeds,
-                           const std::vector<ReplayResult>& results) {
+                           std::size_t window, const std::vector<ReplayResult>& results) {
   nlohmann::json j;
   j["schema_version"] = kReplaySchemaVersion;
   j["strategy"] = strategy;
   j["space"] = space;
   j["seeds"] = seeds;
+  j["window"] = window;
   j["results"] = nlohmann::json::array();
   for (const auto& r : results)
     j["results"].push_back(

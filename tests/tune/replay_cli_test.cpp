@@ -23,6 +23,23 @@ TEST(ReplayCli, JsonCarriesSchemaVersionAndOneRowPerBudget) {
   EXPECT_EQ(j["results"][0]["budget"], 2);
   EXPECT_DOUBLE_EQ(j["results"][1]["mean_fraction_of_optimum"].get<double>(), 1.0);  // all 8
   EXPECT_DOUBLE_EQ(j["results"][1]["random_mean_fraction_of_optimum"].get<double>(), 1.0);
+  EXPECT_EQ(j["window"], 1);
+}
+
+TEST(ReplayCli, WindowIsReportedAndRangeChecked) {
+  auto r = test::run_ktune("replay " + kFixture + " --budget 8 --seeds 2 --window 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["window"], 4);
+  r = test::run_ktune("replay " + kFixture + " --budget 8 --seeds 2 --window 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("proposals made 4 ahead of their results"), std::string::npos) << r.out;
+  for (const char* bad : {"0", "-2", "x"}) {
+    r = test::run_ktune(std::string("replay ") + kFixture + " --window " + bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.err.find("--window " + std::string(bad) + ": give a whole number"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 TEST(ReplayCli, AllComparesEveryStrategy) {

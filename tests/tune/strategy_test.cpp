@@ -273,12 +273,38 @@ TEST(WarmStart, OrdersOtherSpacesBestFirstInTurnsWinnersFirst) {
   EXPECT_TRUE(warm_start_order(ts->index(), WarmStartSources{{os.get()}, {}}, 10).empty());
 }
 
+// Records how many results each proposal was made with.
+class SeenAtProposal final : public Strategy {
+ public:
+  std::vector<std::size_t> seen;
+
+ protected:
+  std::optional<std::size_t> next() override {
+    seen.push_back(history().size());
+    return random_untried();
+  }
+};
+
+// A session compiles ahead: with --prefetch W, proposal k is made knowing k - W + 1 results (none
+// for the first W). Replay's window must reproduce that, and never propose past the budget.
+TEST(Replay, AWindowDelaysWhatTheStrategyKnowsAsASessionDoes) {
+  const auto space = RecordedSpace::from_records(synthetic_space(4));
+  for (std::size_t window : {1u, 4u, 50u}) {
+    SeenAtProposal s;
+    replay_once(*space, s, 0, 20, {}, window);
+    ASSERT_EQ(s.seen.size(), 20u) << window;
+    for (std::size_t k = 0; k < 20; ++k)
+      EXPECT_EQ(s.seen[k], k + 1 >= window ? k + 1 - window : 0) << window << " " << k;
+  }
+}
+
 TEST(Replay, JsonShape) {
   const auto space = RecordedSpace::from_records(synthetic_space(3));
   const auto r = replay(*space, "genetic", {10, 20}, 3, 1);
-  const nlohmann::json j = replay_json("genetic", "synthetic", 3, r);
+  const nlohmann::json j = replay_json("genetic", "synthetic", 3, 1, r);
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["strategy"], "genetic");
+  EXPECT_EQ(j["window"], 1);
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][1]["budget"], 20);
   for (const auto& e : j["results"]) {

@@ -54,9 +54,12 @@ class RecordedSpace {
 };
 
 // One search of `budget` evaluations; returns best_time_ns() / best found (0 if nothing ran).
-// `first`: warm-start proposals (Strategy::propose_first), none by default.
+// `first`: warm-start proposals (Strategy::propose_first), none by default. `window`: proposals
+// are made up to this many ahead of their results, as `ktune tune` compiles ahead (--prefetch);
+// 1 proposes each after the previous result.
 double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget, const std::vector<std::size_t>& first = {});
+                   std::size_t budget, const std::vector<std::size_t>& first = {},
+                   std::size_t window = 1);
 
 struct ReplayResult {
   std::size_t budget = 0;
@@ -67,16 +70,18 @@ struct ReplayResult {
 // Seeds 0..seeds-1 for each budget, run on `threads` threads (results do not depend on it).
 // `progress(done, total)` is called after each run. `warm_order` (warm_start_order()): the
 // strategy's first warm_start_count(budget) proposals follow it; random search stays cold.
+// `window`: as replay_once's.
 std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& strategy,
                                  const std::vector<std::size_t>& budgets, std::size_t seeds,
                                  unsigned threads = 1,
                                  const std::function<void(std::size_t, std::size_t)>& progress = {},
-                                 const std::vector<std::size_t>& warm_order = {});
+                                 const std::vector<std::size_t>& warm_order = {},
+                                 std::size_t window = 1);
 
 constexpr int kReplaySchemaVersion = 1;
-// {"schema_version", "strategy", "space", "seeds", "results": [{"budget",
+// {"schema_version", "strategy", "space", "seeds", "window", "results": [{"budget",
 // "mean_fraction_of_optimum", "random_mean_fraction_of_optimum"}]}
 nlohmann::json replay_json(const std::string& strategy, const std::string& space, std::size_t seeds,
-                           const std::vector<ReplayResult>& results);
+                           std::size_t window, const std::vector<ReplayResult>& results);
 
 }  // namespace ktune::tune
