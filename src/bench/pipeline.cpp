@@ -1,17 +1,14 @@
 #include "ktune/bench/pipeline.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <variant>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ktune/bench/compile_pool.hpp"
 #include "ktune/bench/runner.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/identity.hpp"
@@ -121,36 +118,6 @@ StopSettings PipelineSettings::tuning_full() {
 // -----------------------------------------------------------------------------------------------
 namespace {
 
-// A compilation's outcome, produced on a worker thread.
-struct Compiled {
-  std::optional<cuda::CompiledProgram> program;
-  std::string error;      // one sentence plus the first lines of NVRTC's log
-  bool resource = false;  // the compiler hit a hardware limit (static shared memory, ...)
-  double compile_s = 0;   // 0 when the binary came from the disk cache
-};
-
-Compiled compile_now(const KernelLaunch& launch, const std::string& arch) {
-  Compiled c;
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto seconds = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  try {
-    c.program = compile_launch(launch, arch);
-    if (!c.program->from_cache) c.compile_s = seconds();
-  } catch (const cuda::CompileError& e) {
-    const std::string& log = e.log();
-    std::size_t pos = 0;
-    for (int i = 0; i < 5 && pos != std::string::npos; ++i) pos = log.find('\n', pos + 1);
-    c.error = fmt::format("{}: {}", e.what(), log.substr(0, pos));
-    c.resource = log_shows_resource_limit(log);
-    c.compile_s = seconds();
-  } catch (const std::exception& e) {
-    c.error = e.what();
-  }
-  return c;
-}
-
 CandidateOutcome failed(Status s, std::string detail, bool context_lost = false) {
   CandidateOutcome o;
   o.status = s;
@@ -158,88 +125,6 @@ CandidateOutcome failed(Status s, std::string detail, bool context_lost = false)
   o.context_lost = context_lost;
   return o;
 }
-
-// Compiles launches on worker threads, each distinct compile input once. Results wait until
-// taken; a launch asked for before it was queued is compiled on the caller's thread.
-class CompilePool {
- public:
-  CompilePool(std::string arch, unsigned threads) : arch_(std::move(arch)) {
-    for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
-  }
-  ~CompilePool() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : workers_) t.join();
-  }
-  void enqueue(const KernelLaunch& launch) {
-    const std::string key = key_of(launch);
-    {
-      std::lock_guard lock(mu_);
-      if (!jobs_.emplace(key, Job{launch, std::nullopt, 1}).second) {
-        ++jobs_.at(key).wanted;  // the same code again: compile once, hand it out twice
-        return;
-      }
-      queue_.push_back(key);
-    }
-    cv_.notify_one();
-  }
-  Compiled take(const KernelLaunch& launch) {
-    const std::string key = key_of(launch);
-    std::unique_lock lock(mu_);
-    auto it = jobs_.find(key);
-    if (it == jobs_.end()) {
-      lock.unlock();
-      return compile_now(launch, arch_);
-    }
-    if (auto q = std::find(queue_.begin(), queue_.end(), key); q != queue_.end()) {
-      queue_.erase(q);  // not started: compile it here rather than wait behind the others
-      lock.unlock();
-      Compiled c = compile_now(launch, arch_);
-      lock.lock();
-      it = jobs_.find(key);
-      it->second.result = c;
-    }
-    done_.wait(lock, [&] { return it->second.result.has_value(); });
-    Compiled c = *it->second.result;
-    if (--it->second.wanted == 0) jobs_.erase(it);
-    return c;
-  }
-
- private:
-  struct Job {
-    KernelLaunch launch;
-    std::optional<Compiled> result;
-    int wanted = 0;
-  };
-  std::string key_of(const KernelLaunch& l) const {
-    return cuda::compile_cache_key(l.source, compile_options(l, arch_));
-  }
-  void work() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      const std::string key = queue_.front();
-      queue_.pop_front();
-      const KernelLaunch launch = jobs_.at(key).launch;
-      lock.unlock();
-      Compiled c = compile_now(launch, arch_);
-      lock.lock();
-      if (auto it = jobs_.find(key); it != jobs_.end()) it->second.result = std::move(c);
-      done_.notify_all();
-    }
-  }
-  std::string arch_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_;
-  std::deque<std::string> queue_;
-  std::map<std::string, Job> jobs_;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
-};
 
 }  // namespace
 
@@ -312,6 +197,12 @@ const DeviceLimits& CandidatePipeline::limits() const {
 
 void CandidatePipeline::prefetch(const KernelLaunch& launch) {
   if (!launch_problem(impl_->limits, launch)) impl_->pool->enqueue(launch);
+}
+
+std::size_t CandidatePipeline::first_ready(const std::vector<KernelLaunch>& launches) {
+  for (std::size_t i = 0; i < launches.size(); ++i)
+    if (launch_problem(impl_->limits, launches[i])) return i;
+  return impl_->pool->first_done(launches);
 }
 
 CandidateOutcome CandidatePipeline::run(const Problem& p, std::optional<double> best_ns) {

@@ -20,6 +20,18 @@ void GpuEvaluator::prepare(const std::vector<ConfigMap>& upcoming) {
   for (const auto& c : upcoming) pipeline_.prefetch(make_problem(spec_, c, shape_).launch);
 }
 
+std::size_t GpuEvaluator::next_ready(const std::vector<ConfigMap>& candidates) {
+  std::vector<bench::KernelLaunch> launches;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    try {
+      launches.push_back(make_problem(spec_, candidates[i], shape_).launch);
+    } catch (const Error&) {
+      return i;  // nothing to compile: evaluate() records why at once
+    }
+  }
+  return pipeline_.first_ready(launches);
+}
+
 CandidateResult GpuEvaluator::evaluate(const ConfigMap& config, std::optional<double> best_ns) {
   CandidateResult r;
   bench::Problem p;

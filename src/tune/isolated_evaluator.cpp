@@ -92,10 +92,15 @@ ConfigMap config_from(const json& j) {
     bool timed_out = false;
     while (read_line(in, buffer, line, -1, timed_out)) {
       const json req = json::parse(line);
-      if (req.contains("prepare")) {
+      if (req.contains("prepare") || req.contains("next_ready")) {
+        const bool prepare = req.contains("prepare");
         std::vector<ConfigMap> configs;
-        for (const auto& c : req["prepare"]) configs.push_back(config_from(c));
-        ev->prepare(configs);
+        for (const auto& c : req[prepare ? "prepare" : "next_ready"])
+          configs.push_back(config_from(c));
+        if (prepare)
+          ev->prepare(configs);
+        else
+          write_all(out, json{{"next_ready", ev->next_ready(configs)}}.dump() + "\n");
         continue;
       }
       std::optional<double> best;
@@ -209,6 +214,27 @@ void IsolatedEvaluator::prepare(const std::vector<ConfigMap>& upcoming) {
     prepared_.push_back(c);
   }
   write_all(child_->to, json{{"prepare", configs}}.dump() + "\n");  // a dead child: seen next
+}
+
+std::size_t IsolatedEvaluator::next_ready(const std::vector<ConfigMap>& candidates) {
+  if (candidates.size() < 2) return 0;
+  if (!child_) start();
+  json configs = json::array();
+  for (const auto& c : candidates) configs.push_back(config_json(c));
+  std::string line;
+  bool timed_out = false;
+  if (write_all(child_->to, json{{"next_ready", configs}}.dump() + "\n") &&
+      read_line(child_->from, child_->buffer, line, settings_.candidate_timeout_s, timed_out)) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("next_ready") && j["next_ready"].is_number_unsigned() &&
+        j["next_ready"].get<std::size_t>() < candidates.size())
+      return j["next_ready"].get<std::size_t>();
+  }
+  // No answer, or not one of ours: this child cannot be trusted to answer the next request in
+  // turn. A fresh one compiles what was prepared again.
+  stop();
+  ++restarts_;
+  return 0;
 }
 
 CandidateResult IsolatedEvaluator::evaluate(const ConfigMap& config,

@@ -272,13 +272,28 @@ class SessionRun {
     if (!fresh.empty()) evaluator_.prepare(fresh);
   }
 
+  // Which pending proposal comes next: a recorded one (resuming), else the one the evaluator
+  // has ready, so that one slow compile does not idle the GPU and the cores behind it.
+  std::size_t pick() {
+    std::vector<ConfigMap> fresh;
+    std::vector<std::size_t> at;
+    for (std::size_t k = 0; k < pending_.size(); ++k) {
+      if (recorded_.count(config_key(pending_[k].second))) return k;
+      fresh.push_back(pending_[k].second);
+      at.push_back(k);
+    }
+    const std::size_t k = evaluator_.next_ready(fresh);
+    return k < at.size() ? at[k] : 0;
+  }
+
   // One proposal taken from the record or evaluated and logged; nullopt while the search goes on.
   std::optional<StopCause> step() {
     if (stop_.done(s_.records.size())) return StopCause::budget;
     refill();
     if (pending_.empty()) return StopCause::exhausted;
-    const auto [position, config] = std::move(pending_.front());
-    pending_.pop_front();
+    const auto next = pending_.begin() + static_cast<std::ptrdiff_t>(pick());
+    const auto [position, config] = std::move(*next);
+    pending_.erase(next);
     SessionRecord rec;
     const bool resumed = recorded_.count(config_key(config)) != 0;
     if (resumed) {

@@ -75,6 +75,28 @@ TEST(IsolatedEvaluator, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn) {
   EXPECT_EQ(ev.restarts(), 4u);
 }
 
+// X=1 ready, X=4 never finishes compiling.
+class Compiler : public Saboteur {
+ public:
+  std::size_t next_ready(const std::vector<ConfigMap>& c) override {
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (c[i].at("X").as_int() == 1) return i;
+    for (;;) ::pause();
+  }
+};
+
+TEST(IsolatedEvaluator, TheChildSaysWhichCandidateIsReadyAndAHungAnswerIsReplaced) {
+  IsolatedEvaluator ev([] { return std::make_unique<Compiler>(); }, {.candidate_timeout_s = 1});
+  ev.prepare({x(4), x(4), x(1)});
+  EXPECT_EQ(ev.next_ready({x(4), x(4), x(1)}), 2u);
+  EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
+  EXPECT_EQ(ev.restarts(), 0u);
+  EXPECT_EQ(ev.next_ready({x(4), x(4)}), 0u);  // no answer in 1 s: the first, in a new child
+  EXPECT_EQ(ev.restarts(), 1u);
+  EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);  // the new child answers
+  EXPECT_EQ(ev.next_ready({x(1)}), 0u);                           // one candidate: no question
+}
+
 TEST(IsolatedEvaluator, AnEvaluatorThatCannotStartEndsTheSessionWithItsSentence) {
   IsolatedEvaluator ev([]() -> std::unique_ptr<Evaluator> {
     throw Error("no CUDA driver was found; run ktune tune on a machine with an NVIDIA GPU.");

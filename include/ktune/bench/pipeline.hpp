@@ -89,6 +89,10 @@ class CandidatePipeline {
 
   // Starts compiling `launch` on a worker thread (at most compile_threads at once).
   void prefetch(const KernelLaunch& launch);
+  // Of `launches` (prefetched), the position of one that can run without waiting for NVRTC: one
+  // the device refuses before compiling, else the first whose compilation has finished (waiting
+  // until one has).
+  std::size_t first_ready(const std::vector<KernelLaunch>& launches);
   // Compiles (or takes the prefetched binary), checks, verifies and measures `p` (its launch, name,
   // config and work counts; the arguments are the base problem's). With `best_ns`, a screen first:
   // a candidate clearly slower than it ends as Status::slower with the screen's statistics.

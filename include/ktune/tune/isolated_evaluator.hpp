@@ -28,6 +28,9 @@ class IsolatedEvaluator : public Evaluator {
   IsolatedEvaluator& operator=(const IsolatedEvaluator&) = delete;
 
   void prepare(const std::vector<ConfigMap>& upcoming) override;
+  // Asks the child; a child that does not answer within the candidate timeout is replaced, and
+  // the first candidate is evaluated next (evaluate() records what happens to it).
+  std::size_t next_ready(const std::vector<ConfigMap>& candidates) override;
   // Never `fatal`: a child that died, hung or lost its context is replaced, and the candidate is
   // recorded as launch_failed (died, context lost) or timeout (hung).
   CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) override;

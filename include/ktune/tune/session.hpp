@@ -44,6 +44,13 @@ class Evaluator {
   virtual ~Evaluator() = default;
   // Configurations about to be evaluated, in order: a hint to compile them ahead (worker threads).
   virtual void prepare(const std::vector<ConfigMap>& upcoming) { (void)upcoming; }
+  // Of `candidates` (prepared, in proposal order), the position of the one to evaluate next: one
+  // whose binary is ready, so that a slow compile does not leave the GPU and the other cores
+  // idle behind it. Default: the first.
+  virtual std::size_t next_ready(const std::vector<ConfigMap>& candidates) {
+    (void)candidates;
+    return 0;
+  }
   // Verifies and measures one configuration. `best_ns`: the best full median so far; a candidate
   // clearly slower than it may be screened out (Status::slower).
   virtual CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
