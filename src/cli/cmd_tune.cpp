@@ -122,6 +122,9 @@ class ProgressEvaluator : public tune::Evaluator {
   ProgressEvaluator(tune::Evaluator& inner, std::size_t budget)
       : inner_(inner), progress_("tune", budget) {}
   void prepare(const std::vector<tune::ConfigMap>& upcoming) override { inner_.prepare(upcoming); }
+  std::size_t next_ready(const std::vector<tune::ConfigMap>& candidates) override {
+    return inner_.next_ready(candidates);
+  }
   tune::CandidateResult evaluate(const tune::ConfigMap& c, std::optional<double> best) override {
     tune::CandidateResult r = inner_.evaluate(c, best);
     ++done_;

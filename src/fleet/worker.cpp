@@ -34,6 +34,7 @@ namespace {
 class FakeEvaluator : public tune::Evaluator {
  public:
   explicit FakeEvaluator(double ms) : ms_(ms) {}
+  std::size_t next_ready(const std::vector<tune::ConfigMap>&) override { return 0; }
   tune::CandidateResult evaluate(const tune::ConfigMap& config, std::optional<double>) override {
     if (ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms_));
     std::uint64_t h = 14695981039346656037ull;
@@ -59,6 +60,9 @@ class CountingEvaluator : public tune::Evaluator {
   CountingEvaluator(tune::Evaluator& inner, std::atomic<std::int64_t>& count)
       : inner_(inner), count_(count) {}
   void prepare(const std::vector<tune::ConfigMap>& upcoming) override { inner_.prepare(upcoming); }
+  std::size_t next_ready(const std::vector<tune::ConfigMap>& candidates) override {
+    return inner_.next_ready(candidates);
+  }
   tune::CandidateResult evaluate(const tune::ConfigMap& c, std::optional<double> best) override {
     auto r = inner_.evaluate(c, best);
     ++count_;

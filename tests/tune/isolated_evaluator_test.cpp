@@ -17,6 +17,7 @@ namespace {
 // X=1 is fine, X=2 segfaults, X=3 aborts, X=4 hangs, X=5 loses the context.
 class Saboteur : public Evaluator {
  public:
+  std::size_t next_ready(const std::vector<ConfigMap>&) override { return 0; }
   CandidateResult evaluate(const ConfigMap& c, std::optional<double>) override {
     switch (c.at("X").as_int()) {
       case 2:

@@ -53,6 +53,7 @@ class FakeEvaluator : public Evaluator {
   double* clock = nullptr;  // advanced one second per evaluation when set
 
   void prepare(const std::vector<ConfigMap>& upcoming) override { prepared += upcoming.size(); }
+  std::size_t next_ready(const std::vector<ConfigMap>&) override { return 0; }  // in order
 
   CandidateResult evaluate(const ConfigMap& c, std::optional<double> best_ns) override {
     if (calls == throw_after) throw std::runtime_error("killed");

@@ -46,11 +46,9 @@ class Evaluator {
   virtual void prepare(const std::vector<ConfigMap>& upcoming) { (void)upcoming; }
   // Of `candidates` (prepared, in proposal order), the position of the one to evaluate next: one
   // whose binary is ready, so that a slow compile does not leave the GPU and the other cores
-  // idle behind it. Default: the first.
-  virtual std::size_t next_ready(const std::vector<ConfigMap>& candidates) {
-    (void)candidates;
-    return 0;
-  }
+  // idle behind it. No default: a wrapper that did not pass it on kept the session in proposal
+  // order (the first GPU run of this measured the hub convolution in order).
+  virtual std::size_t next_ready(const std::vector<ConfigMap>& candidates) = 0;
   // Verifies and measures one configuration. `best_ns`: the best full median so far; a candidate
   // clearly slower than it may be screened out (Status::slower).
   virtual CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
