@@ -13,6 +13,10 @@ gemv=$1/bin/ktune_gemv_bench; [ -x "$gemv" ] || gemv=$1/benchmarks/gemv/ktune_ge
 out=$2; root=$(cd "$(dirname "$0")/../.." && pwd); here=$root/benchmarks/tune
 hub=${KTUNE_HUB:-$root/.hub}
 budget=${KTUNE_TUNE_BUDGET:-100}
+# On a GPU machine NVRTC also keeps the driver's compute cache (~/.nv/ComputeCache): a configuration
+# compiled before takes 0.01-0.2 s instead of seconds, so rates would depend on what ran earlier.
+# Every session here compiles cold (logs/2026-11-25-gpu-tune-gate.md).
+export CUDA_CACHE_DISABLE=1
 mkdir -p "$out"; rm -rf "$out"/session-* "$out/ktune.db"
 log=$out/tune.txt; : >"$log"
 
