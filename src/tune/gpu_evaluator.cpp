@@ -16,23 +16,36 @@ GpuEvaluator::GpuEvaluator(const ProblemSpec& spec, std::map<std::string, std::i
       // The arguments do not depend on the configuration: one workspace serves every candidate.
       pipeline_(make_problem(spec, default_config(spec), shape_), settings, device) {}
 
+const std::optional<bench::KernelLaunch>& GpuEvaluator::launch_of(const ConfigMap& config) {
+  auto it = launches_.find(config);
+  if (it == launches_.end()) {
+    std::optional<bench::KernelLaunch> launch;
+    try {
+      launch = make_problem(spec_, config, shape_).launch;
+    } catch (const Error&) {  // evaluate() says why
+    }
+    it = launches_.emplace(config, std::move(launch)).first;
+  }
+  return it->second;
+}
+
 void GpuEvaluator::prepare(const std::vector<ConfigMap>& upcoming) {
-  for (const auto& c : upcoming) pipeline_.prefetch(make_problem(spec_, c, shape_).launch);
+  for (const auto& c : upcoming)
+    if (const auto& launch = launch_of(c)) pipeline_.prefetch(*launch);
 }
 
 std::size_t GpuEvaluator::next_ready(const std::vector<ConfigMap>& candidates) {
   std::vector<bench::KernelLaunch> launches;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    try {
-      launches.push_back(make_problem(spec_, candidates[i], shape_).launch);
-    } catch (const Error&) {
-      return i;  // nothing to compile: evaluate() records why at once
-    }
+    const auto& launch = launch_of(candidates[i]);
+    if (!launch) return i;  // nothing to compile: evaluate() records why at once
+    launches.push_back(*launch);
   }
   return pipeline_.first_ready(launches);
 }
 
 CandidateResult GpuEvaluator::evaluate(const ConfigMap& config, std::optional<double> best_ns) {
+  launches_.erase(config);
   CandidateResult r;
   bench::Problem p;
   try {

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
 #include "ktune/cuda/driver.hpp"
@@ -110,8 +112,11 @@ TEST(EvaluatorGpu, TunesCopyVerifiesAndStoresTheWinner) {
   EXPECT_EQ(s.best->config.at("SKIP_TAIL").as_int(), 0);  // the planted wrong variant never wins
   EXPECT_NE(s.best->result.detail.find("verified"), std::string::npos) << s.best->result.detail;
   EXPECT_GT(s.best->result.time_ns, 0.5e6);  // 2 GiB moved
-  for (const auto& r : s.records)
-    if (r.config.at("SKIP_TAIL").as_int() == 1) EXPECT_EQ(r.result.status, Status::wrong_result);
+  for (const auto& r : s.records) {
+    if (r.config.at("SKIP_TAIL").as_int() == 1) {
+      EXPECT_EQ(r.result.status, Status::wrong_result);
+    }
+  }
   const auto [major, minor] = cuda::nvrtc_version();
   const store::Environment env{ev.device().arch(), ev.device().name,
                                fmt::format("{}.{}", major, minor), 0};
@@ -123,6 +128,29 @@ TEST(EvaluatorGpu, TunesCopyVerifiesAndStoresTheWinner) {
   EXPECT_EQ(back[0].verification, "passed");
   EXPECT_DOUBLE_EQ(back[0].median_ns, s.best->result.time_ns);
   fs::remove_all(dir);
+}
+
+// A configuration the spec gives no launchable grid (here BLOCK=1024: grid 0) is that candidate's
+// outcome. Compiling it ahead threw out of prepare(), which ended the measuring process, and the
+// session stopped on its next answer.
+TEST(EvaluatorGpu, AConfigurationWithNoLaunchableGridIsItsOutcomeNotAnError) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  const fs::path file = fs::path(KTUNE_SOURCE_DIR) / "kernels/copy/copy.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
+  j["KernelSpecification"]["GlobalSize"]["X"] =
+      "((1 << 20) // (BLOCK * VEC * ITEMS)) * (1 - BLOCK // 1024)";
+  j["KernelSpecification"]["ProblemSize"] = {1 << 20};
+  j["KernelSpecification"]["Arguments"][2]["FillValue"] = 1 << 20;
+  const ProblemSpec spec = ProblemSpec::parse(j, "copy-no-grid.json", file.parent_path());
+  GpuEvaluator ev(spec, {});
+  const ConfigMap bad = {{"BLOCK", 1024}, {"VEC", 1}, {"ITEMS", 1}, {"SKIP_TAIL", 0}};
+  const ConfigMap good = {{"BLOCK", 256}, {"VEC", 1}, {"ITEMS", 1}, {"SKIP_TAIL", 0}};
+  ASSERT_NO_THROW(ev.prepare({good, bad}));
+  EXPECT_EQ(ev.next_ready({good, bad}), 1u);  // nothing to compile: ready at once
+  const CandidateResult r = ev.evaluate(bad, std::nullopt);
+  EXPECT_EQ(r.status, Status::resources_exceeded);
+  EXPECT_NE(r.detail.find("launch geometry"), std::string::npos) << r.detail;
+  EXPECT_EQ(ev.evaluate(good, std::nullopt).status, Status::ok);
 }
 
 }  // namespace

@@ -30,9 +30,15 @@ class GpuEvaluator : public Evaluator {
   const DeviceIdentity& device() const { return pipeline_.device(); }
 
  private:
+  // A configuration's launch, built once per candidate (make_problem reads the kernel file and its
+  // headers) and kept until it is evaluated; nullopt when the spec gives it no launchable
+  // geometry, which evaluate() records as that candidate's outcome.
+  const std::optional<bench::KernelLaunch>& launch_of(const ConfigMap& config);
+
   const ProblemSpec& spec_;
   std::map<std::string, std::int64_t> shape_;
   bench::CandidatePipeline pipeline_;
+  std::map<ConfigMap, std::optional<bench::KernelLaunch>> launches_;
 };
 
 // The cache entry for a session's winner: key from the spec's op and dtype (their defaults when
