@@ -29,7 +29,7 @@ int main(int argc, char** argv) try {
   }
   cuda::PrimaryContext ctx(0);
   cuda::Stream stream;
-  const bench::LtGemm gemm({.m = size, .n = size, .k = size});
+  const bench::LtGemm gemm({.trans_a = true, .m = size, .n = size, .k = size});
   const std::size_t elems = std::size_t(size) * size, ws_bytes = std::size_t{32} << 20;
   const auto configs = gemm.heuristics(1, ws_bytes);
   if (configs.empty()) throw Error("cuBLASLt found no algorithm for the fp16 GEMM.");
@@ -41,8 +41,8 @@ int main(int argc, char** argv) try {
       static_cast<std::size_t>(ctx.attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)));
   bench::CallSampler sampler(
       [&] {
-        gemm.run(algo, a.as<void>(), b.as<void>(), d.as<void>(), nullptr, ws.as<void>(), ws.bytes(),
-                 stream.get());
+        gemm.run(algo, {.a = a.as<void>(), .b = b.as<void>(), .d = d.as<void>()}, ws.as<void>(),
+                 ws.bytes(), stream.get());
       },
       stream.get(), flusher, cuda::capture_device(0).pci_bus_id);
   bench::StopRule rule(bench::StopSettings::distribution());

@@ -38,7 +38,7 @@ int main(int argc, char** argv) try {
   const double bytes = first.bytes;
 
   // y = A x as cuBLASLt's D = A^T B: A stored k x n (row-major n x k), B = x (k x 1), D = y.
-  const bench::LtGemm gemv({.m = n, .n = 1, .k = k});
+  const bench::LtGemm gemv({.trans_a = true, .m = n, .n = 1, .k = k});
   const std::size_t ws_bytes = std::size_t{32} << 20;
   const auto algos = gemv.heuristics(1, ws_bytes);
   if (algos.empty()) throw Error("cuBLASLt found no algorithm for the fp16 GEMV.");
@@ -50,8 +50,8 @@ int main(int argc, char** argv) try {
   cuda::L2Flusher flusher(static_cast<std::size_t>(b.device().l2_bytes));
   bench::CallSampler blas(
       [&] {
-        gemv.run(algo, a.as<void>(), x.as<void>(), y.as<void>(), nullptr, ws.as<void>(), ws.bytes(),
-                 stream.get());
+        gemv.run(algo, {.a = a.as<void>(), .b = x.as<void>(), .d = y.as<void>()}, ws.as<void>(),
+                 ws.bytes(), stream.get());
       },
       stream.get(), flusher, b.device().pci_bus_id);
   bench::StopRule rule(stop);

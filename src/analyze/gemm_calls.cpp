@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/dtype.hpp"
+#include "ktune/core/error.hpp"
+
 namespace ktune::analyze {
 namespace {
 
@@ -36,35 +39,92 @@ char gemm_op_letter(const std::string& op) {
   return op == "OP_N" ? 'N' : op == "OP_T" ? 'T' : op == "OP_C" ? 'C' : '?';
 }
 
-std::string gemm_dtype_name(std::string_view t) {
-  static const std::pair<std::string_view, std::string_view> kNames[] = {
-      {"R_16F", "f16"}, {"R_16BF", "bf16"}, {"R_32F", "f32"},        {"R_64F", "f64"},
-      {"R_8I", "i8"},   {"R_32I", "i32"},   {"R_8F_E4M3", "f8e4m3"}, {"R_8F_E5M2", "f8e5m2"}};
-  for (const auto& [lt, name] : kNames)
-    if (lt == t) return std::string(name);
-  return std::string(t);
+namespace {
+
+// cuBLASLt's name of a type ("R_16BF") as ktune names it ("bf16"); others as logged.
+std::string type_name(const std::string& cublaslt_type) {
+  const auto t = find_dtype(cublaslt_type);
+  return t ? to_string(*t) : cublaslt_type;
+}
+
+std::optional<bench::GemmCompute> compute_of(const std::string& c) {
+  if (c == "COMPUTE_32F") return bench::GemmCompute::f32;
+  if (c == "COMPUTE_32F_FAST_TF32") return bench::GemmCompute::tf32;
+  if (c == "COMPUTE_32F_FAST_16F") return bench::GemmCompute::fast_f16;
+  if (c == "COMPUTE_32F_FAST_16BF") return bench::GemmCompute::fast_bf16;
+  if (c == "COMPUTE_16F") return bench::GemmCompute::f16;
+  return std::nullopt;
+}
+
+std::optional<bench::GemmEpilogue> epilogue_of(const std::string& e) {
+  if (e == "EPILOGUE_DEFAULT") return bench::GemmEpilogue::none;
+  if (e == "EPILOGUE_BIAS") return bench::GemmEpilogue::bias;
+  if (e == "EPILOGUE_RELU") return bench::GemmEpilogue::relu;
+  if (e == "EPILOGUE_RELU_BIAS") return bench::GemmEpilogue::relu_bias;
+  if (e == "EPILOGUE_GELU") return bench::GemmEpilogue::gelu;
+  if (e == "EPILOGUE_GELU_BIAS") return bench::GemmEpilogue::gelu_bias;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<bench::GemmProblem> gemm_problem_of(const trace::GemmCallRecord& r,
+                                                  std::string* why_not) {
+  auto no = [&](std::string why) -> std::optional<bench::GemmProblem> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  const auto type = find_dtype(r.d_type);
+  const bool same = r.a_type == r.b_type && r.b_type == r.c_type && r.c_type == r.d_type;
+  if (!same || !type || (*type != DType::f16 && *type != DType::bf16 && *type != DType::f32))
+    return no(fmt::format(
+        "types {}*{}->{} (ktune searches f16, bf16 and f32 GEMMs whose A, B, C and D share one "
+        "type)",
+        type_name(r.a_type), type_name(r.b_type), type_name(r.d_type)));
+  const auto compute = compute_of(r.compute_type);
+  if (!compute)
+    return no(
+        fmt::format("compute type {} (ktune searches COMPUTE_32F, its TF32, 16F "
+                    "and 16BF forms, and COMPUTE_16F)",
+                    r.compute_type));
+  const auto epilogue = epilogue_of(r.epilogue);
+  if (!epilogue)
+    return no(
+        fmt::format("epilogue {} (ktune searches none, bias, relu, relu_bias, gelu and gelu_bias)",
+                    r.epilogue));
+  if (gemm_op_letter(r.transa) == '?' || gemm_op_letter(r.transb) == '?')
+    return no(fmt::format("transposes {} {}", r.transa, r.transb));
+  bench::GemmProblem p;
+  p.trans_a = r.transa != "OP_N";
+  p.trans_b = r.transb != "OP_N";
+  p.m = r.m;
+  p.n = r.n;
+  p.k = r.k;
+  p.batch = r.batch;
+  p.lda = r.lda;
+  p.ldb = r.ldb;
+  p.ldc = r.ldc;
+  p.ldd = r.ldd;
+  if (r.batch > 1) {
+    p.stride_a = r.stride_a;
+    p.stride_b = r.stride_b;
+    p.stride_c = r.stride_c;
+    p.stride_d = r.stride_d;
+  }
+  p.dtype = *type;
+  p.compute = *compute;
+  p.epilogue = *epilogue;
+  try {
+    bench::validate(p, "the logged GEMM");
+  } catch (const Error& e) {
+    return no(e.what());
+  }
+  return p;
 }
 
 std::string gemm_tune_command(const trace::GemmCallRecord& r, std::string* why_not) {
-  auto no = [&](std::string why) {
-    if (why_not) *why_not = std::move(why);
-    return std::string();
-  };
-  if (r.batch != 1) return no(fmt::format("batched (batch {})", r.batch));
-  if (r.transa != "OP_T" || r.transb != "OP_N")
-    return no(fmt::format("transposes {}{} (ktune tunes TN)", gemm_op_letter(r.transa),
-                          gemm_op_letter(r.transb)));
-  const bool same = r.a_type == r.b_type && r.b_type == r.c_type && r.c_type == r.d_type;
-  if (!same || (r.d_type != "R_16F" && r.d_type != "R_16BF"))
-    return no(fmt::format("types {}*{}->{} (ktune tunes f16 and bf16)", gemm_dtype_name(r.a_type),
-                          gemm_dtype_name(r.b_type), gemm_dtype_name(r.d_type)));
-  if (r.compute_type != "COMPUTE_32F" || (!r.scale_type.empty() && r.scale_type != "R_32F"))
-    return no(fmt::format("compute type {} (ktune tunes COMPUTE_32F)", r.compute_type));
-  if (r.epilogue != "EPILOGUE_DEFAULT" && r.epilogue != "EPILOGUE_BIAS")
-    return no(fmt::format("epilogue {} (ktune tunes none and bias)", r.epilogue));
-  return fmt::format("ktune tune --library cublaslt --op {} --shape m={},n={},k={} --dtype {}",
-                     r.epilogue == "EPILOGUE_BIAS" ? "gemm_bias" : "gemm", r.m, r.n, r.k,
-                     gemm_dtype_name(r.d_type));
+  const auto p = gemm_problem_of(r, why_not);
+  return p ? bench::gemm_tune_command(*p) : std::string();
 }
 
 GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded) {
@@ -99,11 +159,16 @@ GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bo
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     for (auto& [text, calls] : algos) s.algorithms.push_back(std::move(text));
     const trace::GemmCallRecord& p = s.problem;
-    s.dtype = p.a_type == p.b_type && p.b_type == p.d_type
-                  ? gemm_dtype_name(p.d_type)
-                  : fmt::format("{}*{}->{}", gemm_dtype_name(p.a_type), gemm_dtype_name(p.b_type),
-                                gemm_dtype_name(p.d_type));
-    s.tune_command = gemm_tune_command(p, &s.not_tunable);
+    s.tunable = gemm_problem_of(p, &s.not_tunable);
+    if (s.tunable) {
+      s.dtype = bench::gemm_cache_dtype(*s.tunable);
+      s.tune_command = bench::gemm_tune_command(*s.tunable);
+    } else {
+      s.dtype = p.a_type == p.b_type && p.b_type == p.d_type
+                    ? type_name(p.d_type)
+                    : fmt::format("{}*{}->{}", type_name(p.a_type), type_name(p.b_type),
+                                  type_name(p.d_type));
+    }
     out.shapes.push_back(std::move(s));
   }
   // Most calls first; among equals the larger GEMM (more FLOP per call), then first seen.

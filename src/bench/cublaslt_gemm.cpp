@@ -5,23 +5,60 @@
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/half.hpp"
 #include "ktune/cuda/cublaslt.hpp"
 
 namespace ktune::bench {
 namespace {
 
-cudaDataType_t lt_type(cuda::DType t) {
+cudaDataType_t lt_type(DType t) {
   switch (t) {
-    case cuda::DType::f16:
+    case DType::f16:
       return CUDA_R_16F;
-    case cuda::DType::bf16:
+    case DType::bf16:
       return CUDA_R_16BF;
+    case DType::f32:
+      return CUDA_R_32F;
     default:
       throw Error(
-          fmt::format("cuBLASLt GEMM tuning takes f16 or bf16, not {}; pass --dtype f16 or "
-                      "--dtype bf16.",
-                      cuda::to_string(t)));
+          fmt::format("cuBLASLt GEMMs are searched in f16, bf16 and f32, not {}; pass --dtype f16, "
+                      "bf16, f32 or tf32.",
+                      to_string(t)));
   }
+}
+
+cublasComputeType_t lt_compute(GemmCompute c) {
+  switch (c) {
+    case GemmCompute::f32:
+      return CUBLAS_COMPUTE_32F;
+    case GemmCompute::tf32:
+      return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case GemmCompute::fast_f16:
+      return CUBLAS_COMPUTE_32F_FAST_16F;
+    case GemmCompute::fast_bf16:
+      return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case GemmCompute::f16:
+      return CUBLAS_COMPUTE_16F;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
+cublasLtEpilogue_t lt_epilogue(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::none:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::bias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::relu:
+      return CUBLASLT_EPILOGUE_RELU;
+    case GemmEpilogue::relu_bias:
+      return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case GemmEpilogue::gelu:
+      return CUBLASLT_EPILOGUE_GELU;
+    case GemmEpilogue::gelu_bias:
+      return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
 std::string to_hex(const cublasLtMatmulAlgo_t& algo) {
@@ -138,34 +175,47 @@ void from_json(const nlohmann::json& j, LtAlgoConfig& c) {
   if (j.contains("data")) c.data = j.value("data", "");
 }
 
-LtGemm::LtGemm(const LtGemmShape& shape) : shape_(shape), type_(lt_type(shape.dtype)) {
-  if (shape_.m <= 0 || shape_.n <= 0 || shape_.k <= 0)
-    throw Error(
-        fmt::format("GEMM shape m={},n={},k={} has a non-positive size; give positive m, n "
-                    "and k.",
-                    shape_.m, shape_.n, shape_.k));
-  if (shape_.lda == 0) shape_.lda = shape_.k;
-  if (shape_.ldb == 0) shape_.ldb = shape_.k;
-  if (shape_.ldd == 0) shape_.ldd = shape_.m;
+LtGemm::LtGemm(const GemmProblem& problem)
+    : problem_(resolved(problem)),
+      type_(lt_type(problem.dtype)),
+      scale_type_(problem.compute == GemmCompute::f16 ? CUDA_R_16F : CUDA_R_32F),
+      compute_(lt_compute(problem.compute)) {
+  validate(problem_, "cuBLASLt GEMM");
+  const GemmProblem& p = problem_;
   const auto& lt = cuda::cublaslt();
   KTUNE_CUBLAS(lt.cublasLtCreate(&handle_));
   try {
-    KTUNE_CUBLAS(lt.cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    KTUNE_CUBLAS(lt.cublasLtMatmulDescCreate(&op_, compute_, scale_type_));
+    const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     KTUNE_CUBLAS(
         lt.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     KTUNE_CUBLAS(
         lt.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    if (shape_.bias) {
-      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-      KTUNE_CUBLAS(
-          lt.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    const cublasLtEpilogue_t epi = lt_epilogue(p.epilogue);
+    KTUNE_CUBLAS(
+        lt.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (has_bias(p.epilogue))
       KTUNE_CUBLAS(lt.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                      &type_, sizeof type_));
-    }
-    KTUNE_CUBLAS(lt.cublasLtMatrixLayoutCreate(&a_, type_, shape_.k, shape_.m, shape_.lda));
-    KTUNE_CUBLAS(lt.cublasLtMatrixLayoutCreate(&b_, type_, shape_.k, shape_.n, shape_.ldb));
-    KTUNE_CUBLAS(lt.cublasLtMatrixLayoutCreate(&d_, type_, shape_.m, shape_.n, shape_.ldd));
+    const auto layout = [&](cublasLtMatrixLayout_t& out, const StoredMatrix& s) {
+      KTUNE_CUBLAS(lt.cublasLtMatrixLayoutCreate(&out, type_, static_cast<std::uint64_t>(s.rows),
+                                                 static_cast<std::uint64_t>(s.cols), s.ld));
+      if (p.batch > 1) {
+        const std::int32_t count = static_cast<std::int32_t>(p.batch);
+        const std::int64_t stride = s.stride;
+        KTUNE_CUBLAS(lt.cublasLtMatrixLayoutSetAttribute(out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                         &count, sizeof count));
+        KTUNE_CUBLAS(lt.cublasLtMatrixLayoutSetAttribute(
+            out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+      }
+    };
+    if (p.batch > INT32_MAX)
+      throw Error(fmt::format("cuBLASLt takes at most {} batches, not {}.", INT32_MAX, p.batch));
+    layout(a_, stored_a(p));
+    layout(b_, stored_b(p));
+    layout(c_, stored_c(p));
+    layout(d_, stored_d(p));
   } catch (...) {
     release();
     throw;
@@ -179,11 +229,12 @@ LtGemm::~LtGemm() {
 void LtGemm::release() noexcept {
   const auto& lt = cuda::cublaslt();
   if (d_) KTUNE_CUBLAS_WARN(lt.cublasLtMatrixLayoutDestroy(d_));
+  if (c_) KTUNE_CUBLAS_WARN(lt.cublasLtMatrixLayoutDestroy(c_));
   if (b_) KTUNE_CUBLAS_WARN(lt.cublasLtMatrixLayoutDestroy(b_));
   if (a_) KTUNE_CUBLAS_WARN(lt.cublasLtMatrixLayoutDestroy(a_));
   if (op_) KTUNE_CUBLAS_WARN(lt.cublasLtMatmulDescDestroy(op_));
   if (handle_) KTUNE_CUBLAS_WARN(lt.cublasLtDestroy(handle_));
-  d_ = b_ = a_ = nullptr;
+  d_ = c_ = b_ = a_ = nullptr;
   op_ = nullptr;
   handle_ = nullptr;
 }
@@ -214,7 +265,7 @@ std::vector<LtAlgoConfig> LtGemm::heuristics(int count, std::size_t max_workspac
         lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &max_workspace_bytes, sizeof max_workspace_bytes);
     if (w != CUBLAS_STATUS_SUCCESS) return w;
-    return lt.cublasLtMatmulAlgoGetHeuristic(handle_, op_, a_, b_, d_, d_, pref, count,
+    return lt.cublasLtMatmulAlgoGetHeuristic(handle_, op_, a_, b_, c_, d_, pref, count,
                                              results.data(), &returned);
   }();
   KTUNE_CUBLAS_WARN(lt.cublasLtMatmulPreferenceDestroy(pref));
@@ -235,14 +286,14 @@ std::vector<LtAlgoCaps> LtGemm::algo_caps() const {
   const auto& lt = cuda::cublaslt();
   std::vector<int> ids(512);
   int returned = 0;
-  KTUNE_CUBLAS(lt.cublasLtMatmulAlgoGetIds(handle_, CUBLAS_COMPUTE_32F, CUDA_R_32F, type_, type_,
-                                           type_, type_, static_cast<int>(ids.size()), ids.data(),
+  KTUNE_CUBLAS(lt.cublasLtMatmulAlgoGetIds(handle_, compute_, scale_type_, type_, type_, type_,
+                                           type_, static_cast<int>(ids.size()), ids.data(),
                                            &returned));
   std::vector<LtAlgoCaps> out;
   for (int i = 0; i < returned; ++i) {
     cublasLtMatmulAlgo_t algo{};
-    if (lt.cublasLtMatmulAlgoInit(handle_, CUBLAS_COMPUTE_32F, CUDA_R_32F, type_, type_, type_,
-                                  type_, ids[i], &algo) != CUBLAS_STATUS_SUCCESS)
+    if (lt.cublasLtMatmulAlgoInit(handle_, compute_, scale_type_, type_, type_, type_, type_,
+                                  ids[i], &algo) != CUBLAS_STATUS_SUCCESS)
       continue;
     LtAlgoCaps caps;
     caps.algo_id = ids[i];
@@ -260,8 +311,8 @@ std::vector<LtAlgoCaps> LtGemm::algo_caps() const {
 cublasLtMatmulAlgo_t LtGemm::prepare(const LtAlgoConfig& c) const {
   cublasLtMatmulAlgo_t algo{};
   if (!c.data.empty() && from_hex(c.data, algo)) return algo;
-  KTUNE_CUBLAS(cuda::cublaslt().cublasLtMatmulAlgoInit(
-      handle_, CUBLAS_COMPUTE_32F, CUDA_R_32F, type_, type_, type_, type_, c.algo_id, &algo));
+  KTUNE_CUBLAS(cuda::cublaslt().cublasLtMatmulAlgoInit(handle_, compute_, scale_type_, type_, type_,
+                                                       type_, type_, c.algo_id, &algo));
   const bool ok = set_config(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, c.tile) &&
                   set_config(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, c.stages) &&
                   set_config(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, c.splitk) &&
@@ -286,7 +337,7 @@ std::optional<LtAlgoConfig> LtGemm::check(const LtAlgoConfig& config) const {
     return std::nullopt;
   }
   cublasLtMatmulHeuristicResult_t result{};
-  if (cuda::cublaslt().cublasLtMatmulAlgoCheck(handle_, op_, a_, b_, d_, d_, &algo, &result) !=
+  if (cuda::cublaslt().cublasLtMatmulAlgoCheck(handle_, op_, a_, b_, c_, d_, &algo, &result) !=
       CUBLAS_STATUS_SUCCESS)
     return std::nullopt;
   LtAlgoConfig c = describe(algo);
@@ -296,23 +347,20 @@ std::optional<LtAlgoConfig> LtGemm::check(const LtAlgoConfig& config) const {
   return c;
 }
 
-void LtGemm::run(const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* d,
-                 const void* bias, void* workspace, std::size_t workspace_bytes,
-                 CUstream stream) const {
+void LtGemm::run(const cublasLtMatmulAlgo_t& algo, const GemmBuffers& buf, void* workspace,
+                 std::size_t workspace_bytes, CUstream stream, float alpha, float beta) const {
   const auto& lt = cuda::cublaslt();
-  if (shape_.bias)
-    KTUNE_CUBLAS(lt.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                   sizeof bias));
-  const float alpha = 1.0f, beta = 0.0f;
-  KTUNE_CUBLAS(lt.cublasLtMatmul(handle_, op_, &alpha, a, a_, b, b_, &beta, d, d_, d, d_, &algo,
-                                 workspace, workspace_bytes,
+  if (has_bias(problem_.epilogue))
+    KTUNE_CUBLAS(lt.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &buf.bias, sizeof buf.bias));
+  const void* c = buf.c ? buf.c : buf.d;
+  // The scale type is fp32 except for fp16 accumulation, whose alpha and beta are fp16.
+  const std::uint16_t alpha16 = float_to_half(alpha), beta16 = float_to_half(beta);
+  const void* pa = scale_type_ == CUDA_R_16F ? static_cast<const void*>(&alpha16) : &alpha;
+  const void* pb = scale_type_ == CUDA_R_16F ? static_cast<const void*>(&beta16) : &beta;
+  KTUNE_CUBLAS(lt.cublasLtMatmul(handle_, op_, pa, buf.a, a_, buf.b, b_, pb, c, c_, buf.d, d_,
+                                 &algo, workspace, workspace_bytes,
                                  reinterpret_cast<cudaStream_t>(stream)));
-}
-
-void LtGemm::run(const LtAlgoConfig& config, const void* a, const void* b, void* d,
-                 const void* bias, void* workspace, std::size_t workspace_bytes,
-                 CUstream stream) const {
-  run(prepare(config), a, b, d, bias, workspace, workspace_bytes, stream);
 }
 
 std::string cublaslt_version() {

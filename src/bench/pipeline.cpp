@@ -128,6 +128,38 @@ CandidateOutcome failed(Status s, std::string detail, bool context_lost = false)
 
 }  // namespace
 
+void measure_verified(Sampler& sampler, const PipelineSettings& settings,
+                      std::optional<double> best_ns, CandidateOutcome& out) {
+  Measurement& m = out.measurement;
+  if (best_ns) {  // a screen first: most candidates of a search are clearly slower
+    StopRule screen(settings.screen, best_ns);
+    m.wall_time_s = run_until_stopped(sampler, screen);
+    record_samples(m, screen);
+    if (m.time_ns.count > 0 &&
+        !is_contender(m.time_ns.median, best_ns, settings.contender_margin)) {
+      out.status = Status::slower;
+      out.detail = fmt::format(
+          "slower: screen median {:.2f} us is {:.1f} % above the best {:.2f} us",
+          m.time_ns.median / 1e3, 100 * (m.time_ns.median / *best_ns - 1), *best_ns / 1e3);
+      return;
+    }
+  }
+  StopRule full(settings.full);
+  m.wall_time_s += run_until_stopped(sampler, full);
+  record_samples(m, full);
+  if (m.time_ns.count == 0) {
+    out.status = Status::timeout;
+    out.detail = fmt::format(
+        "no unthrottled sample before the full rule's timeout ({} dropped under {})",
+        m.dropped_throttled,
+        fmt::join(cuda::throttle_reason_names(m.throttle_seen & cuda::throttle::kSlowdownMask),
+                  ", "));
+    return;
+  }
+  out.status = Status::ok;
+  out.full = true;
+}
+
 struct CandidatePipeline::Impl {
   PipelineSettings settings;
   cuda::PrimaryContext ctx;
@@ -280,34 +312,8 @@ CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<do
     ws->bind_constants(bound, s);
 
     KernelSampler sampler(bound, *ws, s, settings.mode, flusher.get(), device.pci_bus_id);
-    if (best_ns) {  // a screen first: most candidates of a search are clearly slower
-      StopRule screen(settings.screen, best_ns);
-      m.wall_time_s = run_until_stopped(sampler, screen);
-      record_samples(m, screen);
-      m.launches_per_sample = sampler.launches_per_sample();
-      if (m.time_ns.count > 0 &&
-          !is_contender(m.time_ns.median, best_ns, settings.contender_margin)) {
-        out.status = Status::slower;
-        out.detail = fmt::format(
-            "slower: screen median {:.2f} us is {:.1f} % above the best {:.2f} us",
-            m.time_ns.median / 1e3, 100 * (m.time_ns.median / *best_ns - 1), *best_ns / 1e3);
-        return out;
-      }
-    }
-    StopRule full(settings.full);
-    m.wall_time_s += run_until_stopped(sampler, full);
-    record_samples(m, full);
+    measure_verified(sampler, settings, best_ns, out);
     m.launches_per_sample = sampler.launches_per_sample();
-    if (m.time_ns.count == 0)
-      return failed(Status::timeout,
-                    fmt::format("no unthrottled sample before the full rule's timeout ({} dropped "
-                                "under {})",
-                                m.dropped_throttled,
-                                fmt::join(cuda::throttle_reason_names(
-                                              m.throttle_seen & cuda::throttle::kSlowdownMask),
-                                          ", ")));
-    out.status = Status::ok;
-    out.full = true;
     return out;
   } catch (const NoGpuError&) {
     throw;

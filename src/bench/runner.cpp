@@ -93,6 +93,15 @@ std::vector<std::byte> encode_scalar(double value, cuda::DType t) {
     case cuda::DType::i8:
       put(static_cast<std::int8_t>(std::llround(value)));
       break;
+    case cuda::DType::u64:
+      put(static_cast<std::uint64_t>(std::llround(value)));
+      break;
+    case cuda::DType::u32:
+      put(static_cast<std::uint32_t>(std::llround(value)));
+      break;
+    case cuda::DType::u16:
+      put(static_cast<std::uint16_t>(std::llround(value)));
+      break;
     case cuda::DType::u8:
       put(static_cast<std::uint8_t>(std::llround(value)));
       break;

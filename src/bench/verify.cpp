@@ -51,6 +51,21 @@ double decode_element(const std::byte* p, DType type) {
     }
     case DType::i8:
       return static_cast<double>(static_cast<std::int8_t>(*p));
+    case DType::u64: {
+      std::uint64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case DType::u32: {
+      std::uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::u16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
     case DType::u8:
       return static_cast<double>(static_cast<std::uint8_t>(*p));
   }
@@ -73,9 +88,6 @@ Tolerance default_tolerance(DType t) {
 }
 
 namespace {
-bool is_float(DType t) {
-  return t == DType::f64 || t == DType::f32 || t == DType::f16 || t == DType::bf16;
-}
 bool all_ff(const std::byte* p, std::size_t n) {
   return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0xFF}; });
 }
@@ -98,13 +110,13 @@ CompareResult compare_outputs(std::span<const std::byte> reference,
     const double ref = decode_element(rp, type), cand = decode_element(cp, type);
     // Poison (every byte 0xFF) is NaN for floats; for integers it is -1, which a kernel may write,
     // so only floats can tell an unwritten element from a written one.
-    if (is_float(type) && (std::isnan(ref) || all_ff(rp, w))) {
+    if (is_floating(type) && (std::isnan(ref) || all_ff(rp, w))) {
       if (!first_ref_bad) first_ref_bad = i;
       ++ref_bad;
       continue;
     }
     bool bad = false;
-    if (is_float(type) && all_ff(cp, w)) {
+    if (is_floating(type) && all_ff(cp, w)) {
       ++r.unwritten;
       bad = true;
     } else if (std::isnan(cand)) {

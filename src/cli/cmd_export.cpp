@@ -5,6 +5,7 @@
 
 #include "command.hpp"
 #include "ktune/analyze/source.hpp"
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/report/chrome_trace.hpp"
@@ -32,13 +33,11 @@ int export_tunableop(const ExportOptions& o, const GlobalOptions& g) {
   auto st = store::Store::open(g.db, store::Access::read_only);
   if (const auto f = st->file()) check_output_path(o.tunableop, {f->string()});
   std::vector<store::CacheEntry> entries;
-  for (const char* op : {"gemm", "gemm_bias"}) {
-    store::EntryFilter filter;
-    filter.op = op;
-    filter.arch = o.arch;
-    filter.device_name = o.device_name;
-    for (auto& e : st->list_entries(filter)) entries.push_back(std::move(e));
-  }
+  store::EntryFilter filter;
+  filter.arch = o.arch;
+  filter.device_name = o.device_name;
+  for (auto& e : st->list_entries(filter))
+    if (bench::is_gemm_cache_op(e.key.op)) entries.push_back(std::move(e));
   std::size_t skipped = 0;
   const std::string text =
       tune::tunableop_csv(entries, {{"PT_VERSION", o.torch_version}}, &skipped);

@@ -15,6 +15,7 @@
 
 #include "command.hpp"
 #include "dry_run.hpp"
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
@@ -64,26 +65,36 @@ std::string default_out_dir(const std::string& op) {
   return fmt::format("ktune-tune-{}-{}", op, stamp);
 }
 
-// session.json: what --resume needs to run the same search again.
-nlohmann::json session_file(const TuneArgs& a, const std::map<std::string, std::int64_t>& shape) {
-  return {{"schema_version", kSessionFileSchemaVersion},
-          {"spec", fs::absolute(a.spec).string()},
-          {"strategy", a.strategy},
-          {"seed", a.seed},
-          {"budget", a.budget},
-          {"time_limit_s", a.time_s},
-          {"shape", shape},
-          {"contender_margin", a.margin},
-          {"prefetch", a.prefetch},
-          {"stop", a.stop},
-          {"grid", a.grid},
-          {"candidate_timeout_s", a.candidate_timeout_s},
-          {"created_at", utc_now_iso8601()}};
+// session.json: what --resume needs to run the same search again (a spec's path, or the library
+// problem).
+nlohmann::json session_file(const TuneArgs& a, const std::map<std::string, std::int64_t>& shape,
+                            const std::optional<bench::GemmProblem>& library) {
+  nlohmann::json j = {{"schema_version", kSessionFileSchemaVersion},
+                      {"strategy", a.strategy},
+                      {"seed", a.seed},
+                      {"budget", a.budget},
+                      {"time_limit_s", a.time_s},
+                      {"shape", shape},
+                      {"contender_margin", a.margin},
+                      {"prefetch", a.prefetch},
+                      {"stop", a.stop},
+                      {"grid", a.grid},
+                      {"candidate_timeout_s", a.candidate_timeout_s},
+                      {"created_at", utc_now_iso8601()}};
+  if (library) {
+    j["library"] = a.library;
+    j["problem"] = *library;
+  } else {
+    j["spec"] = fs::absolute(a.spec).string();
+  }
+  return j;
 }
 
-// Restores the search settings of `dir`; explicit --budget/--time still apply.
-void load_session_file(TuneArgs& a, const fs::path& dir, bool budget_given, bool time_given,
-                       std::map<std::string, std::int64_t>& shape) {
+// Restores the search settings of `dir`; explicit --budget/--time still apply. A library session
+// gives back its problem.
+std::optional<bench::GemmProblem> load_session_file(TuneArgs& a, const fs::path& dir,
+                                                    bool budget_given, bool time_given,
+                                                    std::map<std::string, std::int64_t>& shape) {
   const fs::path path = dir / "session.json";
   std::error_code ec;
   if (!fs::exists(path, ec))
@@ -92,12 +103,18 @@ void load_session_file(TuneArgs& a, const fs::path& dir, bool budget_given, bool
                     "directory of an earlier ktune tune.",
                     dir.string()));
   nlohmann::json j;
+  std::optional<bench::GemmProblem> library;
   try {
     j = nlohmann::json::parse(read_file(path));
     if (j.at("schema_version").get<int>() != kSessionFileSchemaVersion)
       throw Error(fmt::format("schema_version {} is not {}", j.at("schema_version").dump(),
                               kSessionFileSchemaVersion));
-    a.spec = j.at("spec").get<std::string>();
+    if (j.contains("library")) {
+      a.library = j.at("library").get<std::string>();
+      library = j.at("problem").get<bench::GemmProblem>();
+    } else {
+      a.spec = j.at("spec").get<std::string>();
+    }
     a.strategy = j.at("strategy").get<std::string>();
     a.seed = j.at("seed").get<std::uint64_t>();
     a.margin = j.value("contender_margin", a.margin);
@@ -114,6 +131,7 @@ void load_session_file(TuneArgs& a, const fs::path& dir, bool budget_given, bool
                     "session.",
                     path.string(), e.what()));
   }
+  return library;
 }
 
 // Prints progress on a terminal while delegating to the GPU evaluator.
@@ -146,91 +164,6 @@ std::string describe(const tune::ConfigMap& c) {
   return out;
 }
 
-// ktune tune --library cublaslt --op gemm --shape m=..,n=..,k=.. --dtype bf16: library selection.
-// Usage errors are found before the GPU is touched.
-int run_library_tune(const TuneArgs& a, bool budget_given, const GlobalOptions& g) {
-  if (a.library != "cublaslt")
-    throw Error(
-        fmt::format("--library '{}' is not a GEMM library ktune searches; use --library "
-                    "cublaslt.",
-                    a.library));
-  if (!a.spec.empty() || !a.resume.empty())
-    throw Error(
-        "--library searches a library's algorithms, not a SPEC; drop the SPEC (or "
-        "--resume) or drop --library.");
-  if (a.op != "gemm" && a.op != "gemm_bias")
-    throw Error(
-        fmt::format("--library cublaslt needs --op gemm (D = A^T B) or --op gemm_bias (with "
-                    "the bias epilogue), not '{}'.",
-                    a.op));
-  const std::map<std::string, std::int64_t> shape = parse_shape_variables(a.shape);
-  for (const char* dim : {"m", "n", "k"})
-    if (!shape.contains(dim))
-      throw Error(
-          fmt::format("--shape lacks {}; give --shape m=M,n=N,k=K (BLAS sizes: D is m x n, "
-                      "k the reduction).",
-                      dim));
-  if (shape.size() != 3)
-    throw Error(
-        "--shape for --library cublaslt takes exactly m, n and k (e.g. m=4096,n=2048,k=4096).");
-  bench::LtGemmShape problem;
-  problem.m = shape.at("m");
-  problem.n = shape.at("n");
-  problem.k = shape.at("k");
-  problem.bias = a.op == "gemm_bias";
-  problem.dtype = cuda::parse_dtype(a.dtype.empty() ? "f16" : a.dtype);
-  if (problem.dtype != cuda::DType::f16 && problem.dtype != cuda::DType::bf16)
-    throw Error(fmt::format("--dtype {} is not searched; cuBLASLt GEMMs are tuned in f16 or bf16.",
-                            a.dtype));
-  if (problem.m <= 0 || problem.n <= 0 || problem.k <= 0)
-    throw Error("--shape sizes m, n and k must be positive.");
-  tune::LibrarySearchOptions options;
-  if (budget_given) options.budget = a.budget;
-  options.seed = a.seed;
-  options.full.apply_overrides(a.stop);
-  const bool quiet = a.json;
-  const tune::LibrarySearchResult r =
-      tune::search_cublaslt(problem, options, g.device, [quiet](const std::string& line) {
-        if (!quiet) fmt::print(stderr, "{}\n", line);
-      });
-  const store::CacheEntry winner = tune::library_winner_entry(
-      r, runtime::detect_environment(g.device), host_identity(), options.budget);
-  std::optional<store::PutResult> put;
-  if (!a.no_cache) {
-    auto st = store::Store::open(g.db);
-    put = st->put_entry(winner);
-  }
-  if (a.json) {
-    nlohmann::json j = r;
-    if (put)
-      j["cache"] = {{"winner", put->winner}, {"reason", put->reason}, {"bucket", put->bucket}};
-    fmt::print("{}\n", j.dump(2));
-    return 0;
-  }
-  std::map<std::string, std::size_t> statuses;
-  for (const auto& c : r.candidates) ++statuses[c.status];
-  fmt::print(
-      "cuBLASLt {} {} {}x{}x{} (TN{}): {} candidates ({} ok, {} rejected by cuBLASLt, {} "
-      "wrong, {} failed), {:.1f} s\n",
-      r.cublaslt_version, winner.key.dtype, problem.m, problem.n, problem.k,
-      problem.bias ? ", bias" : "", r.candidates.size(), statuses["ok"], statuses["rejected"],
-      statuses["wrong"], statuses["failed"], r.seconds);
-  fmt::print("default (heuristic 1): algo {} tile {} stages {} split-K {}: {:.2f} us\n",
-             r.default_time.config.value("algo_id", 0), r.default_time.config.value("tile", 0),
-             r.default_time.config.value("stages", 0), r.default_time.config.value("splitk", 1),
-             r.default_time.time_ns.median / 1e3);
-  fmt::print(
-      "winner ({}{}): algo {} tile {} stages {} split-K {} swizzle {} reduction {}: {:.2f} "
-      "us, {:.3f}x the default, {:.0f} TFLOP/s\n",
-      r.winner.source, r.winner.heuristic_rank ? fmt::format(" {}", r.winner.heuristic_rank) : "",
-      r.winner.algo_id, r.winner.tile, r.winner.stages, r.winner.splitk, r.winner.swizzle,
-      r.winner.reduction, r.winner_time.time_ns.median / 1e3,
-      r.default_time.time_ns.median / r.winner_time.time_ns.median,
-      r.winner_time.flop_per_s() / 1e12);
-  if (put) fmt::print("cache: {} ({})\n", put->winner ? "stored" : "not stored", put->reason);
-  return 0;
-}
-
 // Warm start: the op's winners the store holds for other GPUs or shapes, and --warm-from files
 // (kept alive in `recorded`).
 tune::WarmStartSources warm_sources(const TuneArgs& a, const std::string& op, const std::string& db,
@@ -254,8 +187,10 @@ tune::WarmStartSources warm_sources(const TuneArgs& a, const std::string& op, co
   return warm;
 }
 
-// Runs the session with Ctrl-C asking it to stop after the current candidate.
-tune::SessionSummary run_session(const tune::ProblemSpec& spec, tune::SessionOptions o,
+// Runs the session with Ctrl-C asking it to stop after the current candidate. `target`: the
+// spec or the library search's SearchTarget.
+template <class Target>
+tune::SessionSummary run_session(const Target& target, tune::SessionOptions o,
                                  ProgressEvaluator& ev) {
   o.interrupt = &g_interrupted;
   g_interrupted = false;
@@ -267,7 +202,7 @@ tune::SessionSummary run_session(const tune::ProblemSpec& spec, tune::SessionOpt
     ProgressEvaluator& ev;
     ~FinishProgress() { ev.finish(); }
   } finish{ev};
-  return tune::Session(spec, o, ev).run();
+  return tune::Session(target, o, ev).run();
 }
 
 struct StoredWinner {
@@ -276,20 +211,17 @@ struct StoredWinner {
 };
 
 // The winner is written beside the results first, so a store that refuses it loses nothing.
-StoredWinner store_winner(const TuneArgs& a, const tune::ProblemSpec& spec,
-                          const tune::SessionSummary& s, const fs::path& out,
+// `ops`: the op's bucket policy and default, declared when the store has none yet.
+StoredWinner store_winner(const TuneArgs& a, const store::CacheEntry& winner,
+                          const std::optional<store::OpSpec>& ops, const fs::path& out,
                           const GlobalOptions& g) {
   StoredWinner w;
-  if (!s.best) return w;
-  const store::CacheEntry winner =
-      tune::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity());
   write_file_atomic(out / "winner.json", nlohmann::json(winner).dump(2) + "\n");
   if (a.no_cache) return w;
   try {
     auto st = store::Store::open(g.db);
     w.db = st->describe();
-    const store::OpSpec ops = tune::op_spec(spec);
-    if (!st->get_op(ops.op)) st->put_op(ops);
+    if (ops && !st->get_op(ops->op)) st->put_op(*ops);
     w.put = st->put_entry(winner);
   } catch (const Error& e) {
     throw Error(fmt::format("{} The winner is kept in {}; offer it again with ktune cache put {}.",
@@ -299,14 +231,13 @@ StoredWinner store_winner(const TuneArgs& a, const tune::ProblemSpec& spec,
   return w;
 }
 
-void print_summary(const tune::ProblemSpec& spec, const tune::SessionSummary& s,
-                   const StoredWinner& w, const fs::path& out, unsigned compile_threads,
-                   std::size_t restarts) {
+void print_summary(const tune::SessionSummary& s, const StoredWinner& w, const fs::path& out,
+                   unsigned compile_threads, std::size_t restarts) {
   fmt::print(
       "tuned {} ({}): {} evaluations ({} now, {} resumed) in {:.1f} s, {:.2f} "
       "evaluations/s, stop: {}\n",
-      spec.ktune.op, spec.source, s.evaluations, s.evaluated_now, s.resumed, s.elapsed_s,
-      s.evaluations_per_s, tune::to_string(s.stop));
+      s.op, s.spec, s.evaluations, s.evaluated_now, s.resumed, s.elapsed_s, s.evaluations_per_s,
+      tune::to_string(s.stop));
   if (s.compiled > 0)
     fmt::print(
         "compiling: {} binaries, {:.2f} s each on average; {} threads compile at most "
@@ -335,31 +266,173 @@ void print_summary(const tune::ProblemSpec& spec, const tune::SessionSummary& s,
              s.best ? ",winner.json" : "");
 }
 
-int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
-  if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
-    if (a.library.empty())
-      throw Error(
-          "--op and --dtype go with --library (e.g. --library cublaslt --op gemm); a SPEC "
-          "names its own op and dtype.");
-    return run_library_tune(a, budget_given, g);
-  }
-  // Every usage error is found before the GPU is touched.
-  std::map<std::string, std::int64_t> shape = parse_shape_variables(a.shape);
-  fs::path out;
-  if (!a.resume.empty()) {
-    out = a.resume;
-    load_session_file(a, out, budget_given, time_given, shape);
-  }
-  if (a.spec.empty())
-    throw Error("ktune tune needs a SPEC (a T1 JSON file) or --resume DIR; see ktune tune --help.");
-  const tune::ProblemSpec spec = load_spec(a.spec, a.grid);
-  if (a.dry_run) return dry_run(spec, shape, a.arch, a.json);
+// Checks shared by every search before the GPU is touched.
+void check_search_args(TuneArgs& a) {
   if (a.strategy.empty()) a.strategy = tune::default_strategy_name();
   tune::make_strategy(a.strategy);  // an unknown name fails here
   if (a.budget == 0 && a.time_s <= 0)
     throw Error("--budget 0 with no --time never stops; give a budget or a time limit.");
   if (!(a.candidate_timeout_s > 0))
     throw Error("--candidate-timeout must be a positive number of seconds.");
+}
+
+// A fresh session's folder, refused when it holds one; its session.json for --resume.
+void start_out_dir(const TuneArgs& a, const fs::path& out,
+                   const std::map<std::string, std::int64_t>& shape,
+                   const std::optional<bench::GemmProblem>& library) {
+  if (!a.resume.empty()) return;
+  if (fs::exists(tune::Session::results_path(out)))
+    throw Error(
+        fmt::format("{} already holds a session; continue it with --resume {} or pick "
+                    "another --out.",
+                    out.string(), out.string()));
+  fs::create_directories(out);
+  write_file_atomic(out / "session.json", session_file(a, shape, library).dump(2) + "\n");
+}
+
+tune::SessionOptions session_options(const TuneArgs& a, const fs::path& out) {
+  tune::SessionOptions o;
+  o.strategy = a.strategy;
+  o.seed = a.seed;
+  o.budget = a.budget == 0 ? SIZE_MAX : a.budget;
+  o.time_limit_s = a.time_s;
+  o.out_dir = out;
+  o.prefetch = a.prefetch;
+  o.resume = !a.resume.empty();
+  return o;
+}
+
+// What `ktune tune` prints and returns once a session has ended, whatever it searched.
+int finish(const TuneArgs& a, const tune::SessionSummary& s, const StoredWinner& w,
+           const fs::path& out, const nlohmann::json& extra, unsigned compile_threads,
+           std::size_t restarts) {
+  if (a.json) {
+    nlohmann::json j = tune::session_summary_json(s);
+    j["out"] = out.string();
+    if (w.put)
+      j["cache"] = {
+          {"winner", w.put->winner}, {"reason", w.put->reason}, {"bucket", w.put->bucket}};
+    for (const auto& [k, v] : extra.items()) j[k] = v;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    print_summary(s, w, out, compile_threads, restarts);
+  }
+  if (s.stop == tune::StopCause::interrupted) {
+    std::fprintf(stderr, "ktune: interrupted; continue with: ktune tune --resume %s\n",
+                 out.string().c_str());
+    return 130;
+  }
+  if (!s.best) {
+    std::fprintf(stderr,
+                 "ktune: no configuration of %s passed verification%s; see %s for each reason.\n",
+                 s.spec.c_str(), tune::common_failure(s).c_str(),
+                 tune::Session::results_path(out).string().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// ktune tune --library cublaslt --op gemm_nn --shape m=..,n=..,k=..[,batch=..] --dtype bf16: a
+// session over cuBLASLt's algorithms for one problem. Usage errors are found before the GPU is
+// touched; the GPU side (candidates, measurement) lives in the isolated measuring process.
+int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool budget_given,
+                     const GlobalOptions& g) {
+  if (a.library != "cublaslt")
+    throw Error(
+        fmt::format("--library '{}' is not a GEMM library ktune searches; use --library "
+                    "cublaslt.",
+                    a.library));
+  if (!a.spec.empty())
+    throw Error(
+        "--library searches a library's algorithms, not a SPEC; drop the SPEC or drop "
+        "--library.");
+  if (!problem) problem = tune::library_problem(a.op, parse_shape_variables(a.shape), a.dtype);
+  if (!budget_given && a.resume.empty()) a.budget = 120;
+  check_search_args(a);
+  if (a.prefetch == 0) a.prefetch = 1;  // nothing compiles: propose as results come
+  const fs::path out = !a.resume.empty() ? fs::path(a.resume)
+                       : !a.out.empty()  ? fs::path(a.out)
+                                        : fs::path(default_out_dir(bench::gemm_cache_op(*problem)));
+  tune::LibrarySearchOptions options;
+  options.seed = a.seed;
+  options.pipeline.contender_margin = a.margin;
+  options.pipeline.full.apply_overrides(a.stop);
+  // The GPU is touched only in the child, which is forked before any CUDA call of this process.
+  tune::IsolatedEvaluator gpu(
+      [p = *problem, options, device = g.device] {
+        return std::make_unique<tune::LibraryEvaluator>(p, options, device);
+      },
+      {.candidate_timeout_s = a.candidate_timeout_s});
+  // The candidates the session chooses among: what the measuring process found, kept beside the
+  // results so that --resume searches the same set. The folder is made once they are known.
+  const fs::path candidates_file = out / "candidates.json";
+  tune::LibraryCandidates candidates;
+  if (!a.resume.empty() && fs::exists(candidates_file)) {
+    try {
+      candidates = nlohmann::json::parse(read_file(candidates_file)).get<tune::LibraryCandidates>();
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("{}: {}; start a new session with --out.", candidates_file.string(),
+                              e.what()));
+    }
+  } else {
+    if (a.resume.empty() && fs::exists(tune::Session::results_path(out)))
+      throw Error(
+          fmt::format("{} already holds a session; continue it with --resume {} or pick "
+                      "another --out.",
+                      out.string(), out.string()));
+    candidates = gpu.describe().get<tune::LibraryCandidates>();
+    start_out_dir(a, out, {}, problem);
+    write_file_atomic(candidates_file, nlohmann::json(candidates).dump(1) + "\n");
+  }
+  const tune::LibrarySpace space(candidates);
+  if (!a.json)
+    fmt::print(stderr,
+               "cuBLASLt {}: {} candidates ({} from the heuristic, {} enumerated configurations "
+               "checked, {} refused by cuBLASLt or over the workspace)\n",
+               candidates.cublaslt_version, candidates.configs.size(), candidates.heuristic,
+               candidates.offered, candidates.rejected);
+  ProgressEvaluator ev(gpu, std::min<std::size_t>(a.budget, candidates.configs.size()));
+  const tune::SessionSummary s =
+      run_session(tune::library_target(*problem, candidates, space), session_options(a, out), ev);
+  StoredWinner w;
+  nlohmann::json extra = {{"problem", *problem}, {"cublaslt_version", candidates.cublaslt_version}};
+  if (s.best) {
+    const store::CacheEntry winner = tune::library_winner_entry(
+        *problem, candidates, s, runtime::detect_environment(g.device), host_identity());
+    w = store_winner(a, winner, std::nullopt, out, g);
+    const tune::SessionRecord* d = tune::library_default_record(candidates, s);
+    if (d) extra["default_median_ns"] = d->result.time_ns;
+    if (!a.json && d)
+      fmt::print(
+          "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us; winner {:.2f} "
+          "us, {:.3f}x, {:.0f} TFLOP/s\n",
+          d->result.time_ns / 1e3, s.best->result.time_ns / 1e3,
+          d->result.time_ns / s.best->result.time_ns, winner.throughput / 1e12);
+  }
+  return finish(a, s, w, out, extra, 0, gpu.restarts());
+}
+
+int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
+  // Every usage error is found before the GPU is touched.
+  std::map<std::string, std::int64_t> shape = parse_shape_variables(a.shape);
+  fs::path out;
+  std::optional<bench::GemmProblem> library;
+  if (!a.resume.empty()) {
+    out = a.resume;
+    library = load_session_file(a, out, budget_given, time_given, shape);
+  }
+  if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
+    if (a.library.empty())
+      throw Error(
+          "--op and --dtype go with --library (e.g. --library cublaslt --op gemm_tn); a SPEC "
+          "names its own op and dtype.");
+    return run_library_tune(a, library, budget_given, g);
+  }
+  if (a.spec.empty())
+    throw Error("ktune tune needs a SPEC (a T1 JSON file) or --resume DIR; see ktune tune --help.");
+  const tune::ProblemSpec spec = load_spec(a.spec, a.grid);
+  if (a.dry_run) return dry_run(spec, shape, a.arch, a.json);
+  check_search_args(a);
   (void)spec.constants(shape);  // unknown shape variables fail here
   (void)tune::make_problem(spec, tune::default_config(spec), shape);  // so do unrunnable specs
   if (out.empty()) out = a.out.empty() ? default_out_dir(spec.ktune.op) : a.out;
@@ -380,53 +453,18 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
       },
       {.candidate_timeout_s = a.candidate_timeout_s});
   ProgressEvaluator ev(gpu, a.budget);
-
-  if (a.resume.empty()) {
-    if (fs::exists(tune::Session::results_path(out)))
-      throw Error(
-          fmt::format("{} already holds a session; continue it with --resume {} or pick "
-                      "another --out.",
-                      out.string(), out.string()));
-    fs::create_directories(out);
-    write_file_atomic(out / "session.json", session_file(a, shape).dump(2) + "\n");
-  }
+  start_out_dir(a, out, shape, std::nullopt);
   std::vector<std::unique_ptr<tune::RecordedSpace>> recorded;
-  tune::SessionOptions o;
+  tune::SessionOptions o = session_options(a, out);
   o.warm = warm_sources(a, spec.ktune.op, g.db, recorded);
-  o.strategy = a.strategy;
-  o.seed = a.seed;
-  o.budget = a.budget == 0 ? SIZE_MAX : a.budget;
-  o.time_limit_s = a.time_s;
   o.shape = shape;
-  o.out_dir = out;
-  o.prefetch = a.prefetch;
-  o.resume = !a.resume.empty();
   const tune::SessionSummary s = run_session(spec, std::move(o), ev);
-  const StoredWinner w = store_winner(a, spec, s, out, g);
-
-  if (a.json) {
-    nlohmann::json j = tune::session_summary_json(s);
-    j["out"] = out.string();
-    if (w.put)
-      j["cache"] = {
-          {"winner", w.put->winner}, {"reason", w.put->reason}, {"bucket", w.put->bucket}};
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    print_summary(spec, s, w, out, compile_threads, gpu.restarts());
-  }
-  if (s.stop == tune::StopCause::interrupted) {
-    std::fprintf(stderr, "ktune: interrupted; continue with: ktune tune --resume %s\n",
-                 out.string().c_str());
-    return 130;
-  }
-  if (!s.best) {
-    std::fprintf(stderr,
-                 "ktune: no configuration of %s passed verification%s; see %s for each reason.\n",
-                 spec.source.c_str(), tune::common_failure(s).c_str(),
-                 tune::Session::results_path(out).string().c_str());
-    return 1;
-  }
-  return 0;
+  StoredWinner w;
+  if (s.best)
+    w = store_winner(
+        a, tune::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity()),
+        tune::op_spec(spec), out, g);
+  return finish(a, s, w, out, nlohmann::json::object(), compile_threads, gpu.restarts());
 }
 
 const bool registered = register_command(
@@ -476,10 +514,15 @@ const bool registered = register_command(
        app.add_flag("--no-cache", a->no_cache, "Do not offer the winner to the cache");
        app.add_option("--library", a->library,
                       "Search a library's GEMM algorithms instead of a SPEC: cublaslt (with --op, "
-                      "--shape m=..,n=..,k=.. and --dtype)");
+                      "--shape m=..,n=..,k=..[,batch=..] and --dtype; `ktune report` prints the "
+                      "command for each GEMM a program ran)");
        app.add_option("--op", a->op,
-                      "With --library: gemm (D = A^T B) or gemm_bias (plus the bias epilogue)");
-       app.add_option("--dtype", a->dtype, "With --library: f16 (default) or bf16");
+                      "With --library: gemm_<layout>[_<epilogue>], layout nn|nt|tn|tt (op(A), "
+                      "op(B), BLAS column-major), epilogue bias|relu|relu_bias|gelu|gelu_bias "
+                      "(e.g. gemm_tn_bias: torch.nn.Linear with a bias)");
+       app.add_option("--dtype", a->dtype,
+                      "With --library: f16 (default), bf16, f32 or tf32 (f32 data multiplied in "
+                      "TF32)");
        app.add_flag("--json", a->json,
                     fmt::format("Print the summary as JSON (schema_version {})",
                                 tune::kSessionSchemaVersion));

@@ -34,6 +34,9 @@ template <> __device__ long long make<long long>(unsigned long long r) { return 
 template <> __device__ int make<int>(unsigned long long r) { return (int)(r % 200) - 100; }
 template <> __device__ short make<short>(unsigned long long r) { return (short)((int)(r % 200) - 100); }
 template <> __device__ signed char make<signed char>(unsigned long long r) { return (signed char)((int)(r % 200) - 100); }
+template <> __device__ unsigned long long make<unsigned long long>(unsigned long long r) { return r % 200; }
+template <> __device__ unsigned int make<unsigned int>(unsigned long long r) { return (unsigned int)(r % 200); }
+template <> __device__ unsigned short make<unsigned short>(unsigned long long r) { return (unsigned short)(r % 200); }
 template <> __device__ unsigned char make<unsigned char>(unsigned long long r) { return (unsigned char)(r % 200); }
 template <class T>
 __global__ void ktune_fill(T* out, unsigned long long n, unsigned long long seed) {
@@ -44,17 +47,27 @@ __global__ void ktune_fill(T* out, unsigned long long n, unsigned long long seed
 )";
 
 constexpr EnumName<DType> kDeviceTypes[] = {
-    {DType::f64, "double"},         {DType::f32, "float"},      {DType::f16, "__half"},
-    {DType::bf16, "__nv_bfloat16"}, {DType::i64, "long long"},  {DType::i32, "int"},
-    {DType::i16, "short"},          {DType::i8, "signed char"}, {DType::u8, "unsigned char"},
+    {DType::f64, "double"},
+    {DType::f32, "float"},
+    {DType::f16, "__half"},
+    {DType::bf16, "__nv_bfloat16"},
+    {DType::i64, "long long"},
+    {DType::i32, "int"},
+    {DType::i16, "short"},
+    {DType::i8, "signed char"},
+    {DType::u64, "unsigned long long"},
+    {DType::u32, "unsigned int"},
+    {DType::u16, "unsigned short"},
+    {DType::u8, "unsigned char"},
 };
 
 const char* device_type(DType t) {
   return name_of(kDeviceTypes, t, "float");
 }
 
-constexpr DType kAllTypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64,
-                               DType::i32, DType::i16, DType::i8,  DType::u8};
+constexpr DType kAllTypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16,
+                               DType::i64, DType::i32, DType::i16, DType::i8,
+                               DType::u64, DType::u32, DType::u16, DType::u8};
 
 // One module per context is enough for ktune's single-context processes.
 struct FillKernels {
@@ -90,53 +103,6 @@ FillKernels& fill_kernels() {
 }
 
 }  // namespace
-
-std::size_t dtype_bytes(DType t) {
-  switch (t) {
-    case DType::f64:
-    case DType::i64:
-      return 8;
-    case DType::f32:
-    case DType::i32:
-      return 4;
-    case DType::f16:
-    case DType::bf16:
-    case DType::i16:
-      return 2;
-    case DType::i8:
-    case DType::u8:
-      return 1;
-  }
-  return 4;
-}
-
-namespace {
-constexpr EnumName<DType> kDTypeNames[] = {
-    {DType::f64, "float64"},   {DType::f32, "float32"}, {DType::f16, "float16"},
-    {DType::bf16, "bfloat16"}, {DType::i64, "int64"},   {DType::i32, "int32"},
-    {DType::i16, "int16"},     {DType::i8, "int8"},     {DType::u8, "uint8"},
-};
-}  // namespace
-
-const char* to_string(DType t) {
-  return name_of(kDTypeNames, t);
-}
-
-DType parse_dtype(std::string_view n) {
-  if (n == "float64" || n == "double" || n == "f64") return DType::f64;
-  if (n == "float32" || n == "float" || n == "f32") return DType::f32;
-  if (n == "float16" || n == "half" || n == "f16" || n == "__half") return DType::f16;
-  if (n == "bfloat16" || n == "bf16" || n == "__nv_bfloat16") return DType::bf16;
-  if (n == "int64" || n == "int64_t" || n == "long long" || n == "long") return DType::i64;
-  if (n == "int32" || n == "int" || n == "int32_t" || n == "i32") return DType::i32;
-  if (n == "int16" || n == "short" || n == "int16_t") return DType::i16;
-  if (n == "int8" || n == "char" || n == "int8_t" || n == "signed char") return DType::i8;
-  if (n == "uint8" || n == "unsigned char" || n == "uint8_t") return DType::u8;
-  throw Error(
-      fmt::format("unknown data type '{}'; use one of float64, float32, float16, bfloat16, "
-                  "int64, int32, int16, int8, uint8.",
-                  n));
-}
 
 void fill_random(CUdeviceptr ptr, std::size_t count, DType type, std::uint64_t seed, CUstream s) {
   if (count == 0) return;

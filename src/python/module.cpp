@@ -124,27 +124,32 @@ std::string list_entries_json(const std::string& db, const std::string& op, cons
 
 // A cached cuBLASLt configuration ready to run on caller-owned device memory (PyTorch tensors'
 // data_ptr()), on the caller's stream: descriptors and the algorithm are built once.
-class LtPlan {
+class GemmPlan {
  public:
-  LtPlan(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
-         std::int64_t ldd, const std::string& dtype, bool bias, const std::string& config_json)
-      : gemm_({m, n, k, lda, ldb, ldd, cuda::parse_dtype(dtype), bias}),
+  GemmPlan(const std::string& problem_json, const std::string& config_json)
+      : gemm_(json::parse(problem_json).get<bench::GemmProblem>()),
         config_(json::parse(config_json).get<bench::LtAlgoConfig>()) {
     const auto checked = gemm_.check(config_);
     if (!checked)
       throw Error(
-          fmt::format("cuBLASLt rejects the cached algorithm {} for the {}x{}x{} GEMM; "
-                      "tune it again with ktune tune --library cublaslt.",
-                      config_.algo_id, m, n, k));
+          fmt::format("cuBLASLt rejects the cached algorithm {} for the {} GEMM; tune it "
+                      "again with {}.",
+                      config_.algo_id, bench::gemm_cache_op(gemm_.problem()),
+                      bench::gemm_tune_command(gemm_.problem())));
     workspace_bytes_ = checked->workspace_bytes;
     algo_ = gemm_.prepare(config_);
   }
-  void run(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, std::uintptr_t bias,
-           std::uintptr_t workspace, std::size_t workspace_bytes, std::uintptr_t stream) const {
-    gemm_.run(algo_, reinterpret_cast<const void*>(a), reinterpret_cast<const void*>(b),
-              reinterpret_cast<void*>(d), reinterpret_cast<const void*>(bias),
-              reinterpret_cast<void*>(workspace), workspace_bytes,
-              reinterpret_cast<CUstream>(stream));
+  void run(std::uintptr_t a, std::uintptr_t b, std::uintptr_t c, std::uintptr_t d,
+           std::uintptr_t bias, std::uintptr_t workspace, std::size_t workspace_bytes,
+           std::uintptr_t stream, float alpha, float beta) const {
+    bench::GemmBuffers buf;
+    buf.a = reinterpret_cast<const void*>(a);
+    buf.b = reinterpret_cast<const void*>(b);
+    buf.c = reinterpret_cast<const void*>(c);
+    buf.d = reinterpret_cast<void*>(d);
+    buf.bias = reinterpret_cast<const void*>(bias);
+    gemm_.run(algo_, buf, reinterpret_cast<void*>(workspace), workspace_bytes,
+              reinterpret_cast<CUstream>(stream), alpha, beta);
   }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
@@ -190,14 +195,13 @@ PYBIND11_MODULE(_ktune, m) {
   m.def("bucket_name", &bucket_name, py::arg("policy_json"), py::arg("shape"));
   m.def("list_entries_json", &list_entries_json, py::arg("db"), py::arg("op"), py::arg("arch") = "",
         py::arg("device_name") = "");
-  py::class_<LtPlan>(m, "LtPlan")
-      .def(py::init<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                    std::int64_t, const std::string&, bool, const std::string&>(),
-           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("lda"), py::arg("ldb"), py::arg("ldd"),
-           py::arg("dtype"), py::arg("bias"), py::arg("config_json"))
-      .def("run", &LtPlan::run, py::arg("a"), py::arg("b"), py::arg("d"), py::arg("bias"),
-           py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"))
-      .def_property_readonly("workspace_bytes", &LtPlan::workspace_bytes);
+  py::class_<GemmPlan>(m, "GemmPlan")
+      .def(py::init<const std::string&, const std::string&>(), py::arg("problem_json"),
+           py::arg("config_json"))
+      .def("run", &GemmPlan::run, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("d"),
+           py::arg("bias"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"),
+           py::arg("alpha"), py::arg("beta"))
+      .def_property_readonly("workspace_bytes", &GemmPlan::workspace_bytes);
   m.def("detect_environment",
         [] { return environment_json(ktune::runtime::detect_environment(0)).dump(); });
   m.def("nvtx_push", [](const std::string& name) { nvtxRangePushA(name.c_str()); });

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "ktune/core/dtype.hpp"
 #include "ktune/store/store.hpp"
 
 namespace ktune::runtime {
@@ -121,7 +122,12 @@ TunedConfigs& TunedConfigs::operator=(TunedConfigs&&) noexcept = default;
 Answer TunedConfigs::lookup(std::string_view op, std::string_view dtype,
                             std::span<const std::int64_t> shape) const {
   const Index& ix = *index_;
-  const auto g = ix.groups.find(OpKeyView{op, dtype});
+  auto g = ix.groups.find(OpKeyView{op, dtype});
+  if (g == ix.groups.end()) {
+    // Off the fast path: the stored name of a dtype the caller spelled another way ("float16").
+    const std::string canonical = canonical_dtype_key(dtype);
+    if (canonical != dtype) g = ix.groups.find(OpKeyView{op, canonical});
+  }
   const store::OpSpec* spec = nullptr;
   if (g != ix.groups.end()) {
     spec = g->second.spec;

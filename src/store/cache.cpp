@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend.hpp"
+#include "ktune/core/dtype.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/json.hpp"
@@ -84,7 +85,7 @@ std::string where_clause(const EntryFilter& f, Params& params) {
     terms.push_back(fmt::format("{} = ${}", column, params.size()));
   };
   eq("op", f.op);
-  eq("dtype", f.dtype);
+  eq("dtype", canonical_dtype_key(f.dtype));
   eq("arch", f.arch);
   eq("device_name", f.device_name);
   eq("toolkit", f.toolkit);
@@ -203,8 +204,10 @@ std::vector<OpSpec> Store::ops() {
   return out;
 }
 
-PutResult Store::put_entry(const CacheEntry& entry, bool force) {
-  validate(entry, "cache entry " + entry.key.op);
+PutResult Store::put_entry(const CacheEntry& given, bool force) {
+  validate(given, "cache entry " + given.key.op);
+  CacheEntry entry = given;
+  entry.key.dtype = canonical_dtype_key(entry.key.dtype);
   PutResult result;
   detail::in_write_transaction(*db_, [&] { result = put_locked(*db_, entry, force); });
   return result;
@@ -215,7 +218,8 @@ std::optional<CacheEntry> Store::get_entry(const CacheKey& k) {
       fmt::format("SELECT {} FROM cache_entries WHERE op = $1 AND dtype = $2 AND bucket = $3 AND "
                   "arch = $4 AND device_name = $5 AND toolkit = $6 AND driver_major = $7",
                   kEntryColumns),
-      {k.op, k.dtype, k.bucket, k.arch, k.device_name, k.toolkit, std::int64_t{k.driver_major}});
+      {k.op, canonical_dtype_key(k.dtype), k.bucket, k.arch, k.device_name, k.toolkit,
+       std::int64_t{k.driver_major}});
   if (rows.empty()) return std::nullopt;
   return entry_from_row(rows[0]);
 }

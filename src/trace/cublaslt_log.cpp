@@ -119,7 +119,7 @@ Fields group(const Fields& f, std::string_view key, bool required) {
 
 struct Matrix {
   std::string type;
-  std::int64_t rows = 0, cols = 0, ld = 0, batch = 1;
+  std::int64_t rows = 0, cols = 0, ld = 0, batch = 1, stride = 0;
 };
 
 Matrix matrix(const Fields& line, std::string_view key) {
@@ -130,6 +130,7 @@ Matrix matrix(const Fields& line, std::string_view key) {
   m.cols = size_of(f, key, "cols", std::nullopt);
   m.ld = size_of(f, key, "ld", m.rows);
   m.batch = size_of(f, key, "batchCount", 1);
+  m.stride = size_of(f, key, "stridedBatchOffset", 0, 0);
   return m;
 }
 
@@ -165,13 +166,18 @@ GemmCallRecord read_call(std::string_view rest) {
   r.lda = a.ld;
   r.ldb = b.ld;
   r.ldd = d.ld;
+  r.stride_a = a.stride;
+  r.stride_b = b.stride;
+  r.stride_d = d.stride;
   if (field(line, "Cdesc")) {
     const Matrix c = matrix(line, "Cdesc");
     r.c_type = c.type;
     r.ldc = c.ld;
+    r.stride_c = c.stride;
   } else {
     r.c_type = d.type;
     r.ldc = d.ld;
+    r.stride_c = d.stride;
   }
   const Fields algo = group(line, "algo", false);
   if (!algo.empty()) {
@@ -186,10 +192,11 @@ GemmCallRecord read_call(std::string_view rest) {
 
 std::string key_of(const GemmCallRecord& r) {
   // Names hold no '|' (text_of), so the key is unambiguous.
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.m, r.n,
-                     r.k, r.batch, r.lda, r.ldb, r.ldc, r.ldd, r.a_type, r.b_type, r.c_type,
-                     r.d_type, r.compute_type, r.scale_type, r.transa, r.transb, r.epilogue,
-                     r.algo_id, r.tile, r.stages, r.splits, r.reduction);
+  return fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.m, r.n,
+      r.k, r.batch, r.lda, r.ldb, r.ldc, r.ldd, r.stride_a, r.stride_b, r.stride_c, r.stride_d,
+      r.a_type, r.b_type, r.c_type, r.d_type, r.compute_type, r.scale_type, r.transa, r.transb,
+      r.epilogue, r.algo_id, r.tile, r.stages, r.splits, r.reduction);
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ constexpr int kApplicationId = 0x6b747263;
 // One description per record kind: its table, and per column the record member it holds. The
 // schema, the INSERT, the writer and the reader are all made from these, so a kind is spelled
 // once. Column order is the on-disk order (a file written before these descriptions has the
-// same tables, column for column). Strings are interned: their column holds a strings.id.
+// same tables, column for column, less the columns added since its version). Strings are
+// interned: their column holds a strings.id.
 
 template <class R>
 using Member = std::variant<std::uint64_t R::*, std::int64_t R::*, std::uint32_t R::*,
@@ -57,6 +58,8 @@ struct Column {
   Member<R> member;
   // The least value a tracer writes (times, counts: 0); a smaller one is a damaged file.
   std::int64_t min = kAnyInteger;
+  // The schema version that added the column to an existing table; an older file reads it as 0.
+  int since_version = 1;
 };
 
 template <class R>
@@ -255,6 +258,10 @@ const RecordKind<GemmCallRecord> kGemmCalls{9,
                                              {"ldb", &GemmCallRecord::ldb, 0},
                                              {"ldc", &GemmCallRecord::ldc, 0},
                                              {"ldd", &GemmCallRecord::ldd, 0},
+                                             {"stride_a", &GemmCallRecord::stride_a, 0, 4},
+                                             {"stride_b", &GemmCallRecord::stride_b, 0, 4},
+                                             {"stride_c", &GemmCallRecord::stride_c, 0, 4},
+                                             {"stride_d", &GemmCallRecord::stride_d, 0, 4},
                                              {"a_type_id", &GemmCallRecord::a_type},
                                              {"b_type_id", &GemmCallRecord::b_type},
                                              {"c_type_id", &GemmCallRecord::c_type},
@@ -784,7 +791,7 @@ class TraceFile {
       if (std::string_view(c.name) == "start_ns") start_col = static_cast<int>(columns.size());
       if (std::string_view(c.name) == "end_ns") end_col = static_cast<int>(columns.size());
       columns.push_back(&c);
-      names += c.name;
+      names += c.since_version > metadata_.schema_version ? "0" : c.name;
       names += ", ";
     }
     const int id_col = static_cast<int>(columns.size());

@@ -1,22 +1,44 @@
 #include "ktune/tune/gemm_library.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "ktune/bench/runner.hpp"
 #include "ktune/bench/verify.hpp"
 #include "ktune/core/error.hpp"
-#include "ktune/core/half.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/check.hpp"
 #include "ktune/cuda/identity.hpp"
 #include "ktune/cuda/resources.hpp"
 
 namespace ktune::tune {
+
+bench::GemmProblem library_problem(const std::string& op,
+                                   const std::map<std::string, std::int64_t>& shape,
+                                   const std::string& dtype) {
+  for (const char* dim : {"m", "n", "k"})
+    if (!shape.contains(dim))
+      throw Error(
+          fmt::format("--shape lacks {}; give --shape m=M,n=N,k=K[,batch=B] (BLAS sizes: D is m x "
+                      "n, k the reduction).",
+                      dim));
+  for (const auto& [name, v] : shape)
+    if (name != "m" && name != "n" && name != "k" && name != "batch")
+      throw Error(
+          fmt::format("--shape names '{}'; a cuBLASLt GEMM takes m, n, k and batch (e.g. "
+                      "m=4096,n=2048,k=4096,batch=8).",
+                      name));
+  const std::int64_t batch = shape.contains("batch") ? shape.at("batch") : 1;
+  const std::vector<std::int64_t> dims = {shape.at("m"), shape.at("n"), shape.at("k"), batch};
+  return bench::gemm_problem_of_key(op, dtype.empty() ? "f16" : dtype, dims,
+                                    "--op/--shape/--dtype");
+}
 
 std::vector<bench::LtAlgoConfig> enumerate_configs(std::span<const bench::LtAlgoCaps> caps,
                                                    std::size_t limit, std::uint64_t seed) {
@@ -68,34 +90,107 @@ std::vector<bench::LtAlgoConfig> enumerate_configs(std::span<const bench::LtAlgo
   return out;
 }
 
-void to_json(nlohmann::json& j, const LibrarySearchResult& r) {
-  nlohmann::json candidates = nlohmann::json::array();
-  for (const auto& c : r.candidates)
-    candidates.push_back({{"config", c.config},
-                          {"status", c.status},
-                          {"screen_median_ns", c.screen_median_ns},
-                          {"detail", c.detail}});
-  j = {{"schema_version", kLibrarySearchSchemaVersion},
-       {"library", "cublaslt"},
-       {"cublaslt_version", r.cublaslt_version},
-       {"shape",
-        {{"m", r.shape.m},
-         {"n", r.shape.n},
-         {"k", r.shape.k},
-         {"layout", "TN"},
-         {"dtype", cuda::to_string(r.shape.dtype)},
-         {"bias", r.shape.bias}}},
-       {"winner", r.winner},
-       {"winner_time", r.winner_time},
-       {"default_time", r.default_time},
-       {"speedup_vs_default", r.winner_time.time_ns.median > 0
-                                  ? r.default_time.time_ns.median / r.winner_time.time_ns.median
-                                  : 0.0},
-       {"seconds", r.seconds},
-       {"power_capped_samples", r.power_capped_samples},
-       {"candidates", candidates}};
+// ------------------------------------------------------------------------------- candidates
+namespace {
+
+// The fields a session sees, in one list: the ConfigMap, the space's parameters and the lookup
+// of a proposal all iterate it.
+struct Field {
+  const char* name;
+  std::int64_t (*get)(const bench::LtAlgoConfig&);
+};
+const Field kFields[] = {
+    {"algo_id", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.algo_id}; }},
+    {"tile", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.tile}; }},
+    {"stages", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.stages}; }},
+    {"splitk", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.splitk}; }},
+    {"reduction", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.reduction}; }},
+    {"swizzle", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.swizzle}; }},
+    {"custom", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.custom}; }},
+    {"inner_shape", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.inner_shape}; }},
+    {"cluster_shape", [](const bench::LtAlgoConfig& c) { return std::int64_t{c.cluster_shape}; }},
+};
+
+std::vector<std::int64_t> field_values(const bench::LtAlgoConfig& c) {
+  std::vector<std::int64_t> v;
+  for (const auto& f : kFields) v.push_back(f.get(c));
+  return v;
 }
 
+}  // namespace
+
+ConfigMap library_config(const bench::LtAlgoConfig& c) {
+  ConfigMap m;
+  for (const auto& f : kFields) m[f.name] = Value(f.get(c));
+  return m;
+}
+
+void to_json(nlohmann::json& j, const LibraryCandidates& c) {
+  j = {{"schema_version", kLibraryCandidatesSchemaVersion},
+       {"cublaslt_version", c.cublaslt_version},
+       {"heuristic", c.heuristic},
+       {"offered", c.offered},
+       {"rejected", c.rejected},
+       {"configs", c.configs}};
+}
+
+void from_json(const nlohmann::json& j, LibraryCandidates& c) {
+  try {
+    if (j.at("schema_version").get<int>() != kLibraryCandidatesSchemaVersion)
+      throw Error(fmt::format("schema_version {} is not {}", j.at("schema_version").dump(),
+                              kLibraryCandidatesSchemaVersion));
+    c.cublaslt_version = j.at("cublaslt_version").get<std::string>();
+    c.heuristic = j.at("heuristic").get<std::size_t>();
+    c.offered = j.at("offered").get<std::size_t>();
+    c.rejected = j.at("rejected").get<std::size_t>();
+    c.configs.clear();
+    for (const auto& x : j.at("configs")) c.configs.push_back(x.get<bench::LtAlgoConfig>());
+    if (c.heuristic > c.configs.size()) throw Error("more heuristic candidates than candidates");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("a cuBLASLt candidate list is malformed ({})", e.what()));
+  }
+}
+
+LibrarySpace::LibrarySpace(const LibraryCandidates& candidates) : candidates_(candidates) {
+  if (candidates.configs.empty())
+    throw Error(
+        "cuBLASLt offers no algorithm for this GEMM on this GPU, so there is nothing to tune.");
+  std::vector<Parameter> params;
+  for (std::size_t f = 0; f < std::size(kFields); ++f) {
+    std::set<std::int64_t> values;
+    for (const auto& c : candidates.configs) values.insert(kFields[f].get(c));
+    Parameter p;
+    p.name = kFields[f].name;
+    p.type = "int";
+    for (std::int64_t v : values) p.values.push_back(Value(v));
+    params.push_back(std::move(p));
+  }
+  space_ = std::make_unique<SearchSpace>(std::move(params), std::vector<Constraint>{});
+  std::vector<std::uint32_t> flat;
+  std::vector<Configuration> configs;
+  for (const auto& c : candidates.configs) {
+    Configuration conf;
+    const auto values = field_values(c);
+    for (std::size_t f = 0; f < values.size(); ++f) {
+      const auto& pv = space_->parameters()[f].values;
+      const auto it = std::find(pv.begin(), pv.end(), Value(values[f]));
+      conf.push_back(static_cast<std::uint32_t>(it - pv.begin()));
+    }
+    flat.insert(flat.end(), conf.begin(), conf.end());
+    configs.push_back(std::move(conf));
+  }
+  index_ = std::make_unique<IndexedSpace>(IndexedSpace::from_flat(*space_, std::move(flat)));
+  for (std::size_t i = 0; i < candidates.heuristic; ++i)
+    if (const auto pos = index_->find(configs[i])) heuristic_.push_back(*pos);
+}
+
+const bench::LtAlgoConfig* LibrarySpace::find(const ConfigMap& config) const {
+  for (const auto& c : candidates_.configs)
+    if (library_config(c) == config) return &c;
+  return nullptr;
+}
+
+// ------------------------------------------------------------------------------- GPU side
 namespace {
 
 std::vector<std::byte> download(CUdeviceptr p, std::size_t bytes) {
@@ -104,208 +199,262 @@ std::vector<std::byte> download(CUdeviceptr p, std::size_t bytes) {
   return host;
 }
 
+std::size_t bytes_of(const bench::StoredMatrix& s, std::int64_t batch, std::size_t elem) {
+  return static_cast<std::size_t>(s.elements(batch)) * elem;
+}
+
 }  // namespace
 
-LibrarySearchResult search_cublaslt(const bench::LtGemmShape& shape_in,
-                                    const LibrarySearchOptions& o, int ordinal,
-                                    const std::function<void(const std::string&)>& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  cuda::PrimaryContext ctx(ordinal);
-  const DeviceIdentity dev = cuda::capture_device(ordinal);
-  bench::LtGemm gemm(shape_in);
-  const bench::LtGemmShape& shape = gemm.shape();
-  LibrarySearchResult result;
-  result.shape = shape;
-  result.cublaslt_version = bench::cublaslt_version();
-
-  const std::size_t elem = cuda::dtype_bytes(shape.dtype);
-  const auto m = static_cast<std::size_t>(shape.m), n = static_cast<std::size_t>(shape.n),
-             k = static_cast<std::size_t>(shape.k);
+struct LibraryEvaluator::Impl {
+  LibrarySearchOptions options;
+  cuda::PrimaryContext ctx;
+  DeviceIdentity device;
+  bench::LtGemm gemm;
   cuda::Stream stream;
-  cuda::DeviceBuffer a(static_cast<std::size_t>(shape.lda) * m * elem),
-      b(static_cast<std::size_t>(shape.ldb) * n * elem),
-      d(static_cast<std::size_t>(shape.ldd) * n * elem), bias(m * elem),
-      workspace(std::max<std::size_t>(o.max_workspace_bytes, 256));
-  cuda::fill_random(a.get(), a.bytes() / elem, shape.dtype, 11, stream.get());
-  cuda::fill_random(b.get(), b.bytes() / elem, shape.dtype, 12, stream.get());
-  cuda::fill_random(bias.get(), m, shape.dtype, 13, stream.get());
-  cuda::L2Flusher flusher(
-      static_cast<std::size_t>(ctx.attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)));
+  cuda::DeviceBuffer a, b, d, bias, workspace;
+  cuda::L2Flusher flusher;
+  LibraryCandidates candidates;
+  std::vector<std::byte> reference;  // D of the first heuristic choice
 
-  auto run = [&](const cublasLtMatmulAlgo_t& algo) {
-    gemm.run(algo, reinterpret_cast<const void*>(a.get()), reinterpret_cast<const void*>(b.get()),
-             reinterpret_cast<void*>(d.get()), reinterpret_cast<const void*>(bias.get()),
-             reinterpret_cast<void*>(workspace.get()), workspace.bytes(), stream.get());
-  };
-  auto output_of = [&](const cublasLtMatmulAlgo_t& algo) {
+  Impl(const bench::GemmProblem& p, const LibrarySearchOptions& o, int ordinal)
+      : options(o),
+        ctx(ordinal),
+        device(cuda::capture_device(ordinal)),
+        gemm(p),
+        a(std::max<std::size_t>(bytes_of(bench::stored_a(gemm.problem()), p.batch, elem()), 1)),
+        b(std::max<std::size_t>(bytes_of(bench::stored_b(gemm.problem()), p.batch, elem()), 1)),
+        d(std::max<std::size_t>(bytes_of(bench::stored_d(gemm.problem()), p.batch, elem()), 1)),
+        bias(static_cast<std::size_t>(p.m) * elem()),
+        workspace(std::max<std::size_t>(o.max_workspace_bytes, 256)),
+        flusher(static_cast<std::size_t>(ctx.attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE))) {
+    const DType t = gemm.problem().dtype;
+    cuda::fill_random(a.get(), a.bytes() / elem(), t, o.seed * 3 + 11, stream.get());
+    cuda::fill_random(b.get(), b.bytes() / elem(), t, o.seed * 3 + 12, stream.get());
+    cuda::fill_random(bias.get(), bias.bytes() / elem(), t, o.seed * 3 + 13, stream.get());
+    find_candidates();
+    reference = output_of(gemm.prepare(candidates.configs.front()));
+    check_reference();
+  }
+
+  std::size_t elem() const { return dtype_bytes(gemm.problem().dtype); }
+
+  void run(const cublasLtMatmulAlgo_t& algo) {
+    bench::GemmBuffers buf;
+    buf.a = reinterpret_cast<const void*>(a.get());
+    buf.b = reinterpret_cast<const void*>(b.get());
+    buf.d = reinterpret_cast<void*>(d.get());
+    buf.bias = reinterpret_cast<const void*>(bias.get());
+    gemm.run(algo, buf, reinterpret_cast<void*>(workspace.get()), workspace.bytes(), stream.get());
+  }
+
+  std::vector<std::byte> output_of(const cublasLtMatmulAlgo_t& algo) {
     cuda::poison(d.get(), d.bytes(), stream.get());
     run(algo);
     stream.synchronize();
     return download(d.get(), d.bytes());
-  };
+  }
 
-  // Candidates: cuBLASLt's heuristic first (rank 1 is what PyTorch runs), then enumerated ones.
-  std::vector<bench::LtAlgoConfig> configs = gemm.heuristics(o.heuristics, o.max_workspace_bytes);
-  if (configs.empty())
-    throw Error(fmt::format("cuBLASLt offers no algorithm for a {}x{}x{} {} GEMM on this GPU.",
-                            shape.m, shape.n, shape.k, cuda::to_string(shape.dtype)));
-  const auto caps = gemm.algo_caps();
-  const std::size_t room = o.budget > configs.size() ? o.budget - configs.size() : 0;
-  for (auto& c : enumerate_configs(caps, room, o.seed)) configs.push_back(std::move(c));
-  progress(fmt::format("{} candidates: {} from the heuristic, {} enumerated over {} algorithm ids",
-                       configs.size(), std::min<std::size_t>(o.heuristics, configs.size()),
-                       configs.size() > static_cast<std::size_t>(o.heuristics)
-                           ? configs.size() - static_cast<std::size_t>(o.heuristics)
-                           : 0,
-                       caps.size()));
+  // The heuristic's choices first (rank 1 is what PyTorch runs), then enumerated configurations,
+  // each kept once and only when cuBLASLt accepts it within the workspace limit.
+  void find_candidates() {
+    candidates.cublaslt_version = bench::cublaslt_version();
+    std::set<std::vector<std::int64_t>> seen;
+    const auto offer = [&](const bench::LtAlgoConfig& cfg) {
+      const auto checked = gemm.check(cfg);
+      if (!checked || checked->workspace_bytes > workspace.bytes()) {
+        ++candidates.rejected;
+        return;
+      }
+      bench::LtAlgoConfig c = *checked;
+      c.source = cfg.source;
+      c.heuristic_rank = cfg.heuristic_rank;
+      if (seen.insert(field_values(c)).second) candidates.configs.push_back(std::move(c));
+    };
+    for (const auto& c : gemm.heuristics(options.heuristics, options.max_workspace_bytes)) offer(c);
+    candidates.heuristic = candidates.configs.size();
+    if (candidates.configs.empty()) {
+      const bench::GemmProblem& p = gemm.problem();
+      throw Error(fmt::format(
+          "cuBLASLt offers no algorithm for the {} {}x{}x{} (batch {}) {} GEMM on this GPU, so "
+          "there is nothing to tune.",
+          bench::gemm_layout(p), p.m, p.n, p.k, p.batch, bench::gemm_cache_dtype(p)));
+    }
+    const auto enumerated = enumerate_configs(gemm.algo_caps(), options.enumerated, options.seed);
+    candidates.offered = enumerated.size();
+    for (const auto& c : enumerated) offer(c);
+  }
 
-  // The reference: the heuristic's first choice, itself checked on sampled elements against a
-  // float64 dot product on the host.
-  const cublasLtMatmulAlgo_t default_algo = gemm.prepare(configs.front());
-  const std::vector<std::byte> reference = output_of(default_algo);
-  {
+  // The reference itself is checked against float64 on sampled elements of every batch.
+  void check_reference() {
+    const bench::GemmProblem& p = gemm.problem();
     const auto ha = download(a.get(), a.bytes()), hb = download(b.get(), b.bytes()),
                hbias = download(bias.get(), bias.bytes());
-    std::mt19937_64 rng(o.seed);
-    const bench::Tolerance tol = bench::default_tolerance(shape.dtype);
+    bench::GemmHostInputs in;
+    in.a = ha;
+    in.b = hb;
+    in.bias = hbias;
+    std::mt19937_64 rng(options.seed);
+    const bench::StoredMatrix sd = bench::stored_d(p);
     for (int s = 0; s < 256; ++s) {
-      const std::size_t i = rng() % m, j = rng() % n;
-      double want = shape.bias ? bench::decode_element(&hbias[i * elem], shape.dtype) : 0.0;
-      for (std::size_t p = 0; p < k; ++p)
-        want += bench::decode_element(&ha[(i * shape.lda + p) * elem], shape.dtype) *
-                bench::decode_element(&hb[(j * shape.ldb + p) * elem], shape.dtype);
-      const double got = bench::decode_element(&reference[(j * shape.ldd + i) * elem], shape.dtype);
-      // k-long sums of products in [-1, 1): the tolerance grows with sqrt(k).
-      if (!(std::abs(got - want) <= tol.abs * std::sqrt(double(k)) + tol.rel * std::abs(want)))
-        throw Error(
-            fmt::format("cuBLASLt's default algorithm computes element ({}, {}) as {} "
-                        "where {} is expected; the reference itself is wrong, so nothing "
-                        "was tuned.",
-                        i, j, got, want));
+      const auto batch = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(p.batch));
+      const auto i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(p.m));
+      const auto j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(p.n));
+      const bench::GemmElement want = bench::gemm_host_element(p, in, batch, i, j);
+      const std::size_t at = static_cast<std::size_t>(batch * sd.stride + i + j * sd.ld) * elem();
+      const double got = bench::decode_element(&reference[at], p.dtype);
+      if (!bench::gemm_element_agrees(p, want, got))
+        throw Error(fmt::format(
+            "cuBLASLt's default algorithm computes element ({}, {}) of batch {} as {} where {} is "
+            "expected; the reference itself is wrong, so nothing was tuned.",
+            i, j, batch, got, want.linear));
     }
   }
 
-  double best_ns = INFINITY;
-  for (auto& cfg : configs) {
-    LibraryCandidate cand;
-    cand.config = cfg;
-    const auto checked = gemm.check(cfg);
-    if (!checked || checked->workspace_bytes > workspace.bytes()) {
-      cand.status = "rejected";
-      cand.detail =
-          checked ? "needs more workspace than allowed" : "cublasLtMatmulAlgoCheck failed";
-      result.candidates.push_back(std::move(cand));
-      continue;
+  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) {
+    CandidateResult r;
+    const bench::LtAlgoConfig* known = nullptr;
+    for (const auto& c : candidates.configs)
+      if (library_config(c) == config) known = &c;
+    bench::LtAlgoConfig cfg;
+    if (known) {
+      cfg = *known;
+    } else {  // proposed from a record of another process's discovery: rebuild from the fields
+      cfg.algo_id = static_cast<int>(config.at("algo_id").as_int());
+      cfg.tile = static_cast<std::uint32_t>(config.at("tile").as_int());
+      cfg.stages = static_cast<std::uint32_t>(config.at("stages").as_int());
+      cfg.splitk = static_cast<std::uint32_t>(config.at("splitk").as_int());
+      cfg.reduction = static_cast<std::uint32_t>(config.at("reduction").as_int());
+      cfg.swizzle = static_cast<std::uint32_t>(config.at("swizzle").as_int());
+      cfg.custom = static_cast<std::uint32_t>(config.at("custom").as_int());
+      cfg.inner_shape = static_cast<std::uint32_t>(config.at("inner_shape").as_int());
+      cfg.cluster_shape = static_cast<std::uint32_t>(config.at("cluster_shape").as_int());
     }
-    cand.config = *checked;
-    cand.config.source = cfg.source;
-    cand.config.heuristic_rank = cfg.heuristic_rank;
     try {
-      const cublasLtMatmulAlgo_t algo = gemm.prepare(cand.config);
-      const auto out = output_of(algo);
-      const auto cmp = bench::compare_outputs(reference, out, shape.dtype,
-                                              bench::default_tolerance(shape.dtype), "D");
-      if (!cmp.ok) {
-        cand.status = "wrong";
-        cand.detail = cmp.detail;
-        result.candidates.push_back(std::move(cand));
-        continue;
+      const auto checked = gemm.check(cfg);
+      if (!checked) {
+        r.status = Status::launch_failed;
+        r.detail = "cublasLtMatmulAlgoCheck refuses this configuration for the problem";
+        return r;
       }
-      bench::StopRule rule(o.screen,
-                           std::isfinite(best_ns) ? std::optional(best_ns) : std::nullopt);
-      bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
-      bench::run_until_stopped(sampler, rule);
-      result.power_capped_samples += rule.power_capped();
-      if (rule.times_ns().empty())
-        throw Error("every sample was taken while the GPU was throttled");
-      bench::Measurement meas;
-      bench::record_samples(meas, rule);
-      cand.screen_median_ns = meas.time_ns.median;
-      cand.status = "ok";
-      best_ns = std::min(best_ns, cand.screen_median_ns);
+      if (checked->workspace_bytes > workspace.bytes()) {
+        r.status = Status::resources_exceeded;
+        r.detail = fmt::format("needs {} bytes of workspace, over the {} allowed",
+                               checked->workspace_bytes, workspace.bytes());
+        return r;
+      }
+      const cublasLtMatmulAlgo_t algo = gemm.prepare(cfg);
+      const auto out = output_of(algo);
+      const bench::GemmTolerance tol = bench::gemm_tolerance(gemm.problem());
+      const auto cmp =
+          bench::compare_outputs(reference, out, gemm.problem().dtype, {tol.abs, tol.rel}, "D");
+      if (!cmp.ok) {
+        r.status = Status::wrong_result;
+        r.detail = cmp.detail;
+        return r;
+      }
+      bench::CandidateOutcome o;
+      o.detail = fmt::format(
+          "verified: agrees with cuBLASLt's first heuristic choice ({} elements)", cmp.elements);
+      bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, device.pci_bus_id);
+      bench::measure_verified(sampler, options.pipeline, best_ns, o);
+      r.status = o.status;
+      r.detail = o.detail;
+      r.full = o.full;
+      r.time_ns = o.measurement.time_ns.median;
+      r.noise_ns = (o.measurement.time_ns.p95 - o.measurement.time_ns.p5) / 2;
+      r.samples = o.measurement.samples_ns.size();
+      return r;
+    } catch (const NoGpuError&) {
+      throw;
     } catch (const Error& e) {
-      cand.status = "failed";
-      cand.detail = e.what();
+      const CUresult sticky = cuda::driver().cuCtxSynchronize();
+      r.status = Status::launch_failed;
+      r.detail = e.what();
+      r.fatal = cuda::context_is_lost(sticky);
+      return r;
     }
-    result.candidates.push_back(std::move(cand));
   }
+};
 
-  std::vector<const LibraryCandidate*> ok;
-  for (const auto& c : result.candidates)
-    if (c.status == "ok") ok.push_back(&c);
-  if (ok.empty())
+LibraryEvaluator::LibraryEvaluator(const bench::GemmProblem& problem,
+                                   const LibrarySearchOptions& options, int ordinal)
+    : impl_(std::make_unique<Impl>(problem, options, ordinal)) {}
+
+LibraryEvaluator::~LibraryEvaluator() = default;
+
+nlohmann::json LibraryEvaluator::describe() {
+  return impl_->candidates;
+}
+
+CandidateResult LibraryEvaluator::evaluate(const ConfigMap& config, std::optional<double> best_ns) {
+  return impl_->evaluate(config, best_ns);
+}
+
+// ------------------------------------------------------------------------------- host side
+SearchTarget library_target(const bench::GemmProblem& problem, const LibraryCandidates& candidates,
+                            const LibrarySpace& space) {
+  SearchTarget t;
+  t.source = "cuBLASLt " + candidates.cublaslt_version;
+  t.op = bench::gemm_cache_op(problem);
+  t.shape = {{"m", problem.m}, {"n", problem.n}, {"k", problem.k}, {"batch", problem.batch}};
+  t.space = &space.index();
+  t.first = space.heuristic_positions();
+  return t;
+}
+
+const SessionRecord* library_default_record(const LibraryCandidates& candidates,
+                                            const SessionSummary& session) {
+  if (candidates.heuristic == 0) return nullptr;
+  const ConfigMap first = library_config(candidates.configs.front());
+  for (const auto& r : session.records)
+    if (r.config == first && r.result.status == Status::ok && r.result.full) return &r;
+  return nullptr;
+}
+
+store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
+                                       const LibraryCandidates& candidates,
+                                       const SessionSummary& session, const store::Environment& env,
+                                       const HostIdentity& host) {
+  if (!session.best)
+    throw Error(fmt::format(
+        "the search over cuBLASLt's algorithms for {} found no verified configuration, so nothing "
+        "goes into the cache; see its results.jsonl for why candidates failed.",
+        bench::gemm_tune_command(problem)));
+  const SessionRecord& best = *session.best;
+  const bench::LtAlgoConfig* winner = nullptr;
+  for (const auto& c : candidates.configs)
+    if (library_config(c) == best.config) winner = &c;
+  if (!winner)
     throw Error(
-        "no cuBLASLt candidate ran and verified for this GEMM; see the candidates' "
-        "statuses with --json.");
-  std::sort(ok.begin(), ok.end(),
-            [](auto* x, auto* y) { return x->screen_median_ns < y->screen_median_ns; });
-  progress(fmt::format("{} of {} candidates verified; measuring the {} fastest and the default",
-                       ok.size(), result.candidates.size(), std::min(o.finalists, ok.size())));
-
-  auto measure_full = [&](const bench::LtAlgoConfig& cfg) {
-    const cublasLtMatmulAlgo_t algo = gemm.prepare(cfg);
-    bench::StopRule rule(o.full);
-    bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, dev.pci_bus_id);
-    bench::Measurement meas;
-    meas.kernel = "cublasLtMatmul";
-    meas.config = cfg;
-    meas.wall_time_s = bench::run_until_stopped(sampler, rule);
-    result.power_capped_samples += rule.power_capped();
-    if (rule.times_ns().empty())
-      throw Error(
-          "every sample of the final measurement was taken while the GPU was throttled "
-          "(thermal or hardware slowdown); let it cool and tune again.");
-    bench::record_samples(meas, rule);
-    meas.flop = 2.0 * double(m) * double(n) * double(k);
-    meas.verification = {true, true, "agrees with cuBLASLt's default algorithm"};
-    return meas;
-  };
-  result.default_time = measure_full(configs.front());
-  result.winner = configs.front();
-  result.winner_time = result.default_time;
-  for (std::size_t i = 0; i < std::min(o.finalists, ok.size()); ++i) {
-    bench::Measurement meas = measure_full(ok[i]->config);
-    if (meas.time_ns.median < result.winner_time.time_ns.median) {
-      result.winner = ok[i]->config;
-      result.winner_time = std::move(meas);
-    }
-  }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return result;
-}
-
-std::string gemm_op_name(bool bias) {
-  return bias ? "gemm_bias" : "gemm";
-}
-
-store::CacheEntry library_winner_entry(const LibrarySearchResult& r, const store::Environment& env,
-                                       const HostIdentity& host, std::size_t budget) {
+        "internal: the session's best configuration is not one of the cuBLASLt candidates.");
   store::CacheEntry e;
-  e.key.op = gemm_op_name(r.shape.bias);
-  e.key.dtype = r.shape.dtype == cuda::DType::bf16 ? "bf16" : "f16";
+  e.key.op = bench::gemm_cache_op(problem);
+  e.key.dtype = bench::gemm_cache_dtype(problem);
   e.key.arch = env.arch;
   e.key.device_name = env.device_name;
   e.key.toolkit = env.toolkit;
   e.key.driver_major = env.driver_major;
-  e.shape = {r.shape.m, r.shape.n, r.shape.k};
-  e.config = r.winner;
-  e.config["layout"] = "TN";
-  e.config["cublaslt_version"] = r.cublaslt_version;
-  const Summary& t = r.winner_time.time_ns;
-  e.median_ns = t.median;
-  e.noise_ns = (t.p95 - t.p5) / 2;
-  e.samples = static_cast<std::int64_t>(r.winner_time.samples_ns.size());
-  e.throughput = r.winner_time.flop_per_s();
+  e.shape = bench::gemm_cache_shape(problem);
+  e.config = *winner;
+  e.config["layout"] = bench::gemm_layout(problem);
+  e.config["cublaslt_version"] = candidates.cublaslt_version;
+  e.median_ns = best.result.time_ns;
+  e.noise_ns = best.result.noise_ns;
+  e.samples = static_cast<std::int64_t>(best.result.samples);
+  e.throughput = bench::gemm_flop(problem) / (e.median_ns * 1e-9);
   e.throughput_unit = "flop/s";
   e.verification = "passed";
   e.provenance.ktune_version = version();
   e.provenance.ktune_commit = git_commit();
   e.provenance.host = host.hostname;
   e.provenance.created_at = utc_now_iso8601();
-  e.provenance.strategy = "cublaslt-search";
-  e.provenance.budget = {{"evaluations", budget},
-                         {"evaluated", r.candidates.size()},
-                         {"default_median_ns", r.default_time.time_ns.median}};
+  e.provenance.strategy = "cublaslt/" + session.strategy;
+  e.provenance.budget = {{"evaluations", session.budget},
+                         {"evaluated", session.evaluations},
+                         {"candidates", candidates.configs.size()},
+                         {"seed", session.seed}};
+  if (const SessionRecord* d = library_default_record(candidates, session))
+    e.provenance.budget["default_median_ns"] = d->result.time_ns;
   return e;
 }
 

@@ -92,6 +92,10 @@ ConfigMap config_from(const json& j) {
     bool timed_out = false;
     while (read_line(in, buffer, line, -1, timed_out)) {
       const json req = json::parse(line);
+      if (req.contains("describe")) {
+        write_all(out, json{{"describe", ev->describe()}}.dump() + "\n");
+        continue;
+      }
       if (req.contains("prepare") || req.contains("next_ready")) {
         const bool prepare = req.contains("prepare");
         std::vector<ConfigMap> configs;
@@ -204,6 +208,27 @@ void IsolatedEvaluator::start() {
 void IsolatedEvaluator::stop() {
   if (child_) child_->end(true);
   child_.reset();
+}
+
+json IsolatedEvaluator::describe() {
+  if (!child_) start();
+  std::string line;
+  bool timed_out = false;
+  if (write_all(child_->to, json{{"describe", true}}.dump() + "\n") &&
+      read_line(child_->from, child_->buffer, line, settings_.start_timeout_s, timed_out)) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("describe")) return j["describe"];
+    if (j.is_object() && j.contains("error")) {
+      stop();
+      throw Error(j["error"].get<std::string>());
+    }
+  }
+  const int status = child_->end(true);
+  child_.reset();
+  throw Error(
+      fmt::format("the measuring process {} before it described its problem{}; nothing was "
+                  "measured.",
+                  describe_exit(status), timed_out ? " (it did not answer in time)" : ""));
 }
 
 void IsolatedEvaluator::prepare(const std::vector<ConfigMap>& upcoming) {

@@ -103,6 +103,10 @@ void write_outputs(const std::filesystem::path& dir, const SessionSummary& s) {
 
 }  // namespace
 
+nlohmann::json Evaluator::describe() {
+  return nullptr;
+}
+
 // -----------------------------------------------------------------------------------------------
 nlohmann::json record_json(const SessionRecord& r) {
   const CandidateResult& x = r.result;
@@ -166,7 +170,12 @@ std::vector<SessionRecord> read_results(const std::filesystem::path& path) {
 
 // -----------------------------------------------------------------------------------------------
 Session::Session(const ProblemSpec& spec, SessionOptions options, Evaluator& evaluator)
-    : spec_(spec), opt_(std::move(options)), evaluator_(evaluator) {
+    : Session(SearchTarget{}, std::move(options), evaluator) {
+  spec_ = &spec;
+}
+
+Session::Session(SearchTarget target, SessionOptions options, Evaluator& evaluator)
+    : target_(std::move(target)), opt_(std::move(options)), evaluator_(evaluator) {
   if (opt_.strategy.empty()) opt_.strategy = default_strategy_name();
   if (opt_.prefetch == 0) opt_.prefetch = 1;
   if (!opt_.clock_s) {
@@ -194,19 +203,41 @@ void open_out_dir(const std::filesystem::path& dir, bool resume) {
                     results.string(), dir.string()));
 }
 
+// A spec's space, built for one run: the constants its constraints read, the space, its index.
+struct SpecSpace {
+  SpecSpace(const ProblemSpec& spec, const std::map<std::string, std::int64_t>& shape)
+      : constants(spec.constants(shape)),
+        space(SearchSpace::from_spec(spec, &constants)),
+        index(space) {}
+  const MapScope constants;
+  const SearchSpace space;
+  const IndexedSpace index;
+};
+
+SearchTarget spec_target(const ProblemSpec& spec, const SessionOptions& opt,
+                         const IndexedSpace& index) {
+  SearchTarget t;
+  t.source = spec.source;
+  t.op = spec.ktune.op.empty() ? spec.name : spec.ktune.op;
+  t.shape = opt.shape;
+  for (const auto& p : spec.ktune.shape)
+    if (!t.shape.count(p.name) && p.default_value) t.shape[p.name] = *p.default_value;
+  t.space = &index;
+  return t;
+}
+
 // One run of a session, in its steps: the strategy started over the space (warm-started), what an
 // earlier run recorded read back, then proposals evaluated (or taken from the record) until the
 // stop condition or the space ends the search.
 class SessionRun {
  public:
-  SessionRun(const ProblemSpec& spec, const SessionOptions& opt, Evaluator& evaluator)
-      : spec_(spec),
+  SessionRun(const SearchTarget& target, const SessionOptions& opt, Evaluator& evaluator)
+      : target_(target),
         opt_(opt),
         evaluator_(evaluator),
         results_(Session::results_path(opt.out_dir)),
-        constants_(spec.constants(opt.shape)),
-        space_(SearchSpace::from_spec(spec, &constants_)),
-        index_(space_),
+        index_(*target.space),
+        space_(index_.space()),
         strategy_(make_strategy(opt.strategy)),
         stop_{opt.budget, opt.time_limit_s, opt.interrupt} {}
 
@@ -235,23 +266,25 @@ class SessionRun {
  private:
   void start_strategy() {
     strategy_->begin(index_, opt_.seed, opt_.budget);
+    std::vector<std::size_t> first = target_.first;
     if (!opt_.warm.spaces.empty() || !opt_.warm.winners.empty())
-      strategy_->propose_first(warm_start_order(
-          index_, opt_.warm, warm_start_count(std::min<std::size_t>(opt_.budget, index_.size()))));
+      for (std::size_t p :
+           warm_start_order(index_, opt_.warm,
+                            warm_start_count(std::min<std::size_t>(opt_.budget, index_.size()))))
+        first.push_back(p);
+    if (!first.empty()) strategy_->propose_first(std::move(first));
   }
 
   SessionSummary summary_header() const {
     SessionSummary s;
-    s.spec = spec_.source;
-    s.op = spec_.ktune.op.empty() ? spec_.name : spec_.ktune.op;
+    s.spec = target_.source;
+    s.op = target_.op;
     s.strategy = opt_.strategy;
     s.seed = opt_.seed;
     s.budget = opt_.budget;
     s.time_limit_s = opt_.time_limit_s;
-    s.shape = opt_.shape;
+    s.shape = target_.shape;
     s.space_size = index_.size();
-    for (const auto& p : spec_.ktune.shape)
-      if (!s.shape.count(p.name) && p.default_value) s.shape[p.name] = *p.default_value;
     return s;
   }
 
@@ -347,13 +380,12 @@ class SessionRun {
     write_outputs(opt_.out_dir, s_);
   }
 
-  const ProblemSpec& spec_;
+  const SearchTarget& target_;
   const SessionOptions& opt_;
   Evaluator& evaluator_;
   const std::filesystem::path results_;
-  const MapScope constants_;
-  const SearchSpace space_;
-  const IndexedSpace index_;
+  const IndexedSpace& index_;
+  const SearchSpace& space_;
   std::unique_ptr<Strategy> strategy_;
   const StopCondition stop_;
   std::unordered_map<std::string, SessionRecord> recorded_;  // by config_key, when resuming
@@ -368,7 +400,9 @@ class SessionRun {
 
 SessionSummary Session::run() {
   open_out_dir(opt_.out_dir, opt_.resume);
-  return SessionRun(spec_, opt_, evaluator_).run();
+  if (!spec_) return SessionRun(target_, opt_, evaluator_).run();
+  const SpecSpace space(*spec_, opt_.shape);
+  return SessionRun(spec_target(*spec_, opt_, space.index), opt_, evaluator_).run();
 }
 
 // -----------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/dtype.hpp"
 #include "ktune/core/paths.hpp"
 
 namespace ktune::tune {
@@ -360,15 +361,12 @@ std::string default_dtype(const std::vector<Argument>& args) {
   if (!pick && !args.empty()) pick = &args.front();
   if (!pick) return "none";
   const std::string& t = pick->type;
-  // T1's float types may carry a vector width (float4, half2): the element type is what counts.
-  for (const auto& [base, short_name] :
-       {std::pair{"half", "f16"}, {"float", "f32"}, {"double", "f64"}})
-    if (t.rfind(base, 0) == 0 &&
-        t.find_first_not_of("0123456789", std::strlen(base)) == std::string::npos)
-      return short_name;
-  if (t.rfind("uint", 0) == 0) return "u" + t.substr(4);  // uint32 -> u32
-  if (t.rfind("int", 0) == 0) return "i" + t.substr(3);   // int8 -> i8
-  return t;
+  // T1's float types may carry a vector width (float4, half2, float16 as OpenCL spells a vector
+  // of 16): the element type is what counts.
+  const std::string base = t.substr(0, t.find_last_not_of("0123456789") + 1);
+  if (base != t && (base == "float" || base == "half" || base == "double"))
+    return to_string(parse_dtype(base));
+  return canonical_dtype_key(t);
 }
 
 }  // namespace
@@ -469,7 +467,8 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
     s.ktune.op = s.name;
   }
   if (s.ktune.op.empty()) s.ktune.op = s.name;
-  if (s.ktune.dtype.empty()) s.ktune.dtype = default_dtype(s.kernel.arguments);
+  s.ktune.dtype = s.ktune.dtype.empty() ? default_dtype(s.kernel.arguments)
+                                        : canonical_dtype_key(s.ktune.dtype);
 
   // Every name an expression reads must be a parameter, ProblemSize or a shape variable.
   std::vector<std::string> known = {"ProblemSize"};

@@ -1,16 +1,29 @@
 #include "ktune/tune/tunableop.hpp"
 
+#include <cctype>
+#include <optional>
+
 #include <fmt/format.h>
 
+#include "ktune/bench/gemm_problem.hpp"
+#include "ktune/core/dtype.hpp"
 #include "ktune/core/error.hpp"
 
 namespace ktune::tune {
 
 std::string tunableop_type(const std::string& dtype) {
-  if (dtype == "f16" || dtype == "float16" || dtype == "half") return "Half";
-  if (dtype == "bf16" || dtype == "bfloat16") return "BFloat16";
-  if (dtype == "f32" || dtype == "float32" || dtype == "float") return "float";
-  if (dtype == "f64" || dtype == "float64" || dtype == "double") return "double";
+  switch (find_dtype(dtype).value_or(DType::u8)) {
+    case DType::f16:
+      return "Half";
+    case DType::bf16:
+      return "BFloat16";
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    default:
+      break;
+  }
   throw Error(
       fmt::format("dtype '{}' has no PyTorch TunableOp GEMM; only f16, bf16, f32 and f64 "
                   "entries can be exported.",
@@ -24,16 +37,26 @@ std::string tunableop_csv(const std::vector<store::CacheEntry>& entries,
   for (const auto& [name, value] : validators) out += fmt::format("Validator,{},{}\n", name, value);
   std::size_t left_out = 0;
   for (const auto& e : entries) {
-    const bool gemm = (e.key.op == "gemm" || e.key.op == "gemm_bias") && e.shape.size() == 3 &&
-                      e.config.value("library", "") == "cublaslt" && !e.invalidated_at;
-    if (!gemm) {
+    // TunableOp's plain GEMM rows: unbatched, no epilogue, a type it names.
+    std::optional<bench::GemmProblem> p;
+    if (bench::is_gemm_cache_op(e.key.op) && e.config.value("library", "") == "cublaslt" &&
+        !e.invalidated_at) {
+      try {
+        p = bench::gemm_problem_of_key(e.key.op, e.key.dtype, e.shape, "cache entry");
+      } catch (const Error&) {
+      }
+    }
+    if (!p || p->batch != 1 || p->epilogue != bench::GemmEpilogue::none ||
+        p->compute != bench::GemmCompute::f32) {
       ++left_out;
       continue;
     }
-    // ktune's GEMM layout is BLAS "TN" (A transposed); TunableOp writes the layout in lower case
-    // in the parameters and upper case in the op name.
-    out += fmt::format("GemmTunableOp_{}_TN,tn_{}_{}_{},Gemm_Cublaslt_{},{:.6f}\n",
-                       tunableop_type(e.key.dtype), e.shape[0], e.shape[1], e.shape[2],
+    // TunableOp writes the layout in lower case in the parameters and upper case in the op name.
+    const std::string layout = bench::gemm_layout(*p);
+    std::string lower = layout;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += fmt::format("GemmTunableOp_{}_{},{}_{}_{}_{},Gemm_Cublaslt_{},{:.6f}\n",
+                       tunableop_type(e.key.dtype), layout, lower, p->m, p->n, p->k,
                        e.config.value("algo_id", 0), e.median_ns / 1e6);
   }
   if (skipped) *skipped = left_out;

@@ -187,11 +187,11 @@ TEST(ReportGemm, SectionIsPinned) {
             R"(GEMM calls (cuBLASLt)
   10 calls of 5 shapes, from cuBLASLt's own log. Counts only: the log ties no call to a kernel, so GPU time per shape is not known. BLAS column-major: D is m x n, k the reduction; Op is transa, transb.
   Calls  m      n     k     Batch  Dtype  Op  Epilogue  Algorithm                                    Tune
-  2      11008  2048  4096  1      f16    TN  bias      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_bias --shape m=11008,n=2048,k=4096 --dtype f16
-  2      11008  2048  4096  1      f16    TN  none      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm --shape m=11008,n=2048,k=4096 --dtype f16
-  2      11008  2048  4096  1      f32    TN  none      algo 55 tile 128x128 stages 8x3              not tunable by ktune yet: types f32*f32->f32 (ktune tunes f16 and bf16)
-  2      4096   1024  4096  2      f16    NN  none      algo 66 tile 256x128 stages 64xAUTO          not tunable by ktune yet: batched (batch 2)
-  2      256    16    4096  1      f16    TN  none      algo 66 tile 64x16 stages 64xAUTO split-K 3  ktune tune --library cublaslt --op gemm --shape m=256,n=16,k=4096 --dtype f16
+  2      11008  2048  4096  1      f16    TN  bias      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn_bias --shape m=11008,n=2048,k=4096 --dtype f16
+  2      11008  2048  4096  1      f16    TN  none      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f16
+  2      11008  2048  4096  1      f32    TN  none      algo 55 tile 128x128 stages 8x3              ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f32
+  2      4096   1024  4096  2      f16    NN  none      algo 66 tile 256x128 stages 64xAUTO          ktune tune --library cublaslt --op gemm_nn --shape m=4096,n=1024,k=4096,batch=2 --dtype f16
+  2      256    16    4096  1      f16    TN  none      algo 66 tile 64x16 stages 64xAUTO split-K 3  ktune tune --library cublaslt --op gemm_tn --shape m=256,n=16,k=4096 --dtype f16
 )") << section;
 }
 
@@ -224,8 +224,8 @@ TEST(ReportGemm, JsonMarkdownAndHtmlCarryTheShapes) {
                   "ldb",          "ldc",        "ldd",    "m",           "n",      "not_tunable",
                   "scale_type",   "transa",     "transb", "tune_command"}));
   EXPECT_EQ(g["shapes"][0]["tune_command"],
-            "ktune tune --library cublaslt --op gemm_bias --shape m=11008,n=2048,k=4096 --dtype "
-            "f16");
+            "ktune tune --library cublaslt --op gemm_tn_bias --shape m=11008,n=2048,k=4096 "
+            "--dtype f16");
   EXPECT_EQ(g["shapes"][0]["algorithms"], json({"algo 66 tile 192x192 stages 64xAUTO"}));
   EXPECT_EQ(j["backlog"]["cublaslt_kernels"], json({"nvjet_hsh_192x192_64x4_2x1_v_bz_coopA_TNN",
                                                     "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNN"}));
@@ -234,7 +234,7 @@ TEST(ReportGemm, JsonMarkdownAndHtmlCarryTheShapes) {
   EXPECT_NE(m.find("| 2 | 11008 | 2048 | 4096 | 1 | f16 | TN | bias |"), std::string::npos) << m;
   const std::string h = render_html(a, {});
   EXPECT_NE(h.find("GEMM calls (cuBLASLt)"), std::string::npos);
-  EXPECT_NE(h.find("--op gemm_bias --shape m=11008,n=2048,k=4096"), std::string::npos);
+  EXPECT_NE(h.find("--op gemm_tn_bias --shape m=11008,n=2048,k=4096"), std::string::npos);
 }
 
 // The commands the report prints are ones `ktune tune --library cublaslt` accepts: on a machine
@@ -252,7 +252,7 @@ TEST(ReportGemm, TuneCommandsAreAcceptedByKtuneTune) {
     EXPECT_NE(r.err.find("no NVIDIA driver found"), std::string::npos) << cmd << "\n" << r.err;
     ++tried;
   }
-  EXPECT_EQ(tried, 3u);
+  EXPECT_EQ(tried, 5u);  // every shape: the search takes every form
 }
 
 TEST(ReportFormats, AreRegisteredByName) {

@@ -127,16 +127,16 @@ TEST(Ktrace, SchemaIsPinned) {
     sqlite3_finalize(s);
     return v;
   };
-  EXPECT_EQ(one("PRAGMA user_version"), "3");
-  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "3");
+  EXPECT_EQ(one("PRAGMA user_version"), "4");
+  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "4");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
                 "type='table' ORDER BY name)"),
             "api_calls,counters,drops,gemm_calls,kernels,memcpys,memsets,metadata,nvtx_ranges,"
             "overheads,strings,syncs");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('gemm_calls')"),
-            "id,m,n,k,batch,lda,ldb,ldc,ldd,a_type_id,b_type_id,c_type_id,d_type_id,"
-            "compute_type_id,scale_type_id,transa_id,transb_id,epilogue_id,algo_id,tile_id,"
-            "stages_id,splits,reduction_id,calls");
+            "id,m,n,k,batch,lda,ldb,ldc,ldd,stride_a,stride_b,stride_c,stride_d,a_type_id,"
+            "b_type_id,c_type_id,d_type_id,compute_type_id,scale_type_id,transa_id,transb_id,"
+            "epilogue_id,algo_id,tile_id,stages_id,splits,reduction_id,calls");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('counters')"),
             "id,device_id,correlation_id,metric_id,value");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('kernels')"),

@@ -27,14 +27,19 @@ TEST_P(LibraryTuneUsage, IsOneSentenceAndNonZero) {
 INSTANTIATE_TEST_SUITE_P(
     Cli, LibraryTuneUsage,
     ::testing::Values(
-        Case{"tune --library cublas --op gemm --shape m=8,n=8,k=8", "use --library cublaslt"},
-        Case{"tune --library cublaslt --op conv --shape m=8,n=8,k=8", "--op gemm"},
-        Case{"tune --library cublaslt --op gemm --shape m=8,n=8", "--shape lacks k"},
-        Case{"tune --library cublaslt --op gemm --shape m=8,n=8,k=8,b=2", "exactly m, n and k"},
-        Case{"tune --library cublaslt --op gemm --shape m=8,n=8,k=8 --dtype f32", "f16 or bf16"},
-        Case{"tune --library cublaslt --op gemm --shape m=8,n=8,k=8 --dtype q7", "q7"},
-        Case{"tune spec.json --library cublaslt --op gemm --shape m=8,n=8,k=8", "drop the SPEC"},
-        Case{"tune --op gemm --shape m=8,n=8,k=8", "go with --library"},
+        Case{"tune --library cublas --op gemm_tn --shape m=8,n=8,k=8", "use --library cublaslt"},
+        Case{"tune --library cublaslt --op conv --shape m=8,n=8,k=8", "is not a GEMM op"},
+        Case{"tune --library cublaslt --op gemm --shape m=8,n=8,k=8", "gemm_<layout>"},
+        Case{"tune --library cublaslt --op gemm_tx --shape m=8,n=8,k=8", "layout nn, nt, tn or tt"},
+        Case{"tune --library cublaslt --op gemm_tn_silu --shape m=8,n=8,k=8", "epilogue bias"},
+        Case{"tune --library cublaslt --op gemm_tn --shape m=8,n=8", "--shape lacks k"},
+        Case{"tune --library cublaslt --op gemm_tn --shape m=8,n=8,k=8,b=2", "m, n, k and batch"},
+        Case{"tune --library cublaslt --op gemm_nn --shape m=8,n=8,k=8,batch=0", "batch=0"},
+        Case{"tune --library cublaslt --op gemm_tn --shape m=8,n=8,k=8 --dtype i8",
+             "cannot be multiplied"},
+        Case{"tune --library cublaslt --op gemm_tn --shape m=8,n=8,k=8 --dtype q7", "q7"},
+        Case{"tune spec.json --library cublaslt --op gemm_tn --shape m=8,n=8,k=8", "drop the SPEC"},
+        Case{"tune --op gemm_tn --shape m=8,n=8,k=8", "go with --library"},
         Case{"export", "--tunableop FILE"}, Case{"export --tunableop out.csv", "--torch-version"},
         Case{"export t.ktrace --tunableop out.csv --torch-version 2.11.0", "not a trace"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::to_string(info.index); });
@@ -45,9 +50,9 @@ TEST(ExportTunableOp, WritesTheCachedCublasLtWinners) {
   std::filesystem::create_directories(dir);
   const std::string db = (dir / "store.db").string(), csv = (dir / "results.csv").string();
   {
-    std::ofstream(dir / "entry.json") << R"({"op": "gemm_bias", "dtype": "f16", "bucket": "",
+    std::ofstream(dir / "entry.json") << R"({"op": "gemm_tn", "dtype": "f16", "bucket": "",
       "arch": "sm_90", "device_name": "NVIDIA H100 80GB HBM3", "toolkit": "13.0",
-      "driver_major": 580, "shape": [4096, 2048, 4096],
+      "driver_major": 580, "shape": [4096, 2048, 4096, 1],
       "config": {"library": "cublaslt", "algo_id": 66, "layout": "TN"},
       "median_ns": 150000, "noise_ns": 100, "samples": 20, "throughput": 0,
       "throughput_unit": "flop/s", "verification": "passed",

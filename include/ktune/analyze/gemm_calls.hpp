@@ -1,13 +1,15 @@
 #pragma once
 // The GEMM calls a trace recorded (ktune profile --gemm-shapes) as a report shows them: one entry
-// per problem with its algorithms merged, its dtype, and the `ktune tune --library cublaslt`
-// command that tunes it, or why ktune cannot yet. Calls are counts only: cuBLASLt's log has no
-// timestamps or correlation ids, so no kernel, and no GPU time, is tied to a call.
+// per problem with its algorithms merged, its dtype, the problem as the library search describes
+// it (bench/gemm_problem.hpp) with the `ktune tune --library cublaslt` command that tunes it, or
+// why there is none.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/trace/ktrace.hpp"
 
 namespace ktune::analyze {
@@ -18,9 +20,10 @@ struct GemmShape {
   trace::GemmCallRecord problem;
   // "algo 66 tile 192x192 stages 64xAUTO split-K 3", one per distinct algorithm, most calls first.
   std::vector<std::string> algorithms;
-  std::string dtype;         // "f16", "bf16", "f32", ...; "f16*f16->f32" when A, B and D differ
-  std::string tune_command;  // "" when ktune cannot tune it
-  std::string not_tunable;   // why not, when tune_command is "": "batched (batch 2)", ...
+  std::string dtype;  // "f16", "bf16", "tf32", ...; "f16*f16->f32" when A, B and D differ
+  std::optional<bench::GemmProblem> tunable;  // the library search's problem, when it has one
+  std::string tune_command;                   // "" when there is none
+  std::string not_tunable;  // why not, when tune_command is "": "types i8*i8->i32 ...", ...
 };
 
 struct GemmCalls {
@@ -30,17 +33,17 @@ struct GemmCalls {
 };
 
 // Groups `records` by problem (sizes, batch, types, compute and scale type, transposes,
-// epilogue); leading dimensions and algorithms do not split a problem, as the cache keys a tuned
-// GEMM by (op, dtype, m, n, k) alone.
+// epilogue); leading dimensions, strides and algorithms do not split a problem, as the cache keys
+// a tuned GEMM by its op, dtype and [m, n, k, batch] alone.
 GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded);
 
-// The command that tunes `r`, accepted as is by `ktune tune --library cublaslt` (src/cli/
-// cmd_tune.cpp: one GEMM D = A^T B (+ bias), f16 or bf16, fp32 compute); "" with `why_not` set
-// for every other GEMM.
+// The library search's problem for a logged call (its layout, leading dimensions and strides as
+// the program ran it), or nullopt with `why_not` saying what the search cannot run: types that
+// differ or are not f16, bf16 and f32, a compute type or epilogue it does not know.
+std::optional<bench::GemmProblem> gemm_problem_of(const trace::GemmCallRecord& r,
+                                                  std::string* why_not);
+// The command that tunes `r` (bench::gemm_tune_command), or "" with `why_not` set.
 std::string gemm_tune_command(const trace::GemmCallRecord& r, std::string* why_not);
-
-// cuBLASLt's names for a type as the cache names dtypes: "R_16F" -> "f16"; others unchanged.
-std::string gemm_dtype_name(std::string_view cublaslt_type);
 
 // Whether a kernel (as traced, demangled) is one cuBLASLt runs for a GEMM: nvjet*, sm<NN>_xmma*,
 // CUTLASS kernels, the library's own (cublasLt::...), and the architecture-named GEMMs of earlier

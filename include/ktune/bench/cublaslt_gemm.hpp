@@ -1,10 +1,8 @@
 #pragma once
-// One cuBLASLt GEMM problem and the algorithm configurations it can run with: the candidates a
-// library search measures (tune/gemm_library.hpp) and the plan an application replays the winner
-// with (the Python package routes PyTorch's matmuls through it). Layout is BLAS column-major
-// "TN": D[m x n] = A^T B (+ bias[m]), A stored k x m (lda >= k), B stored k x n (ldb >= k), D
-// m x n (ldd >= m); a row-major torch.nn.Linear y = x W^T + b is m = out_features, n = tokens,
-// k = in_features with A = W and B = x. fp16/bf16 in and out, fp32 accumulation.
+// One cuBLASLt GEMM problem (bench/gemm_problem.hpp: any layout, strided batch, epilogue, element
+// and compute type) and the algorithm configurations it can run with: the candidates a library
+// search measures (tune/gemm_library.hpp) and the plan an application replays the winner with
+// (the Python package routes PyTorch's matmuls through it).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,16 +12,10 @@
 #include <cublasLt.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/cuda/device_utils.hpp"
 
 namespace ktune::bench {
-
-struct LtGemmShape {
-  std::int64_t m = 0, n = 0, k = 0;
-  std::int64_t lda = 0, ldb = 0, ldd = 0;  // 0: packed (k, k, m)
-  cuda::DType dtype = cuda::DType::f16;
-  bool bias = false;  // the bias epilogue (PyTorch's addmm / Linear with bias)
-};
 
 // One algorithm configuration, as cuBLASLt's config attributes name it. `data` is the opaque
 // algorithm blob itself (hex), which reproduces the configuration exactly under the same cuBLASLt
@@ -52,16 +44,26 @@ struct LtAlgoCaps {
   int custom_max = 0;
 };
 
+// The device buffers of one call; c may equal d (in place, beta != 0), bias is m elements.
+struct GemmBuffers {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;  // nullptr: d (read only when beta != 0)
+  void* d = nullptr;
+  const void* bias = nullptr;  // with a bias epilogue
+};
+
 // Descriptors for one problem on one cuBLASLt handle, reusable across calls; needs a current CUDA
 // context. Buffers belong to the caller.
 class LtGemm {
  public:
-  explicit LtGemm(const LtGemmShape& shape);
+  // ktune::Error when the problem is invalid (validate()) or cuBLASLt cannot describe it.
+  explicit LtGemm(const GemmProblem& problem);
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  const LtGemmShape& shape() const { return shape_; }
+  const GemmProblem& problem() const { return problem_; }  // resolved: every ld and stride set
   // cuBLASLt's heuristic candidates, best first, within `max_workspace_bytes`.
   std::vector<LtAlgoConfig> heuristics(int count, std::size_t max_workspace_bytes) const;
   // Every algorithm id for this problem's types and what each offers.
@@ -69,22 +71,21 @@ class LtGemm {
   // nullopt when cuBLASLt refuses the configuration for this problem (cublasLtMatmulAlgoCheck);
   // else the configuration with workspace_bytes and data filled in.
   std::optional<LtAlgoConfig> check(const LtAlgoConfig& config) const;
-  // D = A^T B (+ bias) with `config` (checked or loaded from the cache) on `stream`.
-  void run(const LtAlgoConfig& config, const void* a, const void* b, void* d, const void* bias,
-           void* workspace, std::size_t workspace_bytes, CUstream stream) const;
-  // The same, with the algorithm prepared once by prepare() (no per-call rebuilding).
+  // The algorithm of `config` (from its blob when it has one), built once for many run()s.
   cublasLtMatmulAlgo_t prepare(const LtAlgoConfig& config) const;
-  void run(const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* d,
-           const void* bias, void* workspace, std::size_t workspace_bytes, CUstream stream) const;
+  // D = act(alpha op(A) op(B) + beta C + bias) on `stream`.
+  void run(const cublasLtMatmulAlgo_t& algo, const GemmBuffers& buffers, void* workspace,
+           std::size_t workspace_bytes, CUstream stream, float alpha = 1, float beta = 0) const;
 
  private:
   LtAlgoConfig describe(const cublasLtMatmulAlgo_t& algo) const;
   void release() noexcept;
-  LtGemmShape shape_;
+  GemmProblem problem_;
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulDesc_t op_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
-  cudaDataType_t type_;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
+  cudaDataType_t type_, scale_type_;
+  cublasComputeType_t compute_;
 };
 
 // "13.0.2" style version of the loaded cuBLASLt (cublasLtGetVersion).

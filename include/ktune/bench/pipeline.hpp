@@ -77,6 +77,13 @@ struct CandidateOutcome {
   double compile_s = 0;       // NVRTC wall time for this binary; 0 when the disk cache had it
 };
 
+// The measuring stages every candidate ends with, kernel or library call, once it has run and
+// verified: with `best_ns` a screen (a candidate clearly slower than the best ends as
+// Status::slower with the screen's statistics), then the full rule (Status::ok, or timeout when
+// every sample was throttled). Fills out.status, detail (unless ok), full and measurement's times.
+void measure_verified(Sampler& sampler, const PipelineSettings& settings,
+                      std::optional<double> best_ns, CandidateOutcome& out);
+
 // Measures candidates of one problem on one device. Every candidate shares the base problem's
 // argument buffers (allocated and filled once) and its reference (compiled once).
 class CandidatePipeline {

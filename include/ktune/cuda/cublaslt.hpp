@@ -9,7 +9,7 @@
 #define KTUNE_CUBLASLT_FUNCTIONS(X) \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusName) \
   X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
-  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute) \
   X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
   X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) \
   X(cublasLtMatmulAlgoGetIds) X(cublasLtMatmulAlgoInit) X(cublasLtMatmulAlgoCheck) \

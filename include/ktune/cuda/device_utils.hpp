@@ -5,16 +5,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "ktune/core/dtype.hpp"
 #include "ktune/cuda/resources.hpp"
 
 namespace ktune::cuda {
 
-enum class DType { f64, f32, f16, bf16, i64, i32, i16, i8, u8 };
-
-std::size_t dtype_bytes(DType t);
-const char* to_string(DType t);  // "float16", ...
-DType parse_dtype(
-    std::string_view name);  // accepts "float16", "half", "f16", "bf16", ...; Error if unknown
+// The element types and their names are core's (core/dtype.hpp): one vocabulary everywhere.
+using ktune::DType;
+using ktune::dtype_bytes;
+using ktune::parse_dtype;
+using ktune::to_string;
 
 // Uniform random values, deterministic in (seed, index): floats in [-1, 1), integers in [-100, 100)
 // (unsigned: [0, 200)). `count` elements of `type` starting at `ptr`.

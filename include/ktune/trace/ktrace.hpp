@@ -47,7 +47,7 @@
 
 namespace ktune::trace {
 
-inline constexpr int kKtraceSchemaVersion = 3;
+inline constexpr int kKtraceSchemaVersion = 4;
 
 struct KernelRecord {
   std::string name;            // mangled, as the driver reports it
@@ -143,6 +143,9 @@ struct CounterRecord {
 struct GemmCallRecord {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   std::int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  // Elements between batches (cuBLASLt's stridedBatchOffset; not logged means 0, one matrix for
+  // every batch, as a broadcast operand gives). Traces of schema 3 read 0.
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;
   std::string a_type, b_type, c_type, d_type;
   std::string compute_type, scale_type;  // scale_type "": not logged
   std::string transa = "OP_N", transb = "OP_N";

@@ -27,6 +27,8 @@ class IsolatedEvaluator : public Evaluator {
   IsolatedEvaluator(const IsolatedEvaluator&) = delete;
   IsolatedEvaluator& operator=(const IsolatedEvaluator&) = delete;
 
+  // The child's answer; ktune::Error when it dies or does not answer within the start timeout.
+  nlohmann::json describe() override;
   void prepare(const std::vector<ConfigMap>& upcoming) override;
   // Asks the child; a child that does not answer within the candidate timeout is replaced, and
   // the first candidate is evaluated next (evaluate() records what happens to it).

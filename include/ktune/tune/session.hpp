@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "ktune/tune/outcome.hpp"
+#include "ktune/tune/space.hpp"
 #include "ktune/tune/spec.hpp"
 #include "ktune/tune/warm_start.hpp"
 
@@ -42,6 +43,10 @@ struct CandidateResult {
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
+  // What the GPU side knows of its problem that the host cannot learn without a GPU: a library's
+  // candidates (tune/gemm_library.hpp) from which the host makes the session's space; null for a
+  // spec, whose space the host reads from the spec itself.
+  virtual nlohmann::json describe();
   // Configurations about to be evaluated, in order: a hint to compile them ahead (worker threads).
   virtual void prepare(const std::vector<ConfigMap>& upcoming) { (void)upcoming; }
   // Of `candidates` (prepared, in proposal order), the position of the one to evaluate next: one
@@ -103,10 +108,23 @@ struct SessionSummary {
 
 inline constexpr int kSessionSchemaVersion = 1;
 
+// What a session searches when it is not a spec's space: an explicit set of configurations (a
+// library's algorithm candidates), with the names its summary and T4 file carry.
+struct SearchTarget {
+  std::string source;  // what the search is of: a spec's path, "cuBLASLt"
+  std::string op;
+  std::map<std::string, std::int64_t> shape;  // recorded in the summary
+  const IndexedSpace* space = nullptr;        // must outlive the session
+  // Positions proposed first, in this order (a library's own ranking), before the strategy's.
+  std::vector<std::size_t> first;
+};
+
 class Session {
  public:
   // `spec` must outlive the session.
   Session(const ProblemSpec& spec, SessionOptions options, Evaluator& evaluator);
+  // `target.space` must outlive the session.
+  Session(SearchTarget target, SessionOptions options, Evaluator& evaluator);
   // Runs to a stop and writes the files. A fatal candidate is recorded and the files written, then
   // ktune::Error tells the user to --resume. Other exceptions (evaluator or I/O) propagate with
   // every finished evaluation already on disk.
@@ -115,7 +133,8 @@ class Session {
   static std::filesystem::path results_path(const std::filesystem::path& dir);
 
  private:
-  const ProblemSpec& spec_;
+  const ProblemSpec* spec_ = nullptr;
+  SearchTarget target_;
   SessionOptions opt_;
   Evaluator& evaluator_;
 };
