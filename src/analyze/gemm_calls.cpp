@@ -127,34 +127,47 @@ std::string gemm_tune_command(const trace::GemmCallRecord& r, std::string* why_n
   return p ? bench::gemm_tune_command(*p) : std::string();
 }
 
-GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded) {
+GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded,
+                           const std::vector<GemmTiming>* timing) {
   GemmCalls out;
   out.recorded = recorded || !records.empty();
+  out.timed = timing != nullptr;
   // Per problem: its records' indices, most calls first once sorted.
   std::unordered_map<std::string, std::size_t> index;
-  std::vector<std::vector<const trace::GemmCallRecord*>> members;
-  for (const trace::GemmCallRecord& r : records) {
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const trace::GemmCallRecord& r = records[i];
+    if (r.calls == 0) continue;  // seen in another capture window of the process
     out.calls += r.calls;
     const auto [it, added] = index.emplace(problem_key(r), members.size());
     if (added) members.emplace_back();
-    members[it->second].push_back(&r);
+    members[it->second].push_back(i);
   }
   for (auto& m : members) {
-    std::stable_sort(m.begin(), m.end(), [](auto* a, auto* b) { return a->calls > b->calls; });
+    std::stable_sort(m.begin(), m.end(), [&](std::size_t a, std::size_t b) {
+      return records[a].calls > records[b].calls;
+    });
     GemmShape s;
-    s.problem = *m.front();
+    s.problem = records[m.front()];
     s.problem.calls = 0;
     // Algorithms merged by their text: records that differ only in leading dimensions share one.
     std::vector<std::pair<std::string, std::uint64_t>> algos;
-    for (const auto* r : m) {
-      s.problem.calls += r->calls;
-      const std::string text = algorithm_text(*r);
+    for (std::size_t i : m) {
+      const trace::GemmCallRecord& r = records[i];
+      s.problem.calls += r.calls;
+      if (timing && i < timing->size()) {
+        s.gpu_ns += (*timing)[i].gpu_ns;
+        s.timed_calls += (*timing)[i].timed_calls;
+      }
+      const std::string text = algorithm_text(r);
       auto a = std::find_if(algos.begin(), algos.end(), [&](auto& p) { return p.first == text; });
       if (a == algos.end())
-        algos.emplace_back(text, r->calls);
+        algos.emplace_back(text, r.calls);
       else
-        a->second += r->calls;
+        a->second += r.calls;
     }
+    out.gpu_ns += s.gpu_ns;
+    out.timed_calls += s.timed_calls;
     std::stable_sort(algos.begin(), algos.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     for (auto& [text, calls] : algos) s.algorithms.push_back(std::move(text));
@@ -171,14 +184,15 @@ GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bo
     }
     out.shapes.push_back(std::move(s));
   }
-  // Most calls first; among equals the larger GEMM (more FLOP per call), then first seen.
+  // Most GPU time first (what a tuned winner can save), else most calls; among equals the larger
+  // GEMM (more FLOP per call), then first seen.
   std::stable_sort(out.shapes.begin(), out.shapes.end(), [](const auto& a, const auto& b) {
     auto work = [](const trace::GemmCallRecord& p) {
       return static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
              static_cast<double>(p.batch);
     };
-    return std::make_tuple(b.problem.calls, work(b.problem)) <
-           std::make_tuple(a.problem.calls, work(a.problem));
+    return std::make_tuple(b.gpu_ns, b.problem.calls, work(b.problem)) <
+           std::make_tuple(a.gpu_ns, a.problem.calls, work(a.problem));
   });
   return out;
 }

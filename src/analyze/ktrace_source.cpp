@@ -33,6 +33,10 @@ void KtraceSource::counters(const Visitor<trace::CounterRecord>& visit) {
 void KtraceSource::gemm_calls(const Visitor<trace::GemmCallRecord>& visit) {
   reader_.gemm_calls(visit);
 }
+
+void KtraceSource::gemm_events(const Visitor<trace::GemmEventRecord>& visit) {
+  reader_.gemm_events(visit);
+}
 std::optional<std::uint64_t> KtraceSource::origin_ns() {
   return reader_.origin_ns();
 }

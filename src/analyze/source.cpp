@@ -32,6 +32,8 @@ MemorySource::MemorySource(trace::Trace trace) : trace_(std::move(trace)) {
   sort_by_start(trace_.api_calls);
   sort_by_start(trace_.syncs);
   sort_by_start(trace_.nvtx_ranges);
+  std::stable_sort(trace_.gemm_events.begin(), trace_.gemm_events.end(),
+                   [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
   std::stable_sort(
       trace_.counters.begin(), trace_.counters.end(),
       [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
@@ -62,6 +64,10 @@ void MemorySource::counters(const Visitor<trace::CounterRecord>& v) {
 
 void MemorySource::gemm_calls(const Visitor<trace::GemmCallRecord>& v) {
   visit_all(trace_.gemm_calls, v);
+}
+
+void MemorySource::gemm_events(const Visitor<trace::GemmEventRecord>& v) {
+  visit_all(trace_.gemm_events, v);
 }
 
 std::optional<std::uint64_t> MemorySource::origin_ns() {

@@ -2,9 +2,8 @@
 // CUDA_INJECTION64_PATH, forwards SIGINT/SIGTERM to it, and lists the trace(s) it left: OUT.ktrace
 // for CMD itself and OUT.<pid>.ktrace for each child process that used CUDA (with periodic
 // windows, one per window: OUT.wK.ktrace, OUT.<pid>.wK.ktrace). With --ingest it then pushes them
-// to the store as ktune ingest does. With --gemm-shapes, cuBLASLt logs its matmuls into a scratch
-// directory and each process's GEMM calls are filed into its trace after CMD exits. Exits with
-// CMD's code.
+// to the store as ktune ingest does. With --gemm-shapes the tracer records each process's
+// cuBLASLt GEMM calls in its own trace. Exits with CMD's code.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -22,7 +21,6 @@
 
 #include "command.hpp"
 #include "ktune/core/error.hpp"
-#include "ktune/trace/cublaslt_log.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/options.hpp"
 
@@ -124,87 +122,6 @@ std::vector<fs::path> traces_written(const fs::path& output, fs::file_time_type 
   return out;
 }
 
-// The scratch directory cuBLASLt's logs go to (one file per process, cuBLASLt puts the pid for %i),
-// removed with everything in it however the run ends.
-class CublasLtLogDir {
- public:
-  CublasLtLogDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ktune-cublaslt-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data()))
-      throw Error(
-          fmt::format("cannot create a directory for cuBLASLt's log under {} ({}); set "
-                      "TMPDIR to a writable directory.",
-                      fs::temp_directory_path().string(), std::strerror(errno)));
-    path_ = tmpl;
-  }
-  ~CublasLtLogDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  CublasLtLogDir(const CublasLtLogDir&) = delete;
-  CublasLtLogDir& operator=(const CublasLtLogDir&) = delete;
-  std::string pattern() const { return (path_ / "cublaslt.%i.log").string(); }
-  // (pid, log file) of every process that logged, by pid.
-  std::vector<std::pair<std::int64_t, fs::path>> logs() const {
-    std::vector<std::pair<std::int64_t, fs::path>> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(path_, ec)) {
-      const std::string name = e.path().filename().string();
-      constexpr std::string_view kPrefix = "cublaslt.", kSuffix = ".log";
-      if (name.size() <= kPrefix.size() + kSuffix.size() || name.rfind(kPrefix, 0) != 0 ||
-          name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
-        continue;
-      const std::string pid =
-          name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-      if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
-      out.emplace_back(std::stoll(pid), e.path());
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path path_;
-};
-
-// Files each process's cuBLASLt calls into its trace (trace::trace_path of its pid). A process
-// that left no trace, or a log that cannot be read, is one line on stderr; the run goes on.
-void file_gemm_calls(const CublasLtLogDir& dir, const fs::path& output, std::int64_t root_pid,
-                     const std::vector<fs::path>& traces) {
-  const auto logs = dir.logs();
-  if (logs.empty())
-    std::fprintf(stderr,
-                 "ktune: cuBLASLt logged no GEMM calls (the program ran none through "
-                 "cuBLASLt).\n");
-  for (const auto& [pid, file] : logs) {
-    try {
-      const trace::CublasLtLog log = trace::read_cublaslt_log(file);
-      const fs::path trace = trace::trace_path(output, root_pid, pid);
-      if (std::find(traces.begin(), traces.end(), trace) == traces.end()) {
-        std::fprintf(stderr,
-                     "ktune: cuBLASLt ran %llu GEMM calls in process %lld, which left no trace; "
-                     "they are not recorded.\n",
-                     static_cast<unsigned long long>(log.matmul_calls),
-                     static_cast<long long>(pid));
-        continue;
-      }
-      trace::append_gemm_calls(trace, log.calls);
-      std::string unread;
-      if (log.malformed_lines > 0)
-        unread = fmt::format("; {} matmul lines not read (first: {})", log.malformed_lines,
-                             log.first_malformed);
-      std::fprintf(stderr,
-                   "ktune: trace %s: %llu GEMM calls of %zu distinct problems from "
-                   "cuBLASLt's log%s\n",
-                   trace.c_str(), static_cast<unsigned long long>(log.matmul_calls),
-                   log.calls.size(), unread.c_str());
-    } catch (const Error& e) {
-      std::fprintf(stderr, "ktune: the GEMM calls of process %lld were not recorded: %s\n",
-                   static_cast<long long>(pid), e.what());
-    }
-  }
-}
-
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -267,8 +184,6 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   std::error_code ec;
   if (!opts.output.parent_path().empty()) fs::create_directories(opts.output.parent_path(), ec);
   const auto since = fs::file_time_type::clock::now() - std::chrono::seconds(1);
-  std::unique_ptr<CublasLtLogDir> cublaslt_logs;
-  if (opts.gemm_shapes) cublaslt_logs = std::make_unique<CublasLtLogDir>();
 
   // A close-on-exec pipe tells the parent whether exec failed (and why) or succeeded (EOF).
   int pipefd[2];
@@ -287,16 +202,6 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
     for (const auto& [name, value] : trace::options_to_env(opts))
       ::setenv(name.c_str(), value.c_str(), 1);
     ::setenv("CUDA_INJECTION64_PATH", tracer.c_str(), 1);
-    if (cublaslt_logs) {
-      // check_gemm_shapes let through only a level or mask that includes the Trace lines.
-      auto unset = [](const char* name) {
-        const char* v = std::getenv(name);
-        return !v || !*v;
-      };
-      if (unset("CUBLASLT_LOG_LEVEL") && unset("CUBLASLT_LOG_MASK"))
-        ::setenv("CUBLASLT_LOG_LEVEL", "2", 1);
-      ::setenv("CUBLASLT_LOG_FILE", cublaslt_logs->pattern().c_str(), 1);
-    }
     ::execvp(argv[0], argv.data());
     const int err = errno;
     (void)!::write(pipefd[1], &err, sizeof err);
@@ -327,7 +232,6 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
 
   const int code = exit_code_of(status);
   const auto traces = traces_written(opts.output, since);
-  if (cublaslt_logs) file_gemm_calls(*cublaslt_logs, opts.output, child, traces);
   if (traces.empty()) {
     std::fprintf(stderr, "ktune: no trace written: '%s' made no CUDA calls%s (exit code %d).\n",
                  cmd[0].c_str(), opts.window.sample_one_in > 1 ? " or was not sampled" : "", code);

@@ -20,7 +20,7 @@ const std::vector<Format>& formats() {
   static const std::vector<Format> all = {
       {"text", "tables for a terminal", render_text},
       {"md", "markdown for a pull request", render_markdown},
-      {"json", "JSON for tools (schema_version 4)", render_json},
+      {"json", "JSON for tools (schema_version 5)", render_json},
       {"html", "one self-contained HTML file with SVG charts", render_html},
       {"contract", "the profile contract in markdown (bottleneck, root cause, top 3 fixes)",
        render_contract},

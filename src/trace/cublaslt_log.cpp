@@ -216,36 +216,47 @@ void CublasLtLogParser::add_line(std::string_view line) {
     g = line.substr(at + 1, close - at - 1);
     at = close + 1;
   }
-  const std::string_view fn = head[4];
-  const bool matmul = head[1] == "cublasLt" && head[3] == "Trace" &&
-                      fn.substr(0, 8) == "cublasLt" && fn.size() >= 6 &&
-                      fn.substr(fn.size() - 6) == "Matmul";
-  if (!matmul) {
+  if (head[1] != "cublasLt" || head[3] != "Trace") {
     ++log_.skipped_lines;
     return;
+  }
+  add_call(head[4], line.substr(at));
+}
+
+std::optional<std::size_t> CublasLtLogParser::add_call(std::string_view fn,
+                                                       std::string_view fields) {
+  const bool matmul =
+      fn.substr(0, 8) == "cublasLt" && fn.size() >= 6 && fn.substr(fn.size() - 6) == "Matmul";
+  if (!matmul) {
+    ++log_.skipped_lines;
+    return std::nullopt;
   }
   GemmCallRecord r;
   try {
-    r = read_call(line.substr(at));
+    r = read_call(fields);
   } catch (const LineError& e) {
     ++log_.skipped_lines;
     if (log_.malformed_lines++ == 0) log_.first_malformed = e.why;
-    return;
+    return std::nullopt;
   }
   const std::string key = key_of(r);
+  std::size_t index = 0;
   if (const auto it = index_.find(key); it != index_.end()) {
-    ++log_.calls[it->second].calls;
+    index = it->second;
+    ++log_.calls[index].calls;
   } else if (log_.calls.size() < kMaxGemmProblems) {
     r.calls = 1;
-    index_.emplace(key, log_.calls.size());
+    index = log_.calls.size();
+    index_.emplace(key, index);
     log_.calls.push_back(std::move(r));
   } else {
     ++log_.skipped_lines;
     if (log_.malformed_lines++ == 0)
       log_.first_malformed = fmt::format("more than {} distinct GEMM problems", kMaxGemmProblems);
-    return;
+    return std::nullopt;
   }
   ++log_.matmul_calls;
+  return index;
 }
 
 CublasLtLog parse_cublaslt_log(std::string_view text) {

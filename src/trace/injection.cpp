@@ -24,6 +24,7 @@
 #include <generated_nvtx_meta.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +48,7 @@
 #include "capture_schedule.hpp"
 #include "counter_profiler.hpp"
 #include "decode.hpp"
+#include "gemm_capture.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/cupti.hpp"
@@ -166,6 +168,27 @@ std::optional<Identity> driver_identity() {
   return id;
 }
 
+// CUPTI's clock, which every record carries.
+std::uint64_t cupti_now_ns() {
+  std::uint64_t t = 0;
+  if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS) t = 0;
+  return t;
+}
+
+// The id CUPTI's API records give the calling thread (pthread_self, or the kernel's thread id
+// when the process chose CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), so a GEMM call and the launches
+// that follow it on its thread can be matched.
+std::uint32_t cupti_thread_id() {
+  static const bool system = [] {
+    CUpti_ActivityThreadIdType type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+    return cuptiGetThreadIdType(&type) == CUPTI_SUCCESS &&
+           type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM;
+  }();
+  return system ? static_cast<std::uint32_t>(::syscall(SYS_gettid))
+                : static_cast<std::uint32_t>(
+                      reinterpret_cast<std::uintptr_t>(reinterpret_cast<void*>(::pthread_self())));
+}
+
 struct Completed {
   std::uint8_t* data;
   std::size_t valid_bytes;
@@ -221,6 +244,7 @@ class Tracer {
   void choose_api_records();
   void enable_range_callbacks();
   void start_counters();
+  void start_gemm_capture();
   void place_profiled(std::vector<KernelRecord>& kernels);
 
   TracerOptions opts_;
@@ -244,6 +268,8 @@ class Tracer {
   std::unordered_map<std::uint32_t, ProfiledLaunch> profiled_;  // by correlation id, until placed
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::uint32_t> runtime_cbids_, driver_cbids_;
+  // --gemm-shapes: cuBLASLt's calls (null: off).
+  std::unique_ptr<GemmCapture> gemm_;
 
   std::mutex pool_mu_;
   std::vector<std::uint8_t*> pool_;  // zeroed (unless cupti_zero_), ready for CUPTI
@@ -412,6 +438,14 @@ void Tracer::set_capturing(bool on) {
 }
 
 void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    // A cuBLASLt the program loaded after cuInit is hooked as its first modules load.
+    if (gemm_ && cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED && !gemm_->attached() && gemm_->attach())
+      cupti_ok(cuptiEnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                                   CUPTI_CBID_RESOURCE_MODULE_LOADED),
+               "disabling the module-load callback");
+    return;
+  }
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
     const auto& owned = counter_cbids_[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1];
@@ -496,6 +530,7 @@ bool Tracer::start() {
     cupti_ok(cuptiActivityFlushPeriod(opts_.flush_period_ms), "setting the flush period");
 
   if (!opts_.metrics.empty()) start_counters();
+  if (opts_.gemm_shapes) start_gemm_capture();
 
   writer_ = std::thread([this] { writer_main(); });
   writer_id_ = writer_.get_id();
@@ -628,6 +663,15 @@ void Tracer::start_counters() {
   }
 }
 
+// --gemm-shapes: hooks the program's cuBLASLt now, or as modules load when it is not loaded yet.
+void Tracer::start_gemm_capture() {
+  gemm_ = std::make_unique<GemmCapture>(&capturing_now_, cupti_now_ns, cupti_thread_id);
+  if (gemm_->attach()) return;
+  cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                               CUPTI_CBID_RESOURCE_MODULE_LOADED),
+           "enabling the module-load callback (GEMM calls of a cuBLASLt loaded later are lost)");
+}
+
 void Tracer::place_profiled(std::vector<KernelRecord>& kernels) {
   std::lock_guard lock(counters_mu_);
   for (KernelRecord& k : kernels) {
@@ -651,10 +695,13 @@ void Tracer::drain(KtraceWriter* writer) {
     std::lock_guard lock(counters_mu_);
     counters.swap(pending_counters_);
   }
-  if (batch.empty() && counters.empty()) return;
+  std::vector<GemmEventRecord> gemm_events;
+  if (gemm_) gemm_->take_events(gemm_events);
+  if (batch.empty() && counters.empty() && gemm_events.empty()) return;
   const auto t0 = Clock::now();
   Trace records;
   records.counters = std::move(counters);
+  records.gemm_events = std::move(gemm_events);
   for (const Completed& c : batch) {
     CUpti_Activity* rec = nullptr;
     CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;  // an empty buffer ends as a full one does
@@ -701,6 +748,10 @@ void Tracer::drain(KtraceWriter* writer) {
 void Tracer::finish(KtraceWriter* writer) {
   if (!writer || failed_) return;
   try {
+    // Every problem seen so far, in the order the trace's GEMM events refer to them, with the
+    // calls this trace counted.
+    if (gemm_)
+      for (const GemmCallRecord& r : gemm_->take_calls()) writer->add(r);
     if (!identity_done_) meta_.identity = driver_identity();
     meta_.finished_at = utc_now_iso8601();
     meta_.complete = true;
@@ -900,6 +951,10 @@ void Tracer::stop() {
       say(std::to_string(lost_buffers_.load()) +
           " activity buffers were discarded unread after the trace writer failed.");
     if (counters_) say(counters_->summary());
+    if (gemm_ && !gemm_->attached())
+      say("--gemm-shapes: the program loaded no cuBLASLt, so no GEMM call was recorded.");
+    else if (gemm_ && !gemm_->summary().empty())
+      say(gemm_->summary());
     if (capped_records_ > 0)
       say(std::to_string(capped_records_) + " records were not written: the cap of " +
           std::to_string(opts_.window.max_records) + " records was reached.");

@@ -278,9 +278,21 @@ const RecordKind<GemmCallRecord> kGemmCalls{9,
                                              {"reduction_id", &GemmCallRecord::reduction},
                                              {"calls", &GemmCallRecord::calls, 0}}};
 
+const RecordKind<GemmEventRecord> kGemmEvents{10,
+                                              "gemm_events",
+                                              &Trace::gemm_events,
+                                              &TraceCounts::gemm_events,
+                                              4,
+                                              "time_ns, id",
+                                              false,
+                                              {{"process_id", &GemmEventRecord::process_id, 0},
+                                               {"thread_id", &GemmEventRecord::thread_id, 0},
+                                               {"time_ns", &GemmEventRecord::time_ns, 0},
+                                               {"call", &GemmEventRecord::call, 0}}};
+
 // Every kind, in the order a trace's tables are created and a batch is written.
 const auto kKinds = std::tie(kKernels, kMemcpys, kMemsets, kApiCalls, kSyncs, kNvtxRanges,
-                             kOverheads, kDrops, kCounters, kGemmCalls);
+                             kOverheads, kDrops, kCounters, kGemmCalls, kGemmEvents);
 constexpr std::size_t kKindCount = std::tuple_size_v<std::remove_const_t<decltype(kKinds)>>;
 
 template <class F>
@@ -561,6 +573,11 @@ void KtraceWriter::add(const CounterRecord& r) {
 
 void KtraceWriter::add(const GemmCallRecord& r) {
   impl_->insert(kGemmCalls, r);
+  ++records_written_;
+}
+
+void KtraceWriter::add(const GemmEventRecord& r) {
+  impl_->insert(kGemmEvents, r);
   ++records_written_;
 }
 
@@ -963,6 +980,10 @@ void KtraceReader::gemm_calls(const Visitor<GemmCallRecord>& visit) const {
   impl_->visit(kGemmCalls, visit);
 }
 
+void KtraceReader::gemm_events(const Visitor<GemmEventRecord>& visit) const {
+  impl_->visit(kGemmEvents, visit);
+}
+
 SkippedRecords KtraceReader::skipped() const {
   return impl_->skipped();
 }
@@ -976,29 +997,6 @@ Trace read_ktrace(const std::filesystem::path& path) {
     file.visit(kind, [&](const auto& r) { records.push_back(r); });
   });
   return t;
-}
-
-void append_gemm_calls(const std::filesystem::path& path,
-                       const std::vector<GemmCallRecord>& calls) {
-  const Connection db = open_for_reading(path);
-  db.exec("BEGIN");
-  db.exec(create_table_sql(kGemmCalls, /*if_not_exists=*/true));
-  Statement insert(db, insert_sql(kGemmCalls));
-  Statement add_string(db, "INSERT OR IGNORE INTO strings(value) VALUES(?)");
-  Statement string_id(db, "SELECT id FROM strings WHERE value=?");
-  std::unordered_map<std::string, std::int64_t> ids;
-  auto intern = [&](std::string GemmCallRecord::*, const std::string& s) {
-    if (auto it = ids.find(s); it != ids.end()) return it->second;
-    add_string.bind(1, std::string_view(s));
-    add_string.run();
-    string_id.bind(1, std::string_view(s));
-    const std::int64_t id = string_id.step() ? string_id.i64(0) : 0;
-    string_id.reset();
-    ids.emplace(s, id);
-    return id;
-  };
-  for (const GemmCallRecord& r : calls) insert_row(insert, kGemmCalls, r, intern);
-  db.exec("COMMIT");
 }
 
 TraceCounts read_ktrace_counts(const std::filesystem::path& path) {

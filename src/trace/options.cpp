@@ -33,7 +33,7 @@ const std::vector<TracerSetting> kSettings = {
     {"sync-records", "--sync-records", "KTUNE_TRACE_SYNC", "0 or 1", "0", "CUPTI synchronization records too (+0.2-0.3 us per launch); else only the sync API calls"},
     {"latency", "--latency", "KTUNE_TRACE_LATENCY", "0 or 1", "0", "kernels' queued and submitted timestamps"},
     {"overhead", "--overhead", "KTUNE_TRACE_OVERHEAD", "0 or 1", "0", "CUPTI's own overhead records"},
-    {"gemm-shapes", "--gemm-shapes", "KTUNE_TRACE_GEMM_SHAPES", "0 or 1", "0", "cuBLASLt's GEMM calls (shape, types, transposes, epilogue, algorithm, call count) from cuBLASLt's own log, into each process's trace; counts only, and each GEMM call costs more (docs/profiling.md)"},
+    {"gemm-shapes", "--gemm-shapes", "KTUNE_TRACE_GEMM_SHAPES", "0 or 1", "0", "cuBLASLt's GEMM calls (shape, layout, batch, types, epilogue, algorithm), each with its thread and time, so the report gives every GEMM problem its GPU time and tune command; each GEMM call costs a few microseconds more (docs/profiling.md)"},
     {"metrics", "--metrics", "KTUNE_TRACE_METRICS", "set or list", "", "hardware counters for selected launches: a set (roofline, memory, stalls, compute, full) or comma-separated metric names; none: activity tier only"},
     {"kernel", "--kernel", "KTUNE_TRACE_KERNEL", "regex", "", "counters only for kernels whose mangled or demangled name matches; none: every kernel"},
     {"launch-skip", "--launch-skip", "KTUNE_TRACE_LAUNCH_SKIP", "count", "0", "skip this many matching launches of each kernel first"},
@@ -178,38 +178,14 @@ void check_range(const std::string& range) {
 
 void check_gemm_shapes(const TracerOptions& o, const GetEnv& get) {
   if (!o.gemm_shapes) return;
-  const std::string flag = flag_and_env("gemm-shapes");
-  if (o.window.period_s > 0)
-    throw Error(
-        fmt::format("{} records the whole run, which {} splits into many traces; use one "
-                    "of them.",
-                    flag, flag_and_env("period")));
-  if (const char* file = get("CUBLASLT_LOG_FILE"); file && *file)
-    throw Error(
-        fmt::format("{} needs cuBLASLt's log in a file of its own, but CUBLASLT_LOG_FILE "
-                    "is set ({}); unset it or drop {}.",
-                    flag, file, "--gemm-shapes"));
-  // Levels are cumulative: 2 (Trace, one line per matmul) and above include the matmul lines.
-  if (const char* level = get("CUBLASLT_LOG_LEVEL"); level && *level) {
-    int value = 0;
-    const std::string_view v(level);
-    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-    if (ec != std::errc() || ptr != v.data() + v.size() || value < 2 || value > 5)
-      throw Error(
-          fmt::format("{} needs cuBLASLt's Trace lines, but CUBLASLT_LOG_LEVEL={} leaves "
-                      "them out; unset it or set it to 2.",
-                      flag, level));
-  } else if (const char* mask = get("CUBLASLT_LOG_MASK"); mask && *mask) {
-    // A mask alone decides which lines cuBLASLt writes; 2 is the Trace bit.
-    unsigned value = 0;
-    const std::string_view v(mask);
-    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-    if (ec != std::errc() || ptr != v.data() + v.size() || (value & 2u) == 0)
-      throw Error(
-          fmt::format("{} needs cuBLASLt's Trace lines, but CUBLASLT_LOG_MASK={} leaves "
-                      "them out; unset it or add 2 (Trace) to it.",
-                      flag, mask));
-  }
+  // The tracer takes over cuBLASLt's logger (level, file, callback); a logger the user set up
+  // would be silently redirected, so it is refused instead.
+  for (const char* name : {"CUBLASLT_LOG_LEVEL", "CUBLASLT_LOG_MASK", "CUBLASLT_LOG_FILE"})
+    if (const char* v = get(name); v && *v)
+      throw Error(fmt::format(
+          "{} takes over cuBLASLt's logger, but {}={} configures it already; unset {} or drop "
+          "--gemm-shapes.",
+          flag_and_env("gemm-shapes"), name, v, name));
 }
 
 void check_counter_options(const TracerOptions& o) {
@@ -333,7 +309,10 @@ std::vector<std::string> record_kinds(const TracerOptions& o) {
   }
   if (o.latency_timestamps) kinds.push_back("latency");
   if (!o.metrics.empty()) kinds.push_back("counter");
-  if (o.gemm_shapes) kinds.push_back("gemm_call");
+  if (o.gemm_shapes) {
+    kinds.push_back("gemm_call");
+    kinds.push_back("gemm_event");
+  }
   return kinds;
 }
 

@@ -410,3 +410,60 @@ TEST(Analysis, SharedMemoryTotalDoesNotOverflow) {
 
 }  // namespace
 }  // namespace ktune::analyze::test
+
+namespace ktune::analyze {
+namespace {
+
+using test::TraceBuilder;
+
+trace::GemmCallRecord gemm_record(std::int64_t m) {
+  trace::GemmCallRecord r;
+  r.m = m;
+  r.n = r.k = 64;
+  r.lda = r.ldb = 64;
+  r.ldc = r.ldd = m;
+  r.a_type = r.b_type = r.c_type = r.d_type = "R_16BF";
+  r.compute_type = "COMPUTE_32F";
+  r.calls = 1;
+  return r;
+}
+
+// Each cuBLASLt call owns the cuBLASLt kernels its thread launches next: at most four of them (a
+// matmul and its split-K reduction), none replayed from a CUDA graph, none of another thread's.
+TEST(Analysis, GemmCallsGetTheGpuTimeOfTheKernelsTheyLaunched) {
+  TraceBuilder b;
+  b.t.metadata.records = {"kernel", "gemm_call", "gemm_event"};
+  b.t.gemm_calls = {gemm_record(128), gemm_record(256)};
+  b.t.gemm_calls[1].calls = 2;
+  b.t.gemm_events = {{4242, 11, TraceBuilder::at(0), 0},
+                     {4242, 11, TraceBuilder::at(100), 1},
+                     {4242, 11, TraceBuilder::at(300), 1}};
+  // Call 0: its matmul and split-K reduction (both cuBLASLt's), then a kernel of the program.
+  b.launched("nvjet_hsh_128x64_64x4_1x1_v_bz_NNN", 1, 2, 10, 30, 1);
+  b.launched("void cublasLt::splitKreduce_kernel<32, 16, int, float>(int)", 3, 4, 30, 35, 2);
+  b.launched("void at::native::vectorized_elementwise_kernel<4>(int)", 5, 6, 35, 40, 3);
+  // Call 1: five launches; the fifth is past what one call launches.
+  for (std::uint32_t i = 0; i < 5; ++i)
+    b.launched("nvjet_hsh_256x64_64x4_1x1_v_bz_NNN", 101 + 2 * i, 102 + 2 * i, 110 + 10 * i,
+               115 + 10 * i, 10 + i);
+  // A launch of another thread right after call 1: not its kernel.
+  b.launched("nvjet_hsh_256x64_64x4_1x1_v_bz_NNN", 101.5, 101.8, 200, 290, 20, /*thread=*/12);
+  // Call 2 (same problem) was captured into a graph: its kernel runs from the graph's launch.
+  b.api("cudaGraphLaunch", 301, 302, 30);
+  b.kernel("nvjet_hsh_256x64_64x4_1x1_v_bz_NNN", 310, 400, 30).graph_id = 5;
+  MemorySource source(b.t);
+  const Analysis a = analyze(source);
+  ASSERT_TRUE(a.gemm.timed);
+  ASSERT_EQ(a.gemm.shapes.size(), 2u);
+  EXPECT_EQ(a.gemm.shapes[0].problem.m, 128);  // most GPU time first: 25 us against 20 us
+  EXPECT_EQ(a.gemm.shapes[0].gpu_ns, 25'000);
+  EXPECT_EQ(a.gemm.shapes[0].timed_calls, 1u);
+  EXPECT_EQ(a.gemm.shapes[1].problem.m, 256);
+  EXPECT_EQ(a.gemm.shapes[1].gpu_ns, 20'000);   // four launches of 5 us
+  EXPECT_EQ(a.gemm.shapes[1].timed_calls, 1u);  // the graph's replay is not tied to its call
+  EXPECT_EQ(a.gemm.gpu_ns, 45'000);
+  EXPECT_EQ(a.gemm.calls, 3u);
+}
+
+}  // namespace
+}  // namespace ktune::analyze

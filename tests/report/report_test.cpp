@@ -43,12 +43,13 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 4);
+  EXPECT_EQ(j["schema_version"], 5);
   EXPECT_EQ(j["kind"], "ktune.report");
   EXPECT_EQ(keys(j), (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps",
                            "gemm_calls", "group_by", "kernels", "kind", "nvtx", "schema_version",
                            "storms", "timeline", "totals", "trace"}));
-  EXPECT_EQ(keys(j["gemm_calls"]), (Keys{"calls", "recorded", "shapes"}));
+  EXPECT_EQ(keys(j["gemm_calls"]),
+            (Keys{"calls", "gpu_ns", "recorded", "shapes", "timed", "timed_calls"}));
   EXPECT_EQ(j["gemm_calls"]["recorded"], false);
   EXPECT_EQ(keys(j["timeline"]), (Keys{"devices", "serialized_runs", "sm_count_known"}));
   EXPECT_EQ(
@@ -164,17 +165,28 @@ TEST(ReportHtml, IsOneSelfContainedFile) {
 
 // A layer whose backlog is two cuBLASLt kernels, traced with --gemm-shapes: the calls of the H100
 // log (fuzz/corpus/cublaslt_log/h100_torch.log, each line twice).
-analyze::Analysis gemm_sample(bool with_calls = true) {
+// The H100's logged calls (the fuzz corpus's five lines, twice) and three kernels: the calls of
+// the first problem (bias linear) and the fourth (f32) made just before the launches of the two
+// nvjet kernels on the same thread, so those kernels are their GPU time; the elementwise kernel
+// launched after a GEMM call is no cuBLASLt kernel and stays the program's own.
+analyze::Analysis gemm_sample(bool with_calls = true, bool with_events = true) {
   TraceBuilder b;
   b.launched("nvjet_hsh_192x192_64x4_2x1_v_bz_coopA_TNN", 0, 5, 10, 410, 1);
   b.launched("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNN", 6, 9, 410, 600, 2);
   b.launched("void at::native::vectorized_elementwise_kernel<4>(int)", 10, 12, 600, 610, 3);
   if (with_calls) {
-    b.t.metadata.records = {"kernel", "gemm_call"};
+    b.t.metadata.records = {"kernel", "gemm_call", "gemm_event"};
     std::ifstream in(std::filesystem::path(KTUNE_SOURCE_DIR) / "fuzz" / "corpus" / "cublaslt_log" /
                      "h100_torch.log");
     const std::string lines((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     b.t.gemm_calls = trace::parse_cublaslt_log(lines + lines).calls;
+    if (with_events) {
+      b.t.gemm_events.push_back({4242, 11, TraceBuilder::at(-1), 0});
+      b.t.gemm_events.push_back({4242, 11, TraceBuilder::at(5.5), 3});
+      b.t.gemm_events.push_back({4242, 99, TraceBuilder::at(5.8), 1});  // another thread
+    } else {
+      b.t.metadata.schema_version = 3;
+    }
   }
   analyze::MemorySource source(b.t);
   return analyze::analyze(source);
@@ -185,23 +197,30 @@ TEST(ReportGemm, SectionIsPinned) {
   const std::string section = t.substr(t.find("\nGEMM calls (cuBLASLt)\n") + 1);
   EXPECT_EQ(section,
             R"(GEMM calls (cuBLASLt)
-  10 calls of 5 shapes, from cuBLASLt's own log. Counts only: the log ties no call to a kernel, so GPU time per shape is not known. BLAS column-major: D is m x n, k the reduction; Op is transa, transb.
-  Calls  m      n     k     Batch  Dtype  Op  Epilogue  Algorithm                                    Tune
-  2      11008  2048  4096  1      f16    TN  bias      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn_bias --shape m=11008,n=2048,k=4096 --dtype f16
-  2      11008  2048  4096  1      f16    TN  none      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f16
-  2      11008  2048  4096  1      f32    TN  none      algo 55 tile 128x128 stages 8x3              ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f32
-  2      4096   1024  4096  2      f16    NN  none      algo 66 tile 256x128 stages 64xAUTO          ktune tune --library cublaslt --op gemm_nn --shape m=4096,n=1024,k=4096,batch=2 --dtype f16
-  2      256    16    4096  1      f16    TN  none      algo 66 tile 64x16 stages 64xAUTO split-K 3  ktune tune --library cublaslt --op gemm_tn --shape m=256,n=16,k=4096 --dtype f16
+  10 calls of 5 problems, 590.00 us of GPU time (98.3 % of all kernel time) in the cuBLASLt kernels 2 of those calls launched (the others launched no kernel the trace ties to them, as calls captured into a CUDA graph do). BLAS column-major: D is m x n, k the reduction; Op is op(A), op(B) (x @ W is NN, a Linear TN).
+  GPU time   %       Calls  m      n     k     Batch  Dtype  Op  Epilogue  Algorithm                                    Tune
+  400.00 us  66.7 %  2      11008  2048  4096  1      f16    TN  bias      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn_bias --shape m=11008,n=2048,k=4096 --dtype f16
+  190.00 us  31.7 %  2      11008  2048  4096  1      f32    TN  none      algo 55 tile 128x128 stages 8x3              ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f32
+  0 ns       0.0 %   2      11008  2048  4096  1      f16    TN  none      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f16
+  0 ns       0.0 %   2      4096   1024  4096  2      f16    NN  none      algo 66 tile 256x128 stages 64xAUTO          ktune tune --library cublaslt --op gemm_nn --shape m=4096,n=1024,k=4096,batch=2 --dtype f16
+  0 ns       0.0 %   2      256    16    4096  1      f16    TN  none      algo 66 tile 64x16 stages 64xAUTO split-K 3  ktune tune --library cublaslt --op gemm_tn --shape m=256,n=16,k=4096 --dtype f16
 )") << section;
 }
 
 TEST(ReportGemm, BacklogNamesTheShapesBesideItsCuBlasLtKernels) {
   const std::string t = render_text(gemm_sample(), {});
   EXPECT_NE(t.find("2 kernels own 98.3 % of GPU time (target 80.0 %). cuBLASLt kernels #1, #2 ran "
-                   "the program's cuBLASLt GEMMs: m=11008 n=2048 k=4096 f16 bias (2 calls); "),
+                   "the program's cuBLASLt GEMMs: TN m=11008 n=2048 k=4096 f16 bias (400.00 us, 2 "
+                   "calls); TN m=11008 n=2048 k=4096 f32 (190.00 us, 2 calls); "),
             std::string::npos)
       << t;
-  EXPECT_NE(t.find("Which kernel ran which shape is not in the trace"), std::string::npos) << t;
+  // A trace of schema 3 has no time per call: counts only, and it says so.
+  const std::string counts = render_text(gemm_sample(true, false), {});
+  EXPECT_NE(counts.find("TN m=11008 n=2048 k=4096 f16 bias (2 calls); "), std::string::npos)
+      << counts;
+  EXPECT_NE(counts.find("Counts only: this trace (schema 3) has no time per call"),
+            std::string::npos)
+      << counts;
   // Without --gemm-shapes the section is absent and the backlog says how to get the shapes.
   const std::string without = render_text(gemm_sample(false), {});
   EXPECT_EQ(without.find("GEMM calls (cuBLASLt)\n"), std::string::npos) << without;
@@ -218,11 +237,18 @@ TEST(ReportGemm, JsonMarkdownAndHtmlCarryTheShapes) {
   EXPECT_EQ(g["recorded"], true);
   EXPECT_EQ(g["calls"], 10);
   ASSERT_EQ(g["shapes"].size(), 5u);
-  EXPECT_EQ(keys(g["shapes"][0]),
-            (Keys{"a_type",       "algorithms", "b_type", "batch",       "c_type", "calls",
-                  "compute_type", "d_type",     "dtype",  "epilogue",    "k",      "lda",
-                  "ldb",          "ldc",        "ldd",    "m",           "n",      "not_tunable",
-                  "scale_type",   "transa",     "transb", "tune_command"}));
+  EXPECT_EQ(
+      keys(g["shapes"][0]),
+      (Keys{"a_type",   "algorithms",   "b_type",      "batch",      "c_type",   "cache_key",
+            "calls",    "compute_type", "d_type",      "dtype",      "epilogue", "gpu_ns",
+            "k",        "lda",          "ldb",         "ldc",        "ldd",      "m",
+            "n",        "not_tunable",  "problem",     "scale_type", "stride_a", "stride_b",
+            "stride_c", "stride_d",     "timed_calls", "transa",     "transb",   "tune_command"}));
+  EXPECT_EQ(g["shapes"][0]["gpu_ns"], 400000);
+  EXPECT_EQ(g["shapes"][0]["cache_key"],
+            json({{"op", "gemm_tn_bias"}, {"dtype", "f16"}, {"shape", {11008, 2048, 4096, 1}}}));
+  EXPECT_EQ(g["timed"], true);
+  EXPECT_EQ(g["timed_calls"], 2);
   EXPECT_EQ(g["shapes"][0]["tune_command"],
             "ktune tune --library cublaslt --op gemm_tn_bias --shape m=11008,n=2048,k=4096 "
             "--dtype f16");

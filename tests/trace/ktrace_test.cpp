@@ -131,14 +131,16 @@ TEST(Ktrace, SchemaIsPinned) {
   EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "4");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
                 "type='table' ORDER BY name)"),
-            "api_calls,counters,drops,gemm_calls,kernels,memcpys,memsets,metadata,nvtx_ranges,"
-            "overheads,strings,syncs");
+            "api_calls,counters,drops,gemm_calls,gemm_events,kernels,memcpys,memsets,metadata,"
+            "nvtx_ranges,overheads,strings,syncs");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('gemm_calls')"),
             "id,m,n,k,batch,lda,ldb,ldc,ldd,stride_a,stride_b,stride_c,stride_d,a_type_id,"
             "b_type_id,c_type_id,d_type_id,compute_type_id,scale_type_id,transa_id,transb_id,"
             "epilogue_id,algo_id,tile_id,stages_id,splits,reduction_id,calls");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('counters')"),
             "id,device_id,correlation_id,metric_id,value");
+  EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('gemm_events')"),
+            "id,process_id,thread_id,time_ns,call");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('kernels')"),
             "id,name_id,demangled_id,queued_ns,submitted_ns,start_ns,end_ns,device_id,"
             "context_id,stream_id,correlation_id,grid_x,grid_y,grid_z,block_x,block_y,block_z,"
@@ -596,40 +598,55 @@ TEST(Ktrace, GemmCallsRoundTrip) {
   EXPECT_EQ(KtraceReader(dir.path / "t.ktrace").counts().gemm_calls, 2u);
 }
 
-// ktune profile files the calls into a trace the tracer closed; the recorded version-1 trace
-// gains the table and keeps reading.
-TEST(Ktrace, GemmCallsAppendToAClosedTraceOfAnyVersion) {
+TEST(Ktrace, GemmEventsRoundTripInTimeOrder) {
   TempDir dir;
-  write_ktrace(dir.path / "t.ktrace", sample_trace());
-  append_gemm_calls(dir.path / "t.ktrace", {gemm_bias_call()});
-  GemmCallRecord other = gemm_bias_call();
-  other.epilogue = "EPILOGUE_DEFAULT";  // interned strings are reused, new ones added
-  other.tile = "MATMUL_TILE_256x128";
-  append_gemm_calls(dir.path / "t.ktrace", {other});
-  const Trace out = read_ktrace(dir.path / "t.ktrace");
-  ASSERT_EQ(out.gemm_calls.size(), 2u);
-  expect_same(out.gemm_calls[0], gemm_bias_call());
-  expect_same(out.gemm_calls[1], other);
-  EXPECT_EQ(out.kernels.size(), sample_trace().kernels.size());
+  Trace in = sample_trace();
+  in.gemm_calls = {gemm_bias_call()};
+  in.gemm_events = {{7, 11, 2000, 0}, {7, 12, 1000, 0}};
+  write_ktrace(dir.path / "t.ktrace", in);
+  std::vector<GemmEventRecord> out;
+  KtraceReader(dir.path / "t.ktrace").gemm_events([&](const GemmEventRecord& e) {
+    out.push_back(e);
+  });
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(std::tie(out[0].process_id, out[0].thread_id, out[0].time_ns, out[0].call),
+            std::tie(in.gemm_events[1].process_id, in.gemm_events[1].thread_id,
+                     in.gemm_events[1].time_ns, in.gemm_events[1].call));
+  EXPECT_EQ(out[1].time_ns, 2000u);
+  EXPECT_EQ(KtraceReader(dir.path / "t.ktrace").counts().gemm_events, 2u);
+}
 
-  const auto fixture = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests" / "fixtures" / "traces" /
-                       "torch_layer_h200.ktrace";
-  std::filesystem::copy_file(fixture, dir.path / "v1.ktrace");
-  EXPECT_EQ(KtraceReader(dir.path / "v1.ktrace").counts().gemm_calls, 0u);
-  append_gemm_calls(dir.path / "v1.ktrace", {gemm_bias_call()});
-  const KtraceReader v1(dir.path / "v1.ktrace");
-  EXPECT_EQ(v1.metadata().schema_version, 1);
+// A trace of schema 3 has gemm_calls without the stride columns and no gemm_events table: it
+// reads, strides 0, no events. (Made here from a current one, as the tracer of 3 wrote it.)
+TEST(Ktrace, AVersion3TraceReadsItsGemmCallsWithoutStridesOrEvents) {
+  TempDir dir;
+  Trace in = sample_trace();
+  GemmCallRecord batched = gemm_bias_call();
+  batched.batch = 4;
+  batched.stride_a = 99;
+  in.gemm_calls = {batched};
+  in.gemm_events = {{1, 2, 3, 0}};
+  write_ktrace(dir.path / "t.ktrace", in);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path / "t.ktrace").c_str(), &db), SQLITE_OK);
+  for (const char* sql :
+       {"ALTER TABLE gemm_calls DROP COLUMN stride_a",
+        "ALTER TABLE gemm_calls DROP COLUMN stride_b",
+        "ALTER TABLE gemm_calls DROP COLUMN stride_c",
+        "ALTER TABLE gemm_calls DROP COLUMN stride_d", "DROP TABLE gemm_events",
+        "UPDATE metadata SET value='3' WHERE key='schema_version'", "PRAGMA user_version=3"})
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  sqlite3_close(db);
+  const KtraceReader r(dir.path / "t.ktrace");
+  EXPECT_EQ(r.metadata().schema_version, 3);
   std::vector<GemmCallRecord> calls;
-  v1.gemm_calls([&](const GemmCallRecord& r) { calls.push_back(r); });
+  r.gemm_calls([&](const GemmCallRecord& c) { calls.push_back(c); });
   ASSERT_EQ(calls.size(), 1u);
-  expect_same(calls[0], gemm_bias_call());
-
-  try {
-    append_gemm_calls(dir.path / "missing.ktrace", {gemm_bias_call()});
-    FAIL() << "expected ktune::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(calls[0].batch, 4);
+  EXPECT_EQ(calls[0].stride_a, 0);
+  std::size_t events = 0;
+  r.gemm_events([&](const GemmEventRecord&) { ++events; });
+  EXPECT_EQ(events, 0u);
 }
 
 // A path the file system refuses (a name over 255 bytes) is one sentence, not an escaped

@@ -24,18 +24,33 @@ struct GemmShape {
   std::optional<bench::GemmProblem> tunable;  // the library search's problem, when it has one
   std::string tune_command;                   // "" when there is none
   std::string not_tunable;  // why not, when tune_command is "": "types i8*i8->i32 ...", ...
+  // GPU time of the cuBLASLt kernels its calls launched, and how many calls that covers (a call
+  // captured into a CUDA graph runs at replay, where no call launches it).
+  std::int64_t gpu_ns = 0;
+  std::uint64_t timed_calls = 0;
 };
 
 struct GemmCalls {
   bool recorded = false;  // the trace was taken with --gemm-shapes (or holds GEMM calls)
+  bool timed = false;     // the trace has each call's time and thread (schema 4), so GPU time
   std::uint64_t calls = 0;
-  std::vector<GemmShape> shapes;  // most calls first, then most FLOP per call
+  std::int64_t gpu_ns = 0;  // over every shape
+  std::uint64_t timed_calls = 0;
+  std::vector<GemmShape> shapes;  // most GPU time first (by calls when not timed), then FLOP
+};
+
+// What the analysis tied to one gemm_calls row: its kernels' GPU time, over how many calls.
+struct GemmTiming {
+  std::int64_t gpu_ns = 0;
+  std::uint64_t timed_calls = 0;
 };
 
 // Groups `records` by problem (sizes, batch, types, compute and scale type, transposes,
 // epilogue); leading dimensions, strides and algorithms do not split a problem, as the cache keys
 // a tuned GEMM by its op, dtype and [m, n, k, batch] alone.
-GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded);
+// `timing`, when given, holds one entry per record: the shapes get GPU time and rank by it.
+GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded,
+                           const std::vector<GemmTiming>* timing = nullptr);
 
 // The library search's problem for a logged call (its layout, leading dimensions and strides as
 // the program ran it), or nullopt with `why_not` saying what the search cannot run: types that

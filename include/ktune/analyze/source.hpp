@@ -30,6 +30,8 @@ class TraceSource {
   virtual void counters(const Visitor<trace::CounterRecord>& visit) { (void)visit; }
   // cuBLASLt's GEMM calls (ktune profile --gemm-shapes), in stored order; none without them.
   virtual void gemm_calls(const Visitor<trace::GemmCallRecord>& visit) { (void)visit; }
+  // One event per GEMM call (its thread and time), in time order; none without them.
+  virtual void gemm_events(const Visitor<trace::GemmEventRecord>& visit) { (void)visit; }
   virtual const trace::TraceMetadata& metadata() const = 0;
   // The earliest non-zero timestamp of any record; exported times count from it. Empty: nullopt.
   virtual std::optional<std::uint64_t> origin_ns() = 0;
@@ -50,6 +52,7 @@ class MemorySource : public TraceSource {
   void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
   void counters(const Visitor<trace::CounterRecord>& visit) override;
   void gemm_calls(const Visitor<trace::GemmCallRecord>& visit) override;
+  void gemm_events(const Visitor<trace::GemmEventRecord>& visit) override;
   const trace::TraceMetadata& metadata() const override { return trace_.metadata; }
   std::optional<std::uint64_t> origin_ns() override;
 
@@ -72,6 +75,7 @@ class KtraceSource : public TraceSource {
   void nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) override;
   void counters(const Visitor<trace::CounterRecord>& visit) override;
   void gemm_calls(const Visitor<trace::GemmCallRecord>& visit) override;
+  void gemm_events(const Visitor<trace::GemmEventRecord>& visit) override;
   const trace::TraceMetadata& metadata() const override { return counts_.metadata; }
   std::optional<std::uint64_t> origin_ns() override;
   trace::SkippedRecords skipped() const override { return reader_.skipped(); }

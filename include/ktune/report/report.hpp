@@ -16,7 +16,7 @@ namespace ktune::report {
 
 // 3: "counters" (the per-kernel derivation of the counter tier), "baseline" and "timeline".
 // 4: "gemm_calls" (ktune profile --gemm-shapes) and the backlog's "cublaslt_kernels".
-inline constexpr int kReportSchemaVersion = 4;
+inline constexpr int kReportSchemaVersion = 5;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all

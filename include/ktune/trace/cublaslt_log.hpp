@@ -13,6 +13,7 @@
 // has exited.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,6 +38,11 @@ class CublasLtLogParser {
  public:
   // One line, without its newline (a trailing '\r' is ignored).
   void add_line(std::string_view line);
+  // One message as cuBLASLt hands it to a logger callback: the function ("cublasLtMatmul") and
+  // the fields that follow a line's five bracketed groups. The index in log().calls of the record
+  // the call was counted on; nullopt when it is no matmul or could not be read (then counted as
+  // skipped).
+  std::optional<std::size_t> add_call(std::string_view function, std::string_view fields);
   const CublasLtLog& log() const { return log_; }
 
  private:

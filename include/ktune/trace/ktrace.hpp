@@ -27,12 +27,17 @@
 //   drops(context_id, stream_id, count)
 //   counters(device_id, correlation_id, metric_id, value)   since version 2 (the counter tier);
 //           value is REAL. A version-1 file has no counters table and reads as having none.
-//   gemm_calls(m, n, k, batch, lda, ldb, ldc, ldd, a_type_id, b_type_id, c_type_id, d_type_id,
-//           compute_type_id, scale_type_id, transa_id, transb_id, epilogue_id, algo_id, tile_id,
-//           stages_id, splits, reduction_id, calls)   since version 3 (ktune profile
-//           --gemm-shapes): one row per distinct cuBLASLt GEMM problem and algorithm of the
-//           process, from cuBLASLt's own log, added by ktune profile after the program exits.
-//           Older files have no gemm_calls table and read as having none.
+//   gemm_calls(m, n, k, batch, lda, ldb, ldc, ldd, stride_a, stride_b, stride_c, stride_d,
+//           a_type_id, b_type_id, c_type_id, d_type_id, compute_type_id, scale_type_id,
+//           transa_id, transb_id, epilogue_id, algo_id, tile_id, stages_id, splits, reduction_id,
+//           calls)   since version 3 (ktune profile --gemm-shapes): one row per distinct cuBLASLt
+//           GEMM problem and algorithm of the process, as cuBLASLt's own log describes each call;
+//           the stride columns since version 4 (older files read 0). Older files have no
+//           gemm_calls table and read as having none.
+//   gemm_events(process_id, thread_id, time_ns, call)   since version 4: one row per cuBLASLt
+//           GEMM call, when and on which thread it was made; `call` is the 0-based row of
+//           gemm_calls it was counted on. The launches that follow on that thread are its
+//           kernels (analyze/ joins them), which gives each GEMM problem its GPU time.
 // PRAGMA user_version holds schema_version too, so `sqlite3 f.ktrace 'pragma user_version'` tells.
 #include <cstdint>
 #include <filesystem>
@@ -158,6 +163,14 @@ struct GemmCallRecord {
   std::uint64_t calls = 0;
 };
 
+// One cuBLASLt GEMM call: the tracer timestamps it as cuBLASLt logs it, on the calling thread,
+// before the call launches its kernels.
+struct GemmEventRecord {
+  std::uint32_t process_id = 0, thread_id = 0;  // thread_id as CUPTI's API records give it
+  std::uint64_t time_ns = 0;                    // CUPTI's clock
+  std::uint64_t call = 0;                       // its GemmCallRecord: row `call` (0-based)
+};
+
 // The capture window and sampling that were in effect (all zero/empty: whole run, every process).
 struct TraceWindow {
   double delay_s = 0;     // capture starts this long after the tracer loads
@@ -201,6 +214,7 @@ struct Trace {
   std::vector<DropRecord> drops;
   std::vector<CounterRecord> counters;  // ordered by correlation_id
   std::vector<GemmCallRecord> gemm_calls;
+  std::vector<GemmEventRecord> gemm_events;
   std::size_t record_count() const;  // all vectors, drops excluded
 };
 
@@ -209,7 +223,8 @@ struct TraceCounts {
   TraceMetadata metadata;
   std::uint64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, syncs = 0, nvtx_ranges = 0,
                 overheads = 0, counters = 0;
-  std::uint64_t gemm_calls = 0;  // rows: distinct problems and algorithms, not calls
+  std::uint64_t gemm_calls = 0;   // rows: distinct problems and algorithms, not calls
+  std::uint64_t gemm_events = 0;  // one per call
 };
 
 // Appends records to a .ktrace. The file is valid SQLite after every commit(), so a process that
@@ -233,6 +248,7 @@ class KtraceWriter {
   void add(const DropRecord& r);
   void add(const CounterRecord& r);
   void add(const GemmCallRecord& r);
+  void add(const GemmEventRecord& r);
   void add_records(const Trace& batch);  // every record vector of `batch`; its metadata is ignored
 
   // Rewrites the metadata rows (e.g. at close: finished_at, complete, drop totals).
@@ -314,6 +330,7 @@ class KtraceReader {
   // GEMM calls in the order they were added; none in a file older than version 3 or recorded
   // without --gemm-shapes. A count or size that is not a non-negative integer throws.
   void gemm_calls(const Visitor<GemmCallRecord>& visit) const;
+  void gemm_events(const Visitor<GemmEventRecord>& visit) const;
   // Rows the latest visit of each table skipped (see SkippedRecords), all tables together.
   SkippedRecords skipped() const;
 
@@ -329,10 +346,6 @@ Trace read_ktrace(const std::filesystem::path& path);
 
 // Metadata and row counts only.
 TraceCounts read_ktrace_counts(const std::filesystem::path& path);
-
-// Adds GEMM calls to a .ktrace another process wrote and closed (ktune profile, after the program
-// exits); a file older than version 3 gains the table. Throws ktune::Error naming the file.
-void append_gemm_calls(const std::filesystem::path& path, const std::vector<GemmCallRecord>& calls);
 
 // Writes `trace` as a closed .ktrace (tests and fixtures build traces from hand-made records).
 void write_ktrace(const std::filesystem::path& path, const Trace& trace);

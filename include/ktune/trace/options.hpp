@@ -94,10 +94,9 @@ std::vector<std::string> record_kinds(const TracerOptions& o);
 // will read them; throws ktune::Error with one sentence. No-op when o.metrics is empty.
 void check_counter_options(const TracerOptions& o);
 
-// Checks that --gemm-shapes can work: no periodic windows (the log covers the whole run, which
-// windows split into traces), and the user's own CUBLASLT_LOG_LEVEL, CUBLASLT_LOG_MASK and
-// CUBLASLT_LOG_FILE, when set, leave cuBLASLt logging its matmuls to a file ktune chooses. Throws
-// ktune::Error with one sentence; no-op when o.gemm_shapes is off.
+// Checks that --gemm-shapes can work: the tracer takes over cuBLASLt's logger, so the user's own
+// CUBLASLT_LOG_LEVEL, CUBLASLT_LOG_MASK or CUBLASLT_LOG_FILE is refused rather than redirected.
+// Throws ktune::Error with one sentence; no-op when o.gemm_shapes is off.
 void check_gemm_shapes(
     const TracerOptions& o, const GetEnv& get = [](const char* n) { return std::getenv(n); });
 
