@@ -200,9 +200,10 @@ GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bo
 bool is_cublaslt_kernel(std::string_view name) {
   if (name.rfind("void ", 0) == 0) name.remove_prefix(5);
   const auto contains = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
-  // Hopper's nvjet kernels, CUTLASS's, and the library's own (cublasLt::splitKreduce_kernel).
-  if (name.rfind("nvjet", 0) == 0 || contains("cutlass") || name.rfind("cublas", 0) == 0)
-    return true;
+  // Hopper's nvjet kernels, CUTLASS's, and the library's own: cublasLt::splitKreduce_kernel,
+  // cuBLAS's GEMV (internal::gemvx::kernel<..., cublasGemvParamsEx<...>>), the xmma kernels'
+  // "_cublas" suffix; every one names cuBLAS somewhere.
+  if (name.rfind("nvjet", 0) == 0 || contains("cutlass") || contains("cublas")) return true;
   // sm80_xmma_gemm_..., sm90_xmma_...: an architecture number, then xmma.
   if (name.rfind("sm", 0) == 0) {
     std::size_t i = 2;

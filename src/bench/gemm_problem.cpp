@@ -316,27 +316,32 @@ void from_json(const nlohmann::json& j, GemmProblem& p) {
   p = r;
 }
 
+double GemmTolerance::bound(double k, double reference) const {
+  return per_sqrt_k * std::sqrt(k) + abs + rel * std::abs(reference);
+}
+
 GemmTolerance gemm_tolerance(const GemmProblem& p) {
-  const Tolerance base = default_tolerance(p.dtype);
-  GemmTolerance t{base.abs, base.rel};
-  const auto widen = [&](double abs, double rel) {
-    t.abs = std::max(t.abs, abs);
-    t.rel = std::max(t.rel, rel);
-  };
+  const Tolerance out = default_tolerance(p.dtype);
+  GemmTolerance t{0, out.abs, out.rel};
+  // Inputs in [-1, 1): products average 1/4 in size; a rounding of relative size e in each input
+  // leaves about e/2 per product, and k of them add up like a random walk. Four times that.
+  const auto inputs_rounded_to = [&](double e) { t.per_sqrt_k = 4 * 0.25 * e; };
   switch (p.compute) {
     case GemmCompute::f32:
+      inputs_rounded_to(1e-6);  // fp32 accumulation order alone
       break;
-    case GemmCompute::tf32:  // 10-bit mantissas: about 1e-3 of each product
-      widen(2e-3, 2e-3);
+    case GemmCompute::tf32:
+      inputs_rounded_to(std::ldexp(1.0, -10));  // 10-bit mantissas
       break;
     case GemmCompute::fast_f16:
-      widen(1e-2, 1e-2);
+      inputs_rounded_to(std::ldexp(1.0, -10));
       break;
     case GemmCompute::fast_bf16:
-      widen(5e-2, 2e-2);
+      inputs_rounded_to(std::ldexp(1.0, -7));
       break;
     case GemmCompute::f16:  // the sum itself rounds to fp16 at every step
-      widen(5e-2, 5e-2);
+      inputs_rounded_to(std::ldexp(1.0, -8));
+      t.rel = std::max(t.rel, 2e-2);
       break;
   }
   return t;

@@ -172,7 +172,11 @@ TEST(GemmCalls, CuBlasLtKernelsByName) {
         // library's own.
         "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn",
         "volta_h884gemm_128x128_ldg8_nn", "turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_tn",
-        "void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float>(int)"})
+        "void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float>(int)",
+        // Seen on the H100 under torch 2.11: cuBLAS's GEMV and cuBLASLt's epilogue kernel.
+        "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, "
+        "float, float, false, true, true, false, 7, false, cublasGemvParamsEx<int>>(...)",
+        "void cublasLt::epilogue::impl::globalKernel<8, 32, float, float, float, true, false, 1>"})
     EXPECT_TRUE(is_cublaslt_kernel(yes)) << yes;
   for (const char* no : {"void at::native::vectorized_elementwise_kernel<4>(int)", "sm", "sm_xmma",
                          "triton_mm_0", "gemm_kernel", "ampere_elementwise", ""})

@@ -96,10 +96,15 @@ void to_json(nlohmann::json& j, const GemmProblem& p);
 // ktune::Error naming the field when one is missing, mistyped or unknown; validate()d.
 void from_json(const nlohmann::json& j, GemmProblem& p);
 
-// The verification tolerance of `p`'s results: the element type's, widened for TF32 and reduced
-// precision compute. `abs` grows with sqrt(k) where a k-long sum is checked.
+// How far a correct result of `p` may be from another correct one (a float64 reference, or another
+// algorithm): `per_sqrt_k` for what the compute type rounds away in a k-long sum of products of
+// inputs in [-1, 1) (TF32 and the fast modes round every input; fp32 accumulation adds next to
+// nothing), which grows with sqrt(k); `abs` and `rel` for rounding the result to the element type.
+// A split-K sum reduced in a 16-bit output type rounds every partial sum and exceeds it: such an
+// algorithm is less accurate than cuBLASLt's own choice, and is refused as a wrong result.
 struct GemmTolerance {
-  double abs = 0, rel = 0;
+  double per_sqrt_k = 0, abs = 0, rel = 0;
+  double bound(double k, double reference) const;  // per_sqrt_k*sqrt(k) + abs + rel*|reference|
 };
 GemmTolerance gemm_tolerance(const GemmProblem& p);
 

@@ -50,9 +50,12 @@ bench::GemmProblem library_problem(const std::string& op,
                                    const std::string& dtype);
 
 // Enumerated configurations of the given algorithm ids, at most `limit`, taken in turn from each
-// id's shuffled list (seeded) so that every algorithm gets a share of a small budget.
+// id's shuffled list (seeded) so that every algorithm gets a share of a small budget. Split-K
+// configurations use the reduction schemes in `reductions` (CUBLASLT_REDUCTION_SCHEME_* bits) that
+// the algorithm supports.
 std::vector<bench::LtAlgoConfig> enumerate_configs(std::span<const bench::LtAlgoCaps> caps,
-                                                   std::size_t limit, std::uint64_t seed);
+                                                   std::size_t limit, std::uint64_t seed,
+                                                   std::uint32_t reductions = ~0u);
 
 // What the GPU side found to choose among: every configuration cublasLtMatmulAlgoCheck accepted
 // within the workspace limit, heuristic ones first in rank order, no two with the same fields.
