@@ -81,6 +81,34 @@ store::OpSpec op_spec(const ProblemSpec& spec) {
   return op;
 }
 
+std::vector<std::int64_t> cache_shape(const ProblemSpec& spec, const MapScope& constants) {
+  std::vector<std::int64_t> shape;
+  if (!spec.ktune.shape.empty()) {
+    for (const auto& v : spec.ktune.shape) shape.push_back(constants.find(v.name)->as_int());
+    return shape;
+  }
+  if (!spec.kernel.problem_size.empty()) {
+    for (const auto& x : spec.kernel.problem_size) shape.push_back(x.evaluate(constants).as_int());
+    return shape;
+  }
+  // A spec with neither tunes one fixed problem: its extent is its GlobalSize where that reads no
+  // parameter (the hub's GEMM: 4096 x 4096), else the one bucket [1].
+  if (spec.kernel.global_size) {
+    try {
+      const Dim3Expression& g = *spec.kernel.global_size;
+      for (const Expression* x : {&g.x, &g.y, &g.z}) {
+        const std::int64_t v = x->evaluate(constants).as_int();
+        if (v <= 0) throw Error("not a size");
+        shape.push_back(v);
+      }
+      return shape;
+    } catch (const Error&) {
+      shape.clear();  // it depends on the configuration: not the problem's extent
+    }
+  }
+  return {1};
+}
+
 store::CacheEntry winner_entry(const ProblemSpec& spec, const SessionSummary& session,
                                const store::Environment& env, const HostIdentity& host) {
   if (!session.best)
@@ -97,12 +125,7 @@ store::CacheEntry winner_entry(const ProblemSpec& spec, const SessionSummary& se
   e.key.toolkit = env.toolkit;
   e.key.driver_major = env.driver_major;
   const MapScope constants = spec.constants(session.shape);
-  if (!spec.ktune.shape.empty()) {
-    for (const auto& v : spec.ktune.shape) e.shape.push_back(constants.find(v.name)->as_int());
-  } else {
-    for (const auto& x : spec.kernel.problem_size)
-      e.shape.push_back(x.evaluate(constants).as_int());
-  }
+  e.shape = cache_shape(spec, constants);
   e.config = nlohmann::json::object();
   for (const auto& [k, v] : best.config) e.config[k] = v;
   e.median_ns = best.result.time_ns;

@@ -41,9 +41,14 @@ class GpuEvaluator : public Evaluator {
   std::map<ConfigMap, std::optional<bench::KernelLaunch>> launches_;
 };
 
+// The shape a spec's winner is cached under: its shape variables in declared order, else its
+// ProblemSize; a spec with neither tunes one fixed problem, cached as its GlobalSize when that reads
+// no parameter, else as [1].
+std::vector<std::int64_t> cache_shape(const ProblemSpec& spec, const MapScope& constants);
+
 // The cache entry for a session's winner: key from the spec's op and dtype (their defaults when
-// the spec has no ktune section), the shape (shape variables in declared order, else ProblemSize)
-// and `env`; provenance from the session. ktune::Error when the session has no verified winner.
+// the spec has no ktune section), cache_shape() and `env`; provenance from the session.
+// ktune::Error when the session has no verified winner.
 store::CacheEntry winner_entry(const ProblemSpec& spec, const SessionSummary& session,
                                const store::Environment& env, const HostIdentity& host);
 
