@@ -143,14 +143,9 @@ struct Launch {
   std::uint32_t correlation_id;
   std::int64_t start_ns, end_ns;
   int nvtx_group;  // innermost NVTX range around the call, -1: none
-  // The cuBLASLt GEMM call (index into the trace's GEMM events) this launch followed on its
-  // thread, -1: none.
+  // The cuBLASLt GEMM call (GemmTimer's event) this launch followed on its thread, -1: none.
   std::int64_t gemm_event = -1;
 };
-
-// A cuBLASLt matmul launches its kernel and perhaps a split-K reduction; more launches than this
-// after one call on its thread are the program's own.
-constexpr std::size_t kLaunchesPerGemmCall = 4;
 
 struct ThreadKey {
   std::uint32_t pid;
@@ -274,7 +269,7 @@ class Analyzer {
     read_copies();
     src_.kernels([this](const trace::KernelRecord& k) { on_kernel(k); });
     finish();
-    group_gemm();
+    out_.gemm = gemm_.calls(src_);
     out_.skipped = src_.skipped();
     return std::move(out_);
   }
@@ -300,31 +295,9 @@ class Analyzer {
       out_.nvtx[i].duration_ns = summarize(durations[i]);
   }
 
-  // The GEMM calls by thread, in time order, for read_api_calls to tie launches to.
+  // The GEMM calls, for read_api_calls to tie launches to.
   void read_gemm_events() {
-    src_.gemm_events([&](const trace::GemmEventRecord& e) {
-      gemm_threads_[{e.process_id, e.thread_id}].push_back(gemm_events_.size());
-      gemm_events_.push_back(e);
-    });
-    gemm_event_launches_.assign(gemm_events_.size(), 0);
-    gemm_event_timed_.assign(gemm_events_.size(), false);
-  }
-
-  // The GEMM call a launch followed on its thread: the thread's latest call made before the
-  // launch, while that call has launched fewer than kLaunchesPerGemmCall kernels.
-  std::int64_t gemm_event_of(const trace::ApiRecord& a) {
-    if (gemm_events_.empty()) return -1;
-    const auto t = gemm_threads_.find({a.process_id, a.thread_id});
-    if (t == gemm_threads_.end()) return -1;
-    const auto& calls = t->second;
-    const auto after = std::upper_bound(
-        calls.begin(), calls.end(), a.start_ns,
-        [&](std::uint64_t time, std::size_t e) { return time < gemm_events_[e].time_ns; });
-    if (after == calls.begin()) return -1;
-    const std::size_t e = *std::prev(after);
-    if (gemm_event_launches_[e] >= kLaunchesPerGemmCall) return -1;
-    ++gemm_event_launches_[e];
-    return static_cast<std::int64_t>(e);
+    src_.gemm_events([&](const trace::GemmEventRecord& e) { gemm_.add_event(e); });
   }
 
   void read_api_calls() {
@@ -341,7 +314,9 @@ class Analyzer {
         if (auto t = nvtx_threads_.find({a.process_id, a.thread_id}); t != nvtx_threads_.end())
           nvtx = t->second.innermost(ns(a.start_ns));
         launches_.push_back({a.correlation_id, ns(a.start_ns), ns(a.end_ns), nvtx,
-                             role == ApiRole::launch ? gemm_event_of(a) : -1});
+                             role == ApiRole::launch && !gemm_.empty()
+                                 ? gemm_.on_launch(a.process_id, a.thread_id, a.start_ns)
+                                 : -1});
       }
     });
     // Correlation ids grow with call order in CUPTI, so this is usually already sorted.
@@ -514,16 +489,7 @@ class Analyzer {
       ++out_.nvtx[launch->nvtx_group].kernels;
       add_to(out_.nvtx[launch->nvtx_group].kernel_gpu_ns, duration);
     }
-    // A cuBLASLt kernel launched after a GEMM call on its thread ran that call. Kernels replayed
-    // from a CUDA graph were launched by the graph, not by a call.
-    if (launch && launch->gemm_event >= 0 && k.graph_id == 0 &&
-        is_cublaslt_kernel(display_name(k))) {
-      const auto e = static_cast<std::size_t>(launch->gemm_event);
-      const std::size_t call = gemm_events_[e].call;
-      if (gemm_ns_.size() <= call) gemm_ns_.resize(call + 1, 0);
-      add_to(gemm_ns_[call], duration);
-      gemm_event_timed_[e] = true;
-    }
+    if (launch && launch->gemm_event >= 0) gemm_.on_kernel(launch->gemm_event, k, duration);
 
     const int dev = static_cast<int>(k.device_id);
     DeviceState& d = device(dev, start);
@@ -593,24 +559,6 @@ class Analyzer {
                      [](auto& a, auto& b) { return a.total_ns > b.total_ns; });
   }
 
-  void group_gemm() {
-    std::vector<trace::GemmCallRecord> records;
-    src_.gemm_calls([&](const trace::GemmCallRecord& r) { records.push_back(r); });
-    std::vector<GemmTiming> timing;
-    if (!gemm_events_.empty()) {
-      timing.resize(records.size());
-      for (std::size_t i = 0; i < records.size() && i < gemm_ns_.size(); ++i)
-        timing[i].gpu_ns = gemm_ns_[i];
-      for (std::size_t e = 0; e < gemm_events_.size(); ++e)
-        if (gemm_event_timed_[e] && gemm_events_[e].call < timing.size())
-          ++timing[gemm_events_[e].call].timed_calls;
-    }
-    const auto& kinds = out_.metadata.records;
-    out_.gemm =
-        group_gemm_calls(records, std::find(kinds.begin(), kinds.end(), "gemm_call") != kinds.end(),
-                         timing.empty() ? nullptr : &timing);
-  }
-
   struct LongerGap {
     bool operator()(const Gap& a, const Gap& b) const { return a.duration_ns() > b.duration_ns(); }
   };
@@ -628,12 +576,7 @@ class Analyzer {
   std::priority_queue<Gap, std::vector<Gap>, LongerGap> largest_gaps_;  // shortest on top
   std::vector<Storm> storms_;
   std::int64_t last_start_ = INT64_MIN;
-  // --gemm-shapes: the calls, their order per thread, and what each one launched and ran.
-  std::vector<trace::GemmEventRecord> gemm_events_;
-  std::map<ThreadKey, std::vector<std::size_t>> gemm_threads_;
-  std::vector<std::size_t> gemm_event_launches_;
-  std::vector<bool> gemm_event_timed_;
-  std::vector<std::int64_t> gemm_ns_;  // per gemm_calls row
+  GemmTimer gemm_;  // --gemm-shapes: each call and the kernels it launched
 };
 
 }  // namespace

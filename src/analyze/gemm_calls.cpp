@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "ktune/analyze/analysis.hpp"
+#include "ktune/analyze/source.hpp"
 #include "ktune/core/dtype.hpp"
 #include "ktune/core/error.hpp"
 
@@ -125,6 +127,74 @@ std::optional<bench::GemmProblem> gemm_problem_of(const trace::GemmCallRecord& r
 std::string gemm_tune_command(const trace::GemmCallRecord& r, std::string* why_not) {
   const auto p = gemm_problem_of(r, why_not);
   return p ? bench::gemm_tune_command(*p) : std::string();
+}
+
+void GemmTimer::add_event(const trace::GemmEventRecord& e) {
+  threads_[{e.process_id, e.thread_id}].push_back(events_.size());
+  events_.push_back(e);
+  launches_.push_back(0);
+  timed_.push_back(false);
+}
+
+std::int64_t GemmTimer::on_launch(std::uint32_t process_id, std::uint32_t thread_id,
+                                  std::uint64_t start_ns) {
+  // A cuBLASLt matmul launches its kernel and perhaps a split-K reduction; more launches than
+  // this after one call on its thread are the program's own.
+  constexpr std::uint8_t kLaunchesPerCall = 4;
+  const auto t = threads_.find({process_id, thread_id});
+  if (t == threads_.end()) return -1;
+  const auto& calls = t->second;
+  const auto after = std::upper_bound(
+      calls.begin(), calls.end(), start_ns,
+      [&](std::uint64_t time, std::size_t e) { return time < events_[e].time_ns; });
+  if (after == calls.begin()) return -1;
+  const std::size_t e = *std::prev(after);
+  if (launches_[e] >= kLaunchesPerCall) return -1;
+  ++launches_[e];
+  return static_cast<std::int64_t>(e);
+}
+
+void GemmTimer::on_kernel(std::int64_t event, const trace::KernelRecord& k,
+                          std::int64_t duration_ns) {
+  // Kernels replayed from a CUDA graph were launched by the graph, not by a call.
+  if (event < 0 || k.graph_id != 0 || !is_cublaslt_kernel(k.display_name())) return;
+  const auto e = static_cast<std::size_t>(event);
+  const std::size_t call = events_[e].call;
+  if (gpu_ns_.size() <= call) gpu_ns_.resize(call + 1, 0);
+  gpu_ns_[call] += duration_ns;
+  timed_[e] = true;
+}
+
+GemmCalls GemmTimer::calls(TraceSource& source) const {
+  std::vector<trace::GemmCallRecord> records;
+  source.gemm_calls([&](const trace::GemmCallRecord& r) { records.push_back(r); });
+  std::vector<GemmTiming> timing(records.size());
+  for (std::size_t i = 0; i < records.size() && i < gpu_ns_.size(); ++i)
+    timing[i].gpu_ns = gpu_ns_[i];
+  for (std::size_t e = 0; e < events_.size(); ++e)
+    if (timed_[e] && events_[e].call < records.size()) ++timing[events_[e].call].timed_calls;
+  const auto& kinds = source.metadata().records;
+  return group_gemm_calls(records,
+                          std::find(kinds.begin(), kinds.end(), "gemm_call") != kinds.end(),
+                          events_.empty() ? nullptr : &timing);
+}
+
+GemmCalls read_gemm_calls(TraceSource& source) {
+  GemmTimer timer;
+  source.gemm_events([&](const trace::GemmEventRecord& e) { timer.add_event(e); });
+  std::unordered_map<std::uint32_t, std::int64_t> launch_event;  // by correlation id
+  if (!timer.empty()) {
+    source.api_calls([&](const trace::ApiRecord& a) {
+      if (a.correlation_id == 0 || api_role(a.name) != ApiRole::launch) return;
+      const std::int64_t e = timer.on_launch(a.process_id, a.thread_id, a.start_ns);
+      if (e >= 0) launch_event[a.correlation_id] = e;
+    });
+    source.kernels([&](const trace::KernelRecord& k) {
+      if (const auto it = launch_event.find(k.correlation_id); it != launch_event.end())
+        timer.on_kernel(it->second, k, static_cast<std::int64_t>(k.duration_ns()));
+    });
+  }
+  return timer.calls(source);
 }
 
 GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded,

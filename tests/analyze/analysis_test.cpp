@@ -463,6 +463,13 @@ TEST(Analysis, GemmCallsGetTheGpuTimeOfTheKernelsTheyLaunched) {
   EXPECT_EQ(a.gemm.shapes[1].timed_calls, 1u);  // the graph's replay is not tied to its call
   EXPECT_EQ(a.gemm.gpu_ns, 45'000);
   EXPECT_EQ(a.gemm.calls, 3u);
+  // The GEMM part alone (what ingest reads) ties the same kernels to the same calls.
+  MemorySource again(b.t);
+  const GemmCalls alone = read_gemm_calls(again);
+  ASSERT_EQ(alone.shapes.size(), 2u);
+  EXPECT_EQ(alone.shapes[0].gpu_ns, 25'000);
+  EXPECT_EQ(alone.shapes[1].gpu_ns, 20'000);
+  EXPECT_EQ(alone.timed_calls, 2u);
 }
 
 }  // namespace

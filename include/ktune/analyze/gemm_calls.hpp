@@ -4,6 +4,7 @@
 // it (bench/gemm_problem.hpp) with the `ktune tune --library cublaslt` command that tunes it, or
 // why there is none.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,8 @@
 #include "ktune/trace/ktrace.hpp"
 
 namespace ktune::analyze {
+
+class TraceSource;
 
 struct GemmShape {
   // The problem; `calls` summed over its records, leading dimensions and algorithm fields those
@@ -48,6 +51,38 @@ struct GemmTiming {
 // Groups `records` by problem (sizes, batch, types, compute and scale type, transposes,
 // epilogue); leading dimensions, strides and algorithms do not split a problem, as the cache keys
 // a tuned GEMM by its op, dtype and [m, n, k, batch] alone.
+// Ties cuBLASLt's GEMM calls (--gemm-shapes' events: thread and time of each call) to the kernels
+// they launched, for the analysis and for the fleet's ingest alike. A launch call made on a thread
+// after a GEMM call, and before that thread's next one, is the call's while it has launched fewer
+// than four (a matmul and its split-K reduction); its kernel counts when cuBLAS named it
+// (is_cublaslt_kernel) and it was not replayed from a CUDA graph. Feed every event first (in time
+// order, as sources give them), then launch calls, then kernels.
+class GemmTimer {
+ public:
+  void add_event(const trace::GemmEventRecord& e);
+  bool empty() const { return events_.empty(); }
+  // The event a launch call followed on its thread, or -1.
+  std::int64_t on_launch(std::uint32_t process_id, std::uint32_t thread_id,
+                         std::uint64_t start_ns);
+  // A kernel whose launch call on_launch() tied to `event` (>= 0).
+  void on_kernel(std::int64_t event, const trace::KernelRecord& k, std::int64_t duration_ns);
+  // The source's GEMM calls grouped by problem, with the GPU time tied to them.
+  GemmCalls calls(TraceSource& source) const;
+
+ private:
+  struct ThreadKey {
+    std::uint32_t pid, tid;
+    bool operator<(const ThreadKey& o) const {
+      return pid != o.pid ? pid < o.pid : tid < o.tid;
+    }
+  };
+  std::vector<trace::GemmEventRecord> events_;
+  std::map<ThreadKey, std::vector<std::size_t>> threads_;
+  std::vector<std::uint8_t> launches_;  // per event
+  std::vector<bool> timed_;             // per event
+  std::vector<std::int64_t> gpu_ns_;    // per gemm_calls row
+};
+
 // `timing`, when given, holds one entry per record: the shapes get GPU time and rank by it.
 GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bool recorded,
                            const std::vector<GemmTiming>* timing = nullptr);
@@ -59,6 +94,10 @@ std::optional<bench::GemmProblem> gemm_problem_of(const trace::GemmCallRecord& r
                                                   std::string* why_not);
 // The command that tunes `r` (bench::gemm_tune_command), or "" with `why_not` set.
 std::string gemm_tune_command(const trace::GemmCallRecord& r, std::string* why_not);
+
+// The GEMM calls of a trace with their GPU time: the analysis's GEMM part alone (it reads the GEMM
+// events, the launch calls and the kernels), for a reader that needs nothing else (ingest).
+GemmCalls read_gemm_calls(TraceSource& source);
 
 // Whether a kernel (as traced, demangled) is one cuBLASLt runs for a GEMM: nvjet*, sm<NN>_xmma*,
 // CUTLASS kernels, the library's own (cublasLt::...), and the architecture-named GEMMs of earlier
