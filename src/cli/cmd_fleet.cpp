@@ -49,12 +49,34 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
                short_name(r.kernel, 48), 100 * r.share, r.calls, r.total_ns / 1e9, us(r.p50_ns),
                us(r.p95_ns), r.runs, tuning);
   }
-  if (!rep.backlog.empty()) {
-    fmt::print("tuning backlog ({} kernel{} a known spec tunes, no winner in the cache):\n",
-               rep.backlog.size(), rep.backlog.size() == 1 ? "" : "s");
+  if (!rep.gemms.empty()) {
+    fmt::print("GEMM problems (cuBLASLt, from --gemm-shapes traces):\n");
+    fmt::print("{:>4} {:<20} {:<6} {:<22} {:<6} {:>7} {:>10} {:>11} {:>5}  {}\n", "#", "op",
+               "dtype", "m,n,k,batch", "arch", "share", "calls", "gpu_s", "runs", "tuning");
+    std::size_t i = 0;
+    for (const auto& r : rep.gemms) {
+      if (a.limit != 0 && i >= a.limit) break;
+      const auto& t = r.total;
+      std::string shape;
+      for (const auto& d : t.shape) shape += (shape.empty() ? "" : ",") + d.dump();
+      fmt::print("{:>4} {:<20} {:<6} {:<22} {:<6} {:>6.1f}% {:>10} {:>11.4f} {:>5}  {}\n", ++i,
+                 t.op, t.dtype, shape, t.arch, 100 * r.share, t.calls, t.gpu_ns / 1e9, t.runs,
+                 r.tuned                  ? "tuned"
+                 : r.tune_command.empty() ? ""
+                                          : "backlog");
+    }
+  }
+  if (!rep.backlog.empty() || !rep.gemm_backlog.empty()) {
+    fmt::print(
+        "tuning backlog ({} kernel{} a known spec tunes and {} GEMM problem{}, no winner in "
+        "the cache; ktune queue from-backlog queues them):\n",
+        rep.backlog.size(), rep.backlog.size() == 1 ? "" : "s", rep.gemm_backlog.size(),
+        rep.gemm_backlog.size() == 1 ? "" : "s");
     for (const auto& r : rep.backlog)
-      fmt::print("  {:<40} {:>6.1f}%  {}  (ktune queue from-backlog queues it)\n",
-                 short_name(r.kernel, 40), 100 * r.share, r.spec->path);
+      fmt::print("  {:<40} {:>6.1f}%  {}\n", short_name(r.kernel, 40), 100 * r.share, r.spec->path);
+    for (const auto& r : rep.gemm_backlog)
+      fmt::print("  {:<40} {:>6.1f}%  {}\n", "GEMM " + r.total.op + " " + r.total.dtype,
+                 100 * r.share, r.tune_command);
   }
   return 0;
 }

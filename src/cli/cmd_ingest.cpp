@@ -48,11 +48,13 @@ int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
                         {"outcome", fleet::to_string(r.outcome)},
                         {"kernel_records", r.kernel_records},
                         {"aggregates", r.aggregates},
+                        {"gemm_problems", r.gemms},
                         {"read_s", r.read_s},
                         {"push_s", r.push_s}});
         if (!a.json)
-          fmt::print("{}: {} ({} launches, {} aggregates, run {})\n", r.path,
-                     fleet::to_string(r.outcome), r.kernel_records, r.aggregates, r.run_id);
+          fmt::print("{}: {} ({} launches, {} aggregates{}, run {})\n", r.path,
+                     fleet::to_string(r.outcome), r.kernel_records, r.aggregates,
+                     r.gemms ? fmt::format(", {} GEMM problems", r.gemms) : "", r.run_id);
       });
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (a.json)

@@ -9,6 +9,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/queue.hpp"
 #include "ktune/store/store.hpp"
+#include "ktune/tune/gemm_library.hpp"
 #include "spec_options.hpp"
 
 namespace ktune::cli {
@@ -16,6 +17,7 @@ namespace {
 
 struct QueueArgs {
   std::string spec, shape, arch, toolkit, since, gpu, build;
+  std::string library, op, dtype;  // a library job: --library cublaslt --op gemm_nn --dtype bf16
   std::vector<std::string> specs;
   std::int64_t budget = 60;
   std::size_t limit = 20;
@@ -30,8 +32,23 @@ void print_added(const store::FleetJob& j, bool added) {
 
 int run_add(const QueueArgs& a, const GlobalOptions& g) {
   const auto now = fleet::now_ms();
-  const store::FleetJob job = fleet::make_job(
-      {a.spec, parse_shape_variables(a.shape), a.arch, a.toolkit, a.budget, 0}, now);
+  fleet::JobRequest req{a.spec, {}, a.arch, a.toolkit, a.budget, 0};
+  if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
+    if (a.library != "cublaslt")
+      throw Error(fmt::format(
+          "a library job needs --library cublaslt (with --op, --shape and --dtype), not '{}'.",
+          a.library));
+    if (!a.spec.empty())
+      throw Error("--library queues a library's GEMM search, not a SPEC; drop one of them.");
+    req.gemm = tune::library_problem(a.op, parse_shape_variables(a.shape), a.dtype);
+  } else {
+    if (a.spec.empty())
+      throw Error(
+          "ktune queue add needs a SPEC, or --library cublaslt --op OP --shape m=..,n=..,k=.. "
+          "--dtype D.");
+    req.shape = parse_shape_variables(a.shape);
+  }
+  const store::FleetJob job = fleet::make_job(req, now);
   auto st = store::Store::open(g.db);
   const bool added = store::FleetStore(*st).add_job(job);
   if (a.json)
@@ -84,7 +101,13 @@ int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
   for (const auto& req : fleet::backlog_requests(rep, a.arch, a.toolkit, a.budget)) {
     const auto job = fleet::make_job(req, now);
     const bool added = fleet.add_job(job);
-    list.push_back({{"id", job.id}, {"op", job.op}, {"spec", job.spec}, {"added", added}});
+    list.push_back({{"id", job.id},
+                    {"op", job.op},
+                    {"dtype", job.dtype},
+                    {"bucket", job.bucket},
+                    {"spec", job.spec},
+                    {"library", job.library},
+                    {"added", added}});
     if (!a.json) print_added(job, added);
   }
   if (a.json)
@@ -92,7 +115,9 @@ int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
         "{}\n",
         nlohmann::json{{"schema_version", fleet::kQueueSchemaVersion}, {"jobs", list}}.dump(2));
   else if (list.empty())
-    fmt::print("the backlog is empty: no fleet kernel maps to a known spec without a winner\n");
+    fmt::print(
+        "the backlog is empty: every GEMM problem the fleet ran and every kernel a known spec "
+        "tunes has a winner (GEMM problems come from traces taken with --gemm-shapes)\n");
   return 0;
 }
 
@@ -114,14 +139,23 @@ const bool registered = register_command(
        };
        auto* add =
            app.add_subcommand("add", "Queue a tuning job (once per op, bucket, arch, toolkit)");
-       add->add_option("spec", a->spec, "T1 tuning spec (JSON); workers read it at this path")
-           ->required();
-       add->add_option("--shape", a->shape, "Shape variables NAME=VALUE,...");
+       add->add_option("spec", a->spec, "T1 tuning spec (JSON); workers read it at this path");
+       add->add_option(
+           "--shape", a->shape,
+           "Shape variables NAME=VALUE,... (with --library: m=..,n=..,k=..[,batch=..])");
+       add->add_option("--library", a->library,
+                       "Queue a library search instead of a SPEC: cublaslt (with --op, --shape, "
+                       "--dtype as ktune tune --library takes them)");
+       add->add_option("--op", a->op,
+                       "With --library: gemm_<layout>[_<epilogue>], e.g. gemm_tn_bias");
+       add->add_option("--dtype", a->dtype, "With --library: f16, bf16, f32 or tf32");
        job_options(add);
        auto* ls = app.add_subcommand("ls", "Each job's state, worker, age and evaluations done");
        json(ls);
-       auto* fb = app.add_subcommand("from-backlog",
-                                     "Queue the fleet's backlog kernels that a known spec tunes");
+       auto* fb = app.add_subcommand(
+           "from-backlog",
+           "Queue the fleet's backlog: its GEMM problems (library jobs) and the kernels a known "
+           "spec tunes");
        job_options(fb);
        fb->add_option("--since", a->since, "Runs started since: 2026-11-20, 24h, 7d");
        fb->add_option("--gpu", a->gpu, "Only kernels run on this GPU (name or arch)");

@@ -363,27 +363,14 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
         return std::make_unique<tune::LibraryEvaluator>(p, options, device);
       },
       {.candidate_timeout_s = a.candidate_timeout_s});
-  // The candidates the session chooses among: what the measuring process found, kept beside the
-  // results so that --resume searches the same set. The folder is made once they are known.
-  const fs::path candidates_file = out / "candidates.json";
-  tune::LibraryCandidates candidates;
-  if (!a.resume.empty() && fs::exists(candidates_file)) {
-    try {
-      candidates = nlohmann::json::parse(read_file(candidates_file)).get<tune::LibraryCandidates>();
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("{}: {}; start a new session with --out.", candidates_file.string(),
-                              e.what()));
-    }
-  } else {
-    if (a.resume.empty() && fs::exists(tune::Session::results_path(out)))
-      throw Error(
-          fmt::format("{} already holds a session; continue it with --resume {} or pick "
-                      "another --out.",
-                      out.string(), out.string()));
-    candidates = gpu.describe().get<tune::LibraryCandidates>();
-    start_out_dir(a, out, {}, problem);
-    write_file_atomic(candidates_file, nlohmann::json(candidates).dump(1) + "\n");
-  }
+  // The folder is made once the candidates are known (a machine without a GPU leaves none).
+  if (a.resume.empty() && fs::exists(tune::Session::results_path(out)))
+    throw Error(
+        fmt::format("{} already holds a session; continue it with --resume {} or pick "
+                    "another --out.",
+                    out.string(), out.string()));
+  const tune::LibraryCandidates candidates = tune::library_candidates(gpu, out, !a.resume.empty());
+  start_out_dir(a, out, {}, problem);
   const tune::LibrarySpace space(candidates);
   if (!a.json)
     fmt::print(stderr,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -12,6 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "ktune/analyze/gemm_calls.hpp"
+#include "ktune/analyze/source.hpp"
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
@@ -205,6 +209,37 @@ RunAggregates RunAggregator::finish(const trace::TraceMetadata& m, const std::st
   return out;
 }
 
+std::vector<store::FleetGemm> gemm_rows(const std::filesystem::path& trace,
+                                        const trace::TraceMetadata& m) {
+  const auto& kinds = m.records;
+  if (std::find(kinds.begin(), kinds.end(), "gemm_call") == kinds.end()) return {};
+  analyze::KtraceSource source(trace);
+  const analyze::GemmCalls calls = analyze::read_gemm_calls(source);
+  std::vector<store::FleetGemm> out;
+  for (const analyze::GemmShape& s : calls.shapes) {
+    if (!s.tunable) continue;  // no cache key: nothing the queue could tune
+    store::FleetGemm g;
+    g.op = bench::gemm_cache_op(*s.tunable);
+    g.dtype = bench::gemm_cache_dtype(*s.tunable);
+    g.shape = bench::gemm_cache_shape(*s.tunable);
+    g.problem = *s.tunable;
+    // A call names no device: the process's first GPU stands for its GEMMs.
+    g.gpu = g.arch = "unknown";
+    if (m.identity && !m.identity->devices.empty()) {
+      g.gpu = m.identity->devices.front().name;
+      g.arch = m.identity->devices.front().arch();
+    }
+    if (m.identity) {
+      g.driver = m.identity->software.driver_version;
+      g.toolkit = m.identity->software.nvrtc_major ? m.identity->software.toolkit() : "";
+    }
+    g.calls = static_cast<std::int64_t>(s.problem.calls);
+    g.gpu_ns = s.gpu_ns;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -221,17 +256,19 @@ RunAggregates read_file(const std::filesystem::path& path, const Tags& tags, Ing
   const auto absolute = std::filesystem::absolute(path, ec);
   RunAggregates r = aggregator.finish(
       reader.metadata(), fmt::format("{}:{}", host, (ec ? path : absolute).string()), tags, path);
+  r.gemms = gemm_rows(path, reader.metadata());
   out.path = path.string();
   out.run_id = r.run.run_id;
   out.kernel_records = r.kernel_records;
   out.aggregates = r.aggregates.size();
+  out.gemms = r.gemms.size();
   out.read_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
 
 void push(store::FleetStore& fleet, const RunAggregates& r, IngestResult& out) {
   const auto t0 = Clock::now();
-  out.outcome = fleet.push_run(r.run, r.aggregates);
+  out.outcome = fleet.push_run(r.run, r.aggregates, r.gemms);
   out.push_s = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/sketch.hpp"
 #include "ktune/tune/spec.hpp"
@@ -147,6 +148,26 @@ TopReport top(store::Store& store, const store::FleetFilter& filter, std::size_t
     }
     if (limit == 0 || rep.rows.size() < limit) rep.rows.push_back(std::move(r));
   }
+  // GEMM problems: tuned when the cache holds a winner of the problem's key on its arch (one
+  // listing per op, dtype and arch).
+  std::map<std::string, std::vector<store::CacheEntry>> winners;
+  for (const auto& t : fleet.gemm_totals(filter)) {
+    GemmTopRow g;
+    g.total = t;
+    g.share = rep.total_ns > 0 ? static_cast<double>(t.gpu_ns) / rep.total_ns : 0;
+    try {
+      g.tune_command = bench::gemm_tune_command(t.problem.get<bench::GemmProblem>());
+    } catch (const Error&) {
+      // A problem row a later ktune wrote differently: listed, not tunable from here.
+    }
+    const std::string key = t.op + '\n' + t.dtype + '\n' + t.arch;
+    if (!winners.count(key))
+      winners[key] = store.list_entries({.op = t.op, .dtype = t.dtype, .arch = t.arch});
+    for (const auto& e : winners[key])
+      if (nlohmann::json(e.shape) == t.shape) g.tuned = true;
+    if (!g.tuned && !g.tune_command.empty()) rep.gemm_backlog.push_back(g);
+    rep.gemms.push_back(std::move(g));
+  }
   return rep;
 }
 
@@ -188,6 +209,16 @@ nlohmann::json to_json(const TopReport& r) {
   nlohmann::json rows = nlohmann::json::array(), backlog = nlohmann::json::array();
   for (const auto& row : r.rows) rows.push_back(row_json(row));
   for (const auto& row : r.backlog) backlog.push_back(row_json(row));
+  const auto gemm_json = [](const GemmTopRow& g) {
+    return nlohmann::json{
+        {"op", g.total.op},         {"dtype", g.total.dtype},        {"shape", g.total.shape},
+        {"arch", g.total.arch},     {"problem", g.total.problem},    {"calls", g.total.calls},
+        {"gpu_ns", g.total.gpu_ns}, {"runs", g.total.runs},          {"share", g.share},
+        {"tuned", g.tuned},         {"tune_command", g.tune_command}};
+  };
+  nlohmann::json gemms = nlohmann::json::array(), gemm_backlog = nlohmann::json::array();
+  for (const auto& g : r.gemms) gemms.push_back(gemm_json(g));
+  for (const auto& g : r.gemm_backlog) gemm_backlog.push_back(gemm_json(g));
   return {{"schema_version", kTopSchemaVersion},
           {"filter",
            {{"since", r.filter.since},
@@ -198,7 +229,9 @@ nlohmann::json to_json(const TopReport& r) {
           {"calls", r.calls},
           {"kernels", r.kernels},
           {"rows", rows},
-          {"backlog", backlog}};
+          {"backlog", backlog},
+          {"gemms", gemms},
+          {"gemm_backlog", gemm_backlog}};
 }
 
 nlohmann::json to_json(const DiffReport& r) {

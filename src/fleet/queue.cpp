@@ -19,12 +19,47 @@ std::int64_t now_ms() {
       .count();
 }
 
+namespace {
+
+// The id names the key: 64 bits of FNV-1a, shown in `ktune queue ls`.
+std::string job_id(const store::FleetJob& j) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const std::string& part : {j.op, j.dtype, j.bucket, j.arch, j.toolkit}) {
+    for (unsigned char c : part) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+// A library job: the key the winner's cache entry will have (tune/gemm_library.hpp).
+store::FleetJob make_library_job(const JobRequest& req, std::int64_t now) {
+  bench::validate(*req.gemm, "the queued GEMM problem");
+  store::FleetJob j;
+  j.library = "cublaslt";
+  j.op = bench::gemm_cache_op(*req.gemm);
+  j.dtype = bench::gemm_cache_dtype(*req.gemm);
+  j.bucket = store::bucket_name(store::bucket_of({}, bench::gemm_cache_shape(*req.gemm)));
+  j.arch = req.arch;
+  j.toolkit = req.toolkit;
+  j.shape = *req.gemm;
+  j.budget = req.budget;
+  j.priority = req.priority;
+  j.state = "queued";
+  j.created_ms = now;
+  j.created_at = utc_now_iso8601();
+  j.id = job_id(j);
+  return j;
+}
+
+}  // namespace
+
 store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
   if (req.budget <= 0)
     throw Error(
         fmt::format("--budget {} for a queued job must be a positive number of "
                     "evaluations.",
                     req.budget));
+  if (req.gemm) return make_library_job(req, now);
   const auto spec = tune::ProblemSpec::load(req.spec);
   if (!spec.runnable())
     throw Error(fmt::format("{} is a {} spec; ktune tunes CUDA kernels only.", req.spec,
@@ -51,13 +86,7 @@ store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
   j.state = "queued";
   j.created_ms = now;
   j.created_at = utc_now_iso8601();
-  // The id names the key: 64 bits of FNV-1a, shown in `ktune queue ls`.
-  std::uint64_t h = 14695981039346656037ull;
-  for (const std::string& part : {j.op, j.dtype, j.bucket, j.arch, j.toolkit}) {
-    for (unsigned char c : part) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-  }
-  j.id = fmt::format("{:016x}", h);
+  j.id = job_id(j);
   return j;
 }
 
@@ -71,6 +100,15 @@ std::vector<JobRequest> backlog_requests(const TopReport& report, const std::str
     r.toolkit = toolkit;
     r.budget = budget;
     r.priority = static_cast<double>(row.total_ns) / 1e9;
+    out.push_back(r);
+  }
+  for (const auto& row : report.gemm_backlog) {
+    JobRequest r;
+    r.gemm = row.total.problem.get<bench::GemmProblem>();
+    r.arch = arch;
+    r.toolkit = toolkit;
+    r.budget = budget;
+    r.priority = static_cast<double>(row.total.gpu_ns) / 1e9;
     out.push_back(r);
   }
   return out;
@@ -91,6 +129,7 @@ nlohmann::json jobs_json(const std::vector<store::FleetJob>& jobs, std::int64_t 
                     {"arch", j.arch},
                     {"toolkit", j.toolkit},
                     {"spec", j.spec},
+                    {"library", j.library},
                     {"shape", j.shape},
                     {"attempt", j.attempt},
                     {"priority", j.priority},

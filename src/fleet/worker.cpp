@@ -21,6 +21,7 @@
 #include "ktune/fleet/queue.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/fleet.hpp"
+#include "ktune/tune/gemm_library.hpp"
 #include "ktune/tune/gpu_evaluator.hpp"
 #include "ktune/tune/isolated_evaluator.hpp"
 #include "ktune/tune/session.hpp"
@@ -30,10 +31,25 @@ namespace fs = std::filesystem;
 namespace {
 
 // Deterministic stand-in for the GPU: a configuration's "time" is a hash of its values, so every
-// worker, in any order, finds the same winner. Only for tests of the queue (no GPU on CI).
+// worker, in any order, finds the same winner; a library job's candidates are 24 made-up
+// configurations. Only for tests of the queue (no GPU on CI).
 class FakeEvaluator : public tune::Evaluator {
  public:
   explicit FakeEvaluator(double ms) : ms_(ms) {}
+  nlohmann::json describe() override {
+    tune::LibraryCandidates c;
+    c.cublaslt_version = "fake (test only)";
+    for (int i = 0; i < 24; ++i) {
+      bench::LtAlgoConfig a;
+      a.algo_id = 60 + i % 4;
+      a.tile = static_cast<std::uint32_t>(10 + i / 4);
+      a.source = i < 4 ? "heuristic" : "enumerated";
+      a.heuristic_rank = i < 4 ? i + 1 : 0;
+      c.configs.push_back(a);
+    }
+    c.heuristic = 4;
+    return c;
+  }
   std::size_t next_ready(const std::vector<tune::ConfigMap>&) override { return 0; }
   tune::CandidateResult evaluate(const tune::ConfigMap& config, std::optional<double>) override {
     if (ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms_));
@@ -118,6 +134,77 @@ class Heartbeat {
   std::thread thread_;
 };
 
+// What a job's session left: its summary, and the winner's cache entry when it has one.
+struct JobRun {
+  tune::SessionSummary session;
+  std::optional<store::CacheEntry> winner;
+  std::optional<store::OpSpec> ops;  // the op's bucket policy, declared with its first winner
+  std::optional<double> default_ns;  // a library job: cuBLASLt's own first choice
+};
+
+std::unique_ptr<tune::Evaluator> isolated_or_fake(const WorkerOptions& o,
+                                                  tune::IsolatedEvaluator::Factory factory) {
+  if (o.fake_evaluation_ms) return std::make_unique<FakeEvaluator>(*o.fake_evaluation_ms);
+  return std::make_unique<tune::IsolatedEvaluator>(std::move(factory));
+}
+
+// A spec job: the spec's space at the job's shape, measured by the isolated GPU evaluator.
+JobRun run_spec_job(const WorkerOptions& o, const store::FleetJob& job, tune::SessionOptions so,
+                    const store::Environment& env, std::atomic<std::int64_t>& evaluations,
+                    std::atomic<bool>& lost) {
+  const tune::ProblemSpec spec = tune::ProblemSpec::load(job.spec);
+  so.shape = job.shape.get<std::map<std::string, std::int64_t>>();
+  auto inner = isolated_or_fake(o, [&spec, shape = so.shape, device = o.device] {
+    bench::PipelineSettings settings;
+    settings.full = bench::PipelineSettings::tuning_full();
+    return std::make_unique<tune::GpuEvaluator>(spec, shape, settings, device);
+  });
+  CountingEvaluator counted(*inner, evaluations);
+  JobRun run;
+  {
+    Heartbeat beat(o, job, evaluations, lost);
+    run.session = tune::Session(spec, so, counted).run();
+  }
+  if (run.session.best) {
+    run.winner = tune::winner_entry(spec, run.session, env, host_identity());
+    run.ops = tune::op_spec(spec);
+  }
+  return run;
+}
+
+// A library job: cuBLASLt's candidates for the job's GEMM problem, as `ktune tune --library`
+// searches them (the candidates recorded in the job's folder, so a resumed job chooses among the
+// same set).
+JobRun run_library_job(const WorkerOptions& o, const store::FleetJob& job, tune::SessionOptions so,
+                       const store::Environment& env, std::atomic<std::int64_t>& evaluations,
+                       std::atomic<bool>& lost) {
+  if (job.library != "cublaslt")
+    throw Error(fmt::format("job {} names library '{}', which this ktune does not search.", job.id,
+                            job.library));
+  const bench::GemmProblem problem = job.shape.get<bench::GemmProblem>();
+  so.prefetch = 1;  // nothing compiles: propose as results come
+  auto inner = isolated_or_fake(o, [problem, device = o.device] {
+    return std::make_unique<tune::LibraryEvaluator>(problem, tune::LibrarySearchOptions{}, device);
+  });
+  CountingEvaluator counted(*inner, evaluations);
+  JobRun run;
+  {
+    Heartbeat beat(o, job, evaluations, lost);
+    const tune::LibraryCandidates candidates =
+        tune::library_candidates(*inner, so.out_dir, so.resume);
+    const tune::LibrarySpace space(candidates);
+    run.session =
+        tune::Session(tune::library_target(problem, candidates, space), so, counted).run();
+    if (run.session.best) {
+      run.winner =
+          tune::library_winner_entry(problem, candidates, run.session, env, host_identity());
+      if (const tune::SessionRecord* d = tune::library_default_record(candidates, run.session))
+        run.default_ns = d->result.time_ns;
+    }
+  }
+  return run;
+}
+
 std::string default_name(int device) {
   return fmt::format("{}:{}/gpu{}", host_identity().hostname, ::getpid(), device);
 }
@@ -194,49 +281,33 @@ WorkerStats run_worker(const WorkerOptions& in) {
     std::string error;
     bool ok = false;
     try {
-      const tune::ProblemSpec spec = tune::ProblemSpec::load(job->spec);
       tune::SessionOptions so;
       so.budget = static_cast<std::size_t>(job->budget);
-      so.shape = job->shape.get<std::map<std::string, std::int64_t>>();
       so.out_dir = o.work_dir / job->id;
       so.resume = fs::exists(tune::Session::results_path(so.out_dir));
       so.interrupt = &lost;
-      std::unique_ptr<tune::Evaluator> inner;
-      if (o.fake_evaluation_ms)
-        inner = std::make_unique<FakeEvaluator>(*o.fake_evaluation_ms);
-      else
-        inner =
-            std::make_unique<tune::IsolatedEvaluator>([&spec, shape = so.shape, device = o.device] {
-              bench::PipelineSettings settings;
-              settings.full = bench::PipelineSettings::tuning_full();
-              return std::make_unique<tune::GpuEvaluator>(spec, shape, settings, device);
-            });
-      CountingEvaluator counted(*inner, evaluations);
-      tune::SessionSummary s;
-      {
-        Heartbeat beat(o, *job, evaluations, lost);
-        s = tune::Session(spec, so, counted).run();
-      }
-      evaluations = static_cast<std::int64_t>(s.evaluations);
+      const JobRun run = job->library.empty()
+                             ? run_spec_job(o, *job, so, env, evaluations, lost)
+                             : run_library_job(o, *job, so, env, evaluations, lost);
+      evaluations = static_cast<std::int64_t>(run.session.evaluations);
       if (lost) {
         ++stats.lost;
         o.log(fmt::format("{}: lost the lease of job {}; another worker has it", o.name, job->id));
         continue;
       }
-      if (s.best) {
-        const store::CacheEntry winner = tune::winner_entry(spec, s, env, host_identity());
-        const store::OpSpec ops = tune::op_spec(spec);
-        if (!st->get_op(ops.op)) st->put_op(ops);
-        const store::PutResult put = st->put_entry(winner);
-        result = {{"median_ns", winner.median_ns},
-                  {"config", winner.config},
+      if (run.winner) {
+        if (run.ops && !st->get_op(run.ops->op)) st->put_op(*run.ops);
+        const store::PutResult put = st->put_entry(*run.winner);
+        result = {{"median_ns", run.winner->median_ns},
+                  {"config", run.winner->config},
                   {"bucket", put.bucket},
                   {"cache", put.reason},
-                  {"resumed", s.resumed}};
+                  {"resumed", run.session.resumed}};
+        if (run.default_ns) result["default_median_ns"] = *run.default_ns;
         ok = true;
       } else {
-        error = "no configuration passed verification" + tune::common_failure(s) + "; see " +
-                tune::Session::results_path(so.out_dir).string();
+        error = "no configuration passed verification" + tune::common_failure(run.session) +
+                "; see " + tune::Session::results_path(so.out_dir).string();
       }
     } catch (const std::exception& e) {
       error = e.what();  // a job that cannot run is that job's failure, not the worker's end

@@ -43,6 +43,7 @@ std::string where(const FleetFilter& f, Params& params) {
 
 FleetJob job_from_row(const Row& r) {
   FleetJob j;
+  j.library = r.text(21);
   j.id = r.text(0);
   j.spec = r.text(1);
   j.op = r.text(2);
@@ -68,21 +69,33 @@ FleetJob job_from_row(const Row& r) {
 }
 
 // A store last migrated by a ktune without the fleet (read without migrating: read_only) has no
-// fleet tables; to its readers it holds no runs and no jobs.
+// fleet tables; to its readers it holds no runs and no jobs. Nor GEMM problems or library jobs
+// before schema 5.
 bool has_fleet_tables(Store& store) {
   return store.schema_version() >= 4;
+}
+bool has_fleet_gemms(Store& store) {
+  return store.schema_version() >= 5;
 }
 
 constexpr const char* kJobColumns =
     "id, spec, op, dtype, bucket, arch, toolkit, shape, budget, priority, state, worker, attempt, "
-    "lease_until_ms, evaluations, created_at, created_ms, started_ms, finished_ms, result, error";
+    "lease_until_ms, evaluations, created_at, created_ms, started_ms, finished_ms, result, error, "
+    "library";
+// What a reader selects: a store of schema 4 read without migrating has no library column.
+std::string job_columns(Store& store) {
+  if (has_fleet_gemms(store)) return kJobColumns;
+  std::string c = kJobColumns;
+  return c.substr(0, c.rfind("library")) + "'' AS library";
+}
+constexpr int kGemmColumns = 14;
 
 }  // namespace
 
 FleetStore::FleetStore(Store& store) : store_(store) {}
 
-PushOutcome FleetStore::push_run(const FleetRun& run,
-                                 const std::vector<FleetAggregate>& aggregates) {
+PushOutcome FleetStore::push_run(const FleetRun& run, const std::vector<FleetAggregate>& aggregates,
+                                 const std::vector<FleetGemm>& gemms) {
   if (run.run_id.empty()) throw Error("a fleet run needs its content identity (FleetRun::run_id).");
   detail::Backend& db = *store_.db_;
   PushOutcome outcome = PushOutcome::added;
@@ -98,6 +111,7 @@ PushOutcome FleetStore::push_run(const FleetRun& run,
         return;
       }
       db.exec("DELETE FROM fleet_aggregates WHERE run_id = $1", {run.run_id});
+      db.exec("DELETE FROM fleet_gemms WHERE run_id = $1", {run.run_id});
       db.exec("DELETE FROM fleet_runs WHERE run_id = $1", {run.run_id});
       outcome = PushOutcome::replaced;
     }
@@ -127,8 +141,52 @@ PushOutcome FleetStore::push_run(const FleetRun& run,
       }
       db.exec(sql, params);
     }
+    for (std::size_t first = 0; first < gemms.size(); first += batch) {
+      const std::size_t n = std::min(batch, gemms.size() - first);
+      std::string sql =
+          "INSERT INTO fleet_gemms (run_id, op, dtype, shape, problem, gpu, arch, driver, toolkit, "
+          "build, job, started_at, calls, gpu_ns) VALUES ";
+      Params params;
+      params.reserve(n * kGemmColumns);
+      for (std::size_t i = 0; i < n; ++i) {
+        const FleetGemm& g = gemms[first + i];
+        sql += i ? ",(" : "(";
+        for (int c = 0; c < kGemmColumns; ++c)
+          sql += fmt::format("{}${}", c ? "," : "", i * kGemmColumns + c + 1);
+        sql += ')';
+        params.insert(params.end(),
+                      {run.run_id, g.op, g.dtype, g.shape.dump(), g.problem.dump(), g.gpu, g.arch,
+                       g.driver, g.toolkit, run.build, run.job, run.started_at, g.calls, g.gpu_ns});
+      }
+      db.exec(sql, params);
+    }
   });
   return outcome;
+}
+
+std::vector<FleetGemmTotal> FleetStore::gemm_totals(const FleetFilter& filter) {
+  if (!has_fleet_gemms(store_)) return {};
+  Params params;
+  // The problem JSON is the same for every row of one key but its leading dimensions (the first
+  // run's stands for all); MIN picks one deterministically.
+  const std::string sql =
+      "SELECT op, dtype, shape, arch, SUM(calls), SUM(gpu_ns), COUNT(DISTINCT run_id), "
+      "MIN(problem) FROM fleet_gemms" +
+      where(filter, params) + " GROUP BY op, dtype, shape, arch ORDER BY 6 DESC, op, shape";
+  std::vector<FleetGemmTotal> out;
+  for (const Row& r : store_.db_->query(sql, params)) {
+    FleetGemmTotal t;
+    t.op = r.text(0);
+    t.dtype = r.text(1);
+    t.shape = nlohmann::json::parse(r.text(2), nullptr, false);
+    t.arch = r.text(3);
+    t.calls = r.i64(4);
+    t.gpu_ns = r.i64(5);
+    t.runs = r.i64(6);
+    t.problem = nlohmann::json::parse(r.text(7), nullptr, false);
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 std::int64_t FleetStore::run_count() {
@@ -173,11 +231,11 @@ bool FleetStore::add_job(const FleetJob& j) {
   detail::in_write_transaction(*store_.db_, [&] {
     added = store_.db_->exec(
                 fmt::format("INSERT INTO fleet_jobs ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                            "$9, $10, 'queued', '', 0, 0, 0, $11, $12, 0, 0, NULL, '') "
+                            "$9, $10, 'queued', '', 0, 0, 0, $11, $12, 0, 0, NULL, '', $13) "
                             "ON CONFLICT DO NOTHING",
                             kJobColumns),
                 {j.id, j.spec, j.op, j.dtype, j.bucket, j.arch, j.toolkit, j.shape.dump(), j.budget,
-                 j.priority, j.created_at, j.created_ms}) == 1;
+                 j.priority, j.created_at, j.created_ms, j.library}) == 1;
   });
   return added;
 }
@@ -186,7 +244,7 @@ std::vector<FleetJob> FleetStore::jobs() {
   std::vector<FleetJob> out;
   if (!has_fleet_tables(store_)) return out;
   for (const Row& r : store_.db_->query(
-           fmt::format("SELECT {} FROM fleet_jobs ORDER BY created_ms, id", kJobColumns)))
+           fmt::format("SELECT {} FROM fleet_jobs ORDER BY created_ms, id", job_columns(store_))))
     out.push_back(job_from_row(r));
   return out;
 }
@@ -198,8 +256,8 @@ std::int64_t FleetStore::pending_jobs() {
 }
 
 std::optional<FleetJob> FleetStore::job(const std::string& id) {
-  const auto rows =
-      store_.db_->query(fmt::format("SELECT {} FROM fleet_jobs WHERE id = $1", kJobColumns), {id});
+  const auto rows = store_.db_->query(
+      fmt::format("SELECT {} FROM fleet_jobs WHERE id = $1", job_columns(store_)), {id});
   if (rows.empty()) return std::nullopt;
   return job_from_row(rows[0]);
 }

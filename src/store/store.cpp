@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backend.hpp"
+#include "ktune/core/dtype.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 
@@ -310,7 +311,54 @@ CREATE TABLE fleet_jobs (
   UNIQUE (op, dtype, bucket, arch, toolkit));
 CREATE INDEX fleet_jobs_by_state ON fleet_jobs (state, priority);
 )sql",
+    // 5: GEMM problems per run (ingest of --gemm-shapes traces), library jobs in the queue
+    // (fleet_jobs.library; such a job's shape is its GEMM problem), and every cache dtype in its
+    // one spelling (canonicalize_dtypes, after this script)
+    R"sql(
+CREATE TABLE fleet_gemms (
+  run_id TEXT NOT NULL,
+  op TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  problem TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  arch TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  build TEXT NOT NULL,
+  job TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  calls BIGINT NOT NULL,
+  gpu_ns BIGINT NOT NULL,
+  PRIMARY KEY (run_id, op, dtype, shape, gpu));
+ALTER TABLE fleet_jobs ADD COLUMN library TEXT NOT NULL DEFAULT '';
+)sql",
 };
+
+// Migration 5's data step: cache entries written under another spelling of a dtype ("bfloat16",
+// "torch.float16,torch.float16") take its one name (core/dtype.hpp), so lookups, which now
+// canonicalize, find them. Where both spellings hold an entry of one key, the faster one stays.
+void canonicalize_dtypes(Backend& db) {
+  const char* const same_key =
+      "c.op = cache_entries.op AND c.bucket = cache_entries.bucket AND c.arch = "
+      "cache_entries.arch AND c.device_name = cache_entries.device_name AND c.toolkit = "
+      "cache_entries.toolkit AND c.driver_major = cache_entries.driver_major";
+  for (const auto& row : db.query("SELECT DISTINCT dtype FROM cache_entries")) {
+    const std::string given = row.text(0), canonical = canonical_dtype_key(given);
+    if (canonical == given) continue;
+    db.exec(fmt::format("DELETE FROM cache_entries WHERE dtype = $1 AND EXISTS (SELECT 1 FROM "
+                        "cache_entries c WHERE c.dtype = $2 AND {} AND c.median_ns <= "
+                        "cache_entries.median_ns)",
+                        same_key),
+            {given, canonical});
+    db.exec(fmt::format("DELETE FROM cache_entries WHERE dtype = $2 AND EXISTS (SELECT 1 FROM "
+                        "cache_entries c WHERE c.dtype = $1 AND {} AND c.median_ns < "
+                        "cache_entries.median_ns)",
+                        same_key),
+            {given, canonical});
+    db.exec("UPDATE cache_entries SET dtype = $2 WHERE dtype = $1", {given, canonical});
+  }
+}
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
 int stored_schema_version(Backend& db) {
@@ -337,7 +385,10 @@ void migrate(Backend& db) {
     db.lock_schema();
     const int v = stored_schema_version(db);
     if (v > Store::kSchemaVersion) refuse_newer(db, v);
-    for (int next = v + 1; next <= Store::kSchemaVersion; ++next) db.script(kMigrations[next - 1]);
+    for (int next = v + 1; next <= Store::kSchemaVersion; ++next) {
+      db.script(kMigrations[next - 1]);
+      if (next == 5) canonicalize_dtypes(db);
+    }
     db.exec(
         "INSERT INTO ktune_meta (key, value) VALUES ('schema_version', $1) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

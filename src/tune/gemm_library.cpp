@@ -12,6 +12,7 @@
 #include "ktune/bench/runner.hpp"
 #include "ktune/bench/verify.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/check.hpp"
 #include "ktune/cuda/identity.hpp"
@@ -393,6 +394,23 @@ CandidateResult LibraryEvaluator::evaluate(const ConfigMap& config, std::optiona
 }
 
 // ------------------------------------------------------------------------------- host side
+LibraryCandidates library_candidates(Evaluator& gpu, const std::filesystem::path& dir,
+                                     bool resume) {
+  const std::filesystem::path file = dir / "candidates.json";
+  if (resume && std::filesystem::exists(file)) {
+    try {
+      return nlohmann::json::parse(read_file(file)).get<LibraryCandidates>();
+    } catch (const std::exception& e) {
+      throw Error(
+          fmt::format("{}: {}; start a new session in another folder.", file.string(), e.what()));
+    }
+  }
+  LibraryCandidates c = gpu.describe().get<LibraryCandidates>();
+  std::filesystem::create_directories(dir);
+  write_file_atomic(file, nlohmann::json(c).dump(1) + "\n");
+  return c;
+}
+
 SearchTarget library_target(const bench::GemmProblem& problem, const LibraryCandidates& candidates,
                             const LibrarySpace& space) {
   SearchTarget t;

@@ -12,6 +12,7 @@
 
 #include "../store/store_fixture.hpp"
 #include "fleet_test_util.hpp"
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/ingest.hpp"
 #include "ktune/fleet/query.hpp"
@@ -281,6 +282,80 @@ TEST_P(FleetStoreTest, JobQueuedOnceClaimedOnceAndTakenAgainWhenItsLeaseRunsOut)
   for (const char* key : {"id", "state", "worker", "age_s", "evaluations", "budget", "op", "bucket",
                           "arch", "toolkit", "attempt", "result", "error"})
     EXPECT_TRUE(jobs["jobs"][0].contains(key)) << key;
+}
+
+// The GEMM problems of --gemm-shapes traces: ingested with their GPU time, ranked by it across
+// runs, in the backlog until the cache holds a winner of their key, and queued as library jobs
+// (deduplicated by that key) by from-backlog.
+TEST_P(FleetStoreTest, GemmProblemsAreIngestedRankedAndQueuedAsLibraryJobs) {
+  // Lines of tests/fixtures/cublaslt/h100-bf16.log: 0 x @ W (gemm_nn), 7 torch.bmm (gemm_tn,
+  // batch 8), 2 F.linear with a bias (gemm_tn_bias).
+  write_gemm_trace(dir() / "a.ktrace", {{0, 10}, {7, 4}}, 50'000, 100);
+  write_gemm_trace(dir() / "b.ktrace", {{0, 6}, {2, 2}}, 50'000, 200);
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  for (const char* t : {"a.ktrace", "b.ktrace"}) {
+    const auto r = fleet::ingest_file(f, dir() / t, {});
+    EXPECT_EQ(r.outcome, store::PushOutcome::added);
+    EXPECT_EQ(r.gemms, 2u) << t;
+  }
+  fleet::TopReport rep = fleet::top(*st, {}, 20, {});
+  ASSERT_EQ(rep.gemms.size(), 3u);
+  const auto& nn = rep.gemms[0].total;  // 16 calls of 50 us, in two runs
+  EXPECT_EQ(nn.op, "gemm_nn");
+  EXPECT_EQ(nn.dtype, "bf16");
+  EXPECT_EQ(nn.shape, nlohmann::json({384, 256, 512, 1}));
+  EXPECT_EQ(nn.calls, 16);
+  EXPECT_EQ(nn.gpu_ns, 16 * 50'000);
+  EXPECT_EQ(nn.runs, 2);
+  EXPECT_EQ(nn.arch, "sm_90");
+  EXPECT_EQ(rep.gemms[1].total.op, "gemm_tn");  // 4 calls
+  EXPECT_EQ(rep.gemms[1].total.shape, nlohmann::json({128, 128, 64, 8}));
+  EXPECT_NEAR(rep.gemms[0].share, 16.0 / 22.0, 1e-9);
+  EXPECT_EQ(rep.gemm_backlog.size(), 3u);
+  EXPECT_EQ(rep.gemms[0].tune_command,
+            "ktune tune --library cublaslt --op gemm_nn --shape m=384,n=256,k=512 --dtype bf16");
+
+  // A winner of gemm_nn's key on sm_90 takes it out of the backlog.
+  store::CacheEntry e;
+  e.key = {"gemm_nn", "bf16", "", "sm_90", "NVIDIA H100 80GB HBM3", "13.0", 580};
+  e.shape = {384, 256, 512, 1};
+  e.config = {{"library", "cublaslt"}, {"algo_id", 66}};
+  e.median_ns = 40'000;
+  e.samples = 10;
+  st->put_entry(e);
+  rep = fleet::top(*st, {}, 20, {});
+  EXPECT_TRUE(rep.gemms[0].tuned);
+  ASSERT_EQ(rep.gemm_backlog.size(), 2u);
+  const auto reqs = fleet::backlog_requests(rep, "sm_90", "", 40);
+  ASSERT_EQ(reqs.size(), 2u);
+  std::vector<std::string> ops;
+  for (const auto& req : reqs) {
+    ASSERT_TRUE(req.gemm);
+    const store::FleetJob job = fleet::make_job(req, 1000);
+    EXPECT_EQ(job.library, "cublaslt");
+    EXPECT_TRUE(job.spec.empty());
+    EXPECT_TRUE(f.add_job(job));
+    EXPECT_FALSE(f.add_job(fleet::make_job(req, 2000)));  // queued once per key
+    ops.push_back(job.op + " " + job.bucket);
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"gemm_tn 128x128x64x8", "gemm_tn_bias 384x256x512x1"}));
+  const auto jobs = f.jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const auto& j : jobs) {
+    EXPECT_EQ(j.library, "cublaslt");
+    const auto p = j.shape.get<bench::GemmProblem>();  // the problem, as logged
+    EXPECT_EQ(p.batch, j.op == "gemm_tn" ? 8 : 1);
+    EXPECT_EQ(p.stride_a, j.op == "gemm_tn" ? 8192 : -1);
+  }
+  const auto listing = fleet::jobs_json(jobs, 3000);
+  EXPECT_EQ(listing["jobs"][0]["library"], "cublaslt");
+  const auto top_json = fleet::to_json(rep);
+  EXPECT_EQ(top_json["schema_version"], 2);
+  for (const char* key : {"op", "dtype", "shape", "arch", "problem", "calls", "gpu_ns", "runs",
+                          "share", "tuned", "tune_command"})
+    EXPECT_TRUE(top_json["gemms"][0].contains(key)) << key;
+  EXPECT_EQ(top_json["gemm_backlog"].size(), 2u);
 }
 
 // A store a ktune without the fleet made, opened read-only (no migration): no runs, no jobs, and

@@ -22,6 +22,14 @@ void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel
                  std::int64_t pid = 4242, const std::string& started_at = "2026-11-23T10:00:00Z",
                  bool complete = true, std::optional<std::uint64_t> window = std::nullopt);
 
+// A --gemm-shapes trace of one process: for each (line of tests/fixtures/cublaslt/h100-bf16.log,
+// counted from 0; calls), that many cuBLASLt calls, each launching one nvjet kernel of
+// `kernel_ns` on the calling thread.
+void write_gemm_trace(const std::filesystem::path& path,
+                      const std::vector<std::pair<int, int>>& line_calls, std::uint64_t kernel_ns,
+                      std::int64_t pid = 4242,
+                      const std::string& started_at = "2026-11-23T10:00:00Z");
+
 // The built-in copy spec with ProblemSize n, written (with its .cu) into dir; returns its path.
 std::filesystem::path copy_spec(const std::filesystem::path& dir, std::int64_t n);
 

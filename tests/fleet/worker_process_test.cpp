@@ -13,6 +13,7 @@
 
 #include "../store/store_fixture.hpp"
 #include "fleet_test_util.hpp"
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/fleet/queue.hpp"
 #include "ktune/store/fleet.hpp"
 #include "ktune/tune/session.hpp"
@@ -100,6 +101,43 @@ TEST_P(WorkerProcessTest, TwoWorkersDrainTheQueueAndEveryWinnerIsCachedOnce) {
   std::map<std::string, int> by_worker;
   for (const auto& j : store::FleetStore(*store::Store::open(url())).jobs()) ++by_worker[j.worker];
   EXPECT_EQ(by_worker.size(), 2u);
+}
+
+// Library jobs (from-backlog's GEMM problems) are drained like spec jobs: a session over the
+// library's candidates (the fake evaluator's, here), its winner cached under the problem's key.
+TEST_P(WorkerProcessTest, LibraryJobsAreDrainedIntoTheCacheUnderTheProblemsKey) {
+  std::vector<std::string> ids;
+  {
+    auto st = store::Store::open(url());
+    store::FleetStore f(*st);
+    for (std::int64_t m : {256, 512}) {
+      fleet::JobRequest req;
+      req.gemm = bench::GemmProblem{
+          .trans_a = true, .m = m, .n = 64, .k = 128, .batch = 4, .dtype = DType::bf16};
+      req.budget = 12;
+      const auto job = fleet::make_job(req, fleet::now_ms());
+      ASSERT_TRUE(f.add_job(job));
+      ids.push_back(job.id);
+    }
+  }
+  EXPECT_EQ(wait_exit(start_worker("w1", 1)), 0);
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  for (const auto& id : ids) {
+    const auto j = f.job(id);
+    ASSERT_TRUE(j);
+    EXPECT_EQ(j->state, "done") << j->error;
+    EXPECT_EQ(j->evaluations, 12);
+    EXPECT_TRUE(j->result.contains("default_median_ns")) << j->result;
+  }
+  const auto entries = st->list_entries({.op = "gemm_tn"});
+  ASSERT_EQ(entries.size(), 2u);
+  for (const auto& e : entries) {
+    EXPECT_EQ(e.key.dtype, "bf16");
+    EXPECT_EQ(e.shape.size(), 4u);
+    EXPECT_EQ(e.config["library"], "cublaslt");
+    EXPECT_EQ(e.config["layout"], "TN");
+  }
 }
 
 TEST_P(WorkerProcessTest, WorkerKilledMidJobLosesNothing) {

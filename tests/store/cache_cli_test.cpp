@@ -66,7 +66,7 @@ TEST_F(CacheCli, PutGetLsExportImportWithJsonShapes) {
   const auto sj = nlohmann::json::parse(stats.out);
   EXPECT_EQ(sj["entries"], 1);
   EXPECT_EQ(sj["stale"], 1);
-  EXPECT_EQ(sj["store_schema_version"], 4);  // Store::kSchemaVersion
+  EXPECT_EQ(sj["store_schema_version"], 5);  // Store::kSchemaVersion
 }
 
 TEST_F(CacheCli, BadInputGetsOneSentenceAndNonZeroExit) {

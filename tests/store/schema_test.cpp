@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -72,6 +73,51 @@ TEST_P(SchemaTest, NewerSchemaIsRefusedAndLeftAlone) {
   EXPECT_NE(why.find("upgrade ktune"), std::string::npos) << why;
   EXPECT_EQ(db->query("SELECT value FROM ktune_meta WHERE key = 'schema_version'", {})[0].text(0),
             "99");
+}
+
+// Schema 5 gives every cache dtype its one spelling: entries another producer wrote as "bfloat16"
+// or "torch.float16,torch.float16" are found by lookups, which now canonicalize; where two
+// spellings held an entry of one key, the faster stays.
+TEST_P(SchemaTest, MigrationFiveGivesEveryCacheDtypeItsOneSpelling) {
+  auto entry = [](const std::string& op, const std::string& dtype, double median_ns) {
+    CacheEntry e;
+    e.key = {op, dtype, "", "sm_90", "H100", "13.0", 0};
+    e.shape = {64};
+    e.config = {{"x", median_ns}};
+    e.median_ns = median_ns;
+    e.samples = 1;
+    return e;
+  };
+  {
+    auto st = Store::open(url());
+    st->put_entry(entry("a", "bf16", 10));
+    st->put_entry(entry("b", "bf16", 20));
+    st->put_entry(entry("c", "f16", 30));
+  }
+  // As a store of schema 4 held them (put_entry canonicalizes now, so the old spellings are set
+  // by hand), with one key held under two spellings: a's faster copy is the old one.
+  auto db = open_backend(GetParam(), url());
+  db->exec("UPDATE cache_entries SET dtype = 'torch.bfloat16' WHERE op = 'b'", {});
+  db->exec("UPDATE cache_entries SET dtype = 'torch.float16,torch.float16' WHERE op = 'c'", {});
+  db->exec(
+      "INSERT INTO cache_entries SELECT op, 'bfloat16', bucket, arch, device_name, toolkit, "
+      "driver_major, shape, '{\"x\":5}', 5, noise_ns, samples, throughput, throughput_unit, "
+      "verification, ktune_version, ktune_commit, host, strategy, budget, created_at, "
+      "invalidated_at, invalid_reason FROM cache_entries WHERE op = 'a'",
+      {});
+  db->exec("DROP TABLE fleet_gemms", {});
+  db->exec("ALTER TABLE fleet_jobs DROP COLUMN library", {});
+  db->exec("UPDATE ktune_meta SET value = '4' WHERE key = 'schema_version'", {});
+  auto st = Store::open(url());
+  EXPECT_EQ(st->schema_version(), Store::kSchemaVersion);
+  std::map<std::string, std::pair<std::string, double>> got;
+  for (const auto& e : st->list_entries()) got[e.key.op] = {e.key.dtype, e.median_ns};
+  EXPECT_EQ(got["a"], std::pair(std::string("bf16"), 5.0));  // the faster of the two
+  EXPECT_EQ(got["b"], std::pair(std::string("bf16"), 20.0));
+  EXPECT_EQ(got["c"], std::pair(std::string("f16,f16"), 30.0));
+  EXPECT_EQ(st->list_entries({.op = "a"}).size(), 1u);
+  // Lookups in any spelling find them.
+  EXPECT_EQ(st->lookup({"b", "bfloat16", {64}, {"sm_90", "H100", "13.0", 0}}).match, Match::exact);
 }
 
 TEST_P(SchemaTest, ReadersCreateNothingAndCannotWrite) {

@@ -33,8 +33,14 @@ std::string run_identity(const trace::TraceMetadata& metadata,
 struct RunAggregates {
   store::FleetRun run;
   std::vector<store::FleetAggregate> aggregates;
+  std::vector<store::FleetGemm> gemms;  // a --gemm-shapes trace's problems with their GPU time
   std::uint64_t kernel_records = 0;
 };
+
+// The GEMM problems of a trace the library search can tune (analyze::read_gemm_calls), as fleet
+// rows; none for a trace taken without --gemm-shapes.
+std::vector<store::FleetGemm> gemm_rows(const std::filesystem::path& trace,
+                                        const trace::TraceMetadata& metadata);
 
 // One run's aggregates, built one kernel record at a time, in any order (a trace on disk, or
 // records held in memory).
@@ -59,7 +65,7 @@ class RunAggregator {
 struct IngestResult {
   std::string path, run_id;
   store::PushOutcome outcome = store::PushOutcome::added;
-  std::uint64_t kernel_records = 0, aggregates = 0;
+  std::uint64_t kernel_records = 0, aggregates = 0, gemms = 0;
   double read_s = 0, push_s = 0;
 };
 

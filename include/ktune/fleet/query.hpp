@@ -14,7 +14,7 @@
 
 namespace ktune::fleet {
 
-inline constexpr int kTopSchemaVersion = 1;
+inline constexpr int kTopSchemaVersion = 2;
 inline constexpr int kDiffSchemaVersion = 1;
 
 // A tuning spec ktune knows (the built-in kernels/ and any --specs folder): which kernel it tunes.
@@ -37,12 +37,23 @@ struct TopRow {
   bool tuned = false;             // the cache holds a winner of that spec's op on the kernel's arch
 };
 
+// A GEMM problem the fleet ran (ingested --gemm-shapes traces): its cache key, the problem, and
+// what it cost on one arch; tuned when the cache holds a winner of its key for that arch.
+struct GemmTopRow {
+  store::FleetGemmTotal total;
+  double share = 0;  // of the filtered fleet's kernel time
+  bool tuned = false;
+  std::string tune_command;
+};
+
 struct TopReport {
   store::FleetFilter filter;
   std::int64_t total_ns = 0, calls = 0;
   std::size_t kernels = 0;  // distinct kernels under the filter
   std::vector<TopRow> rows;
-  std::vector<TopRow> backlog;  // rows with a spec and no winner, in fleet-time order
+  std::vector<TopRow> backlog;           // rows with a spec and no winner, in fleet-time order
+  std::vector<GemmTopRow> gemms;         // every GEMM problem, most GPU time first
+  std::vector<GemmTopRow> gemm_backlog;  // those with no winner
 };
 
 // `limit` rows (0: all). Backlog looks at every kernel, not only the shown ones.

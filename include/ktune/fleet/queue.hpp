@@ -3,17 +3,19 @@
 // (op, dtype, shape bucket, arch, toolkit), so the same job is queued once however many nodes ask.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/bench/gemm_problem.hpp"
 #include "ktune/fleet/query.hpp"
 #include "ktune/store/fleet.hpp"
 
 namespace ktune::fleet {
 
-inline constexpr int kQueueSchemaVersion = 1;
+inline constexpr int kQueueSchemaVersion = 2;
 
 struct JobRequest {
   std::string spec;                           // T1 file; workers read it at this path
@@ -21,17 +23,21 @@ struct JobRequest {
   std::string arch, toolkit;                  // "": any worker
   std::int64_t budget = 60;                   // evaluations
   double priority = 0;
+  // A library job instead of a spec: cuBLASLt's algorithms for this GEMM problem.
+  std::optional<bench::GemmProblem> gemm;
 };
 
-// Reads the spec (ktune::Error naming it when bad) and fills the job's key and id.
+// Reads the spec (ktune::Error naming it when bad), or takes the GEMM problem, and fills the job's
+// key (the cache key its winner will have) and id.
 store::FleetJob make_job(const JobRequest& request, std::int64_t now_ms);
 
 // Milliseconds since the epoch: the queue's clock (leases compare workers' clocks, so a fleet's
 // hosts keep them in step, as NTP does).
 std::int64_t now_ms();
 
-// The backlog's kernels (query.hpp) as jobs of their spec at its default shape, for workers of
-// `arch` and `toolkit` ("": any); priority = the kernel's fleet time in seconds.
+// The backlog (query.hpp) as jobs for workers of `arch` and `toolkit` ("": any): each kernel a
+// known spec tunes, at its default shape, and each GEMM problem as a library job; priority = its
+// fleet GPU time in seconds.
 std::vector<JobRequest> backlog_requests(const TopReport& report, const std::string& arch,
                                          const std::string& toolkit, std::int64_t budget);
 

@@ -35,6 +35,16 @@ struct FleetAggregate {
   std::string sketch;  // fleet::QuantileSketch::to_hex of the launch durations
 };
 
+// One GEMM problem of one run (a --gemm-shapes trace): its cache key (op, dtype, shape as
+// bench::gemm_cache_* make them), the problem itself, and the calls and GPU time it took.
+struct FleetGemm {
+  std::string op, dtype;
+  nlohmann::json shape = nlohmann::json::array();     // [m, n, k, batch]
+  nlohmann::json problem = nlohmann::json::object();  // bench::GemmProblem
+  std::string gpu, arch, driver, toolkit;
+  std::int64_t calls = 0, gpu_ns = 0;
+};
+
 enum class PushOutcome {
   added,            // a new run
   replaced,         // the stored copy was cut short and this one is complete: it replaces it
@@ -58,12 +68,21 @@ struct FleetSketchRow {
   std::string kernel, build, run_id, sketch;
 };
 
+// A GEMM problem's totals under a filter, over every run and GPU of its arch.
+struct FleetGemmTotal {
+  std::string op, dtype;
+  nlohmann::json shape, problem;
+  std::string arch;
+  std::int64_t calls = 0, gpu_ns = 0, runs = 0;
+};
+
 // A tuning job. The dedup key is (op, dtype, bucket, arch, toolkit): queued once. arch or toolkit
-// "" means any worker may take it.
+// "" means any worker may take it. A spec job names its T1 file and its shape variables; a library
+// job (library "cublaslt") names no spec, and its shape is the GEMM problem (bench::GemmProblem).
 struct FleetJob {
   std::string id;  // hash of the dedup key
-  std::string spec, op, dtype, bucket, arch, toolkit;
-  nlohmann::json shape = nlohmann::json::object();  // shape variable -> value
+  std::string spec, library, op, dtype, bucket, arch, toolkit;
+  nlohmann::json shape = nlohmann::json::object();  // shape variable -> value, or the problem
   std::int64_t budget = 0;
   double priority = 0;       // higher first (from-backlog: the kernel's fleet time in s)
   std::string state;         // queued | running | done | failed
@@ -80,9 +99,10 @@ class FleetStore {
  public:
   explicit FleetStore(Store& store);
 
-  // One transaction: the run and all its aggregates, or nothing. A run id already stored is
-  // skipped unless the stored run is incomplete and this one complete.
-  PushOutcome push_run(const FleetRun& run, const std::vector<FleetAggregate>& aggregates);
+  // One transaction: the run, all its aggregates and GEMM problems, or nothing. A run id already
+  // stored is skipped unless the stored run is incomplete and this one complete.
+  PushOutcome push_run(const FleetRun& run, const std::vector<FleetAggregate>& aggregates,
+                       const std::vector<FleetGemm>& gemms = {});
   std::int64_t run_count();
 
   // Every kernel's totals under the filter, largest total first.
@@ -90,6 +110,9 @@ class FleetStore {
   // The sketches of these kernels (all when `kernels` is empty) under the filter.
   std::vector<FleetSketchRow> sketches(const FleetFilter& filter,
                                        const std::vector<std::string>& kernels);
+
+  // Every GEMM problem's totals under the filter, most GPU time first.
+  std::vector<FleetGemmTotal> gemm_totals(const FleetFilter& filter);
 
   // --- the tuning queue; times are the caller's clock in ms since the epoch ---
   // false: a job with the same key is already there (in any state); nothing changed.

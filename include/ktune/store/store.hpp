@@ -60,7 +60,7 @@ class Store {
   // nullopt for a server.
   std::optional<std::filesystem::path> file() const;
   int schema_version() const;  // the schema this store now has (always kSchemaVersion)
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Calibrations: a second record of the same device and measured_at replaces the first.
   void put_calibration(const CalibrationRecord& record);

@@ -9,6 +9,7 @@
 // session's space from the candidates (LibrarySpace), so results.jsonl, T4, resume, strategies,
 // crash isolation and the summary are the session's own.
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -111,6 +112,11 @@ class LibraryEvaluator : public Evaluator {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The candidates of a library search whose session lives in `dir`: those it recorded there
+// (candidates.json) when resuming, so a resumed search chooses among the same set; else the GPU
+// side's answer (gpu.describe()), recorded there. ktune::Error naming the file when it is damaged.
+LibraryCandidates library_candidates(Evaluator& gpu, const std::filesystem::path& dir, bool resume);
 
 // The session target of a library search: source "cuBLASLt <version>", the problem's cache op and
 // shape, the heuristic's candidates proposed first.
