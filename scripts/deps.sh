@@ -7,7 +7,6 @@ PACKAGES=(cmake ninja-build g++ git pkg-config
           libgtest-dev libgmock-dev zlib1g-dev postgresql clang-format python3
           libtomlplusplus-dev          # gate suite files (TOML)
           clang-14 libclang-rt-14-dev  # clang + libFuzzer: scripts/fuzz.sh
-          python3-dev pybind11-dev     # the Python package (src/python, python/)
           chromium-headless-shell)     # renders the HTML report's roofline in report_tests
 missing=()
 for p in "${PACKAGES[@]}"; do

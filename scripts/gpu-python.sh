@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Python package on a GPU machine (PyTorch and Triton installed, no package registry):
 #   scripts/gpu-python.sh BUNDLE OUT_DIR
-# BUNDLE: a build tree (or .gpu-carry) holding src/cli/ktune, its tracer and python/ktune with an
-# extension module built for this machine's python3 (see docs/python.md, "GPU tier"). Runs
+# BUNDLE: a build tree (or .gpu-carry) holding src/cli/ktune, its tracer and
+# python/ktune/libktune_python.so, which any python3 loads (plain C, through ctypes). Runs
 #   1. a Triton fp16 matmul autotuned over 16 configurations by ktune.triton.autotune, in a first
 #      process (fresh store, fresh Triton cache) and a second one (same store), and by plain
 #      triton.autotune in a third, for comparison: wall time of each, tuning time, winners;
@@ -16,20 +16,16 @@ bundle=$(cd "${1:?usage: scripts/gpu-python.sh BUNDLE OUT_DIR}" && pwd)
 out=${2:-${OUT:-/tmp/ktune-gpu}/python}
 mkdir -p "$out"
 py=${PYTHON:-python3}
-tag=$($py -c 'import sys; print(f"cpython-{sys.version_info[0]}{sys.version_info[1]}")')
-module=$(ls "$bundle"/python/ktune/_ktune."$tag"-*.so 2>/dev/null | head -n 1)
-if [ -z "$module" ]; then
-  echo "gpu-python.sh: $bundle/python/ktune has no extension module for $($py --version) ($tag);" \
-       "build the bundle with that Python (docs/python.md, GPU tier)." >&2
+library=$bundle/python/ktune/libktune_python.so
+if [ ! -f "$library" ]; then
+  echo "gpu-python.sh: $library is missing; build the bundle with the Python package" \
+       "(KTUNE_PYTHON=ON, the default: scripts/gpu-bundle.sh)." >&2
   exit 1
 fi
-# The package as this checkout has it, with the bundle's compiled module and tracer beside it.
-pkg=$(mktemp -d /tmp/ktune-py.XXXXXX)
-mkdir -p "$pkg/ktune"
-cp "$root"/python/ktune/*.py "$pkg/ktune/"
-cp "$module" "$pkg/ktune/"
-cp "$bundle/src/cli/libktune_tracer.so" "$pkg/ktune/" 2>/dev/null || true
-export PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}"
+# This checkout's package, so .py edits need no rebuild, over the bundle's library and tracer.
+export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+export KTUNE_NATIVE_LIB=$library
+export KTUNE_TRACER_LIB=$bundle/src/cli/libktune_tracer.so
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KTUNE_HOME=$(mktemp -d /tmp/ktune-home.XXXXXX)
 ktune=$bundle/src/cli/ktune

@@ -31,6 +31,6 @@ export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # Test binaries not in $targets appear as *_NOT_BUILT placeholders, and the Python suite needs the
-# extension module this build does not make: both left out.
+# library (libktune_python.so) this build does not make: both left out.
 cd "$build"
 ctest --output-on-failure -j"$(nproc)" -E '_NOT_BUILT$|^python_tests$' "$@"

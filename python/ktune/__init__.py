@@ -5,9 +5,10 @@
     data = ktune.report("run.ktrace")          # the content of `ktune report --json`
     cfg = ktune.lookup("gemm", [4096, 4096, 1024], "bf16")
 
-The C++ library does the work (module ktune._ktune); this file turns its JSON answers into dicts
-and lists. ktune.triton (a cache-backed autotune decorator) and ktune.torch (tuned GEMMs for
-PyTorch) import Triton and PyTorch only when used.
+The C++ library does the work (libktune_python.so, loaded by ktune._native, which the package's
+modules import as _ktune); this file turns its JSON answers into dicts and lists. ktune.triton (a
+cache-backed autotune decorator) and ktune.torch (tuned GEMMs for PyTorch) import Triton and
+PyTorch only when used.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from . import _ktune
+from . import _native as _ktune
 
 Error = _ktune.Error
 NoGpuError = _ktune.NoGpuError
@@ -97,11 +98,11 @@ def lookup_result(
 
 
 def _tracer_path() -> Path:
-    # An installed package keeps the tracer beside the module; the build tree keeps it beside the
+    # An installed package keeps the tracer beside the library; the build tree keeps it beside the
     # ktune binary; KTUNE_TRACER_LIB names another one.
     if os.environ.get("KTUNE_TRACER_LIB"):
         return Path(os.environ["KTUNE_TRACER_LIB"])
-    beside = Path(_ktune.__file__).with_name(_TRACER_NAME)
+    beside = _ktune.LIBRARY_PATH.with_name(_TRACER_NAME)
     return beside if beside.exists() else Path(_ktune.TRACER_BUILD_PATH)
 
 

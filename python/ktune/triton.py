@@ -24,7 +24,8 @@ import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _ktune, _db
+from . import _db
+from . import _native as _ktune
 
 SCHEMA_NOTE = "triton-autotune"  # the provenance strategy of the entries this module writes
 

@@ -1,0 +1,247 @@
+"""ktune's C++ library, libktune_python.so, loaded with ctypes: its C functions (src/python/capi.h)
+as Python functions. Data crosses as JSON text, the same versioned forms the CLI prints; the
+package's modules turn it into dicts and lists. Use the ktune package, not this module.
+
+The library has no Python dependency, so one build serves every CPython 3. ctypes releases the GIL
+for the length of each call: a store call waiting on PostgreSQL or a busy SQLite file does not
+stall the caller's other threads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Tuple
+
+LIBRARY_NAME = "libktune_python.so"
+
+
+class Error(RuntimeError):
+    """A ktune failure, with the library's one sentence: what was wrong, where, and the fix."""
+
+
+class NoGpuError(Error):
+    """No NVIDIA driver or GPU on this machine."""
+
+
+# capi.h's statuses.
+_OK, _ERROR, _NO_GPU = 0, 1, 2
+
+
+def _library_path() -> Path:
+    # KTUNE_NATIVE_LIB names one (a source checkout's python/ run against a build elsewhere); else
+    # the one beside this file, where both the build tree and `pip install .` put it.
+    named = os.environ.get("KTUNE_NATIVE_LIB")
+    if named:
+        if not os.path.exists(named):
+            raise ImportError(
+                f"KTUNE_NATIVE_LIB={named} does not exist; point it to a built {LIBRARY_NAME} "
+                "or unset it."
+            )
+        return Path(named).resolve()
+    beside = Path(__file__).resolve().with_name(LIBRARY_NAME)
+    if not beside.exists():
+        raise ImportError(
+            f"ktune's library {beside} is missing; build the project and put build/python on "
+            f"PYTHONPATH, `pip install .`, or set KTUNE_NATIVE_LIB to a built {LIBRARY_NAME}."
+        )
+    return beside
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(os.fspath(path))
+    except OSError as e:
+        raise ImportError(
+            f"ktune's library {path} could not be loaded ({e}); install what it names "
+            "(scripts/deps.sh) or add the folder that holds it to LD_LIBRARY_PATH."
+        ) from None
+
+
+LIBRARY_PATH = _library_path()
+_lib = _load(LIBRARY_PATH)
+
+_Out = ctypes.POINTER(ctypes.c_void_p)  # char**: a string the library allocates, freed with ktune_free
+_Shape = ctypes.POINTER(ctypes.c_int64)
+_Ptr = ctypes.c_void_p  # device pointers, the plan handle and the stream, as integers
+
+# Every function of capi.h: name -> (restype, argtypes), declared once at import. A test checks this
+# table against the library's exported symbols.
+SIGNATURES = {
+    "ktune_last_error": (ctypes.c_char_p, []),
+    "ktune_free": (None, [ctypes.c_void_p]),
+    "ktune_version": (ctypes.c_int, [_Out]),
+    "ktune_tracer_build_path": (ctypes.c_int, [_Out]),
+    "ktune_report_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _Out]),
+    "ktune_lookup_json": (
+        ctypes.c_int,
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _Shape, ctypes.c_size_t, ctypes.c_char_p, _Out],
+    ),
+    "ktune_get_entry_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _Out]),
+    "ktune_put_entry_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _Out]),
+    "ktune_put_op": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
+    "ktune_bucket_name": (ctypes.c_int, [ctypes.c_char_p, _Shape, ctypes.c_size_t, _Out]),
+    "ktune_list_entries_json": (
+        ctypes.c_int,
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _Out],
+    ),
+    "ktune_detect_environment": (ctypes.c_int, [_Out]),
+    "ktune_nvtx_push": (ctypes.c_int, [ctypes.c_char_p]),
+    "ktune_nvtx_pop": (ctypes.c_int, []),
+    "ktune_gemm_plan_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_Ptr)]),
+    "ktune_gemm_plan_destroy": (None, [_Ptr]),
+    "ktune_gemm_plan_workspace_bytes": (ctypes.c_int, [_Ptr, ctypes.POINTER(ctypes.c_size_t)]),
+    "ktune_gemm_plan_run": (
+        ctypes.c_int,
+        [_Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, ctypes.c_size_t, _Ptr, ctypes.c_float, ctypes.c_float],
+    ),
+}
+for _name, (_restype, _argtypes) in SIGNATURES.items():
+    getattr(_lib, _name).restype = _restype
+    getattr(_lib, _name).argtypes = _argtypes
+del _name, _restype, _argtypes
+
+
+def _check(status: int) -> None:
+    if status != _OK:
+        message = _lib.ktune_last_error().decode("utf-8", "replace")
+        raise (NoGpuError if status == _NO_GPU else Error)(message)
+
+
+def _text(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")  # paths that are not UTF-8 pass through as bytes
+
+
+def _shape(shape: Sequence[int]) -> Tuple[ctypes.Array, int]:
+    dims = [int(d) for d in shape]
+    return (ctypes.c_int64 * len(dims))(*dims), len(dims)
+
+
+def _string(fn: Callable[..., int], *args: object) -> str:
+    # Calls a function whose last argument is `char** out` and takes the string it hands out.
+    out = ctypes.c_void_p()
+    _check(fn(*args, ctypes.byref(out)))
+    try:
+        return ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        _lib.ktune_free(out)
+
+
+def version() -> str:
+    """"0.1.0 (abc1234)": the library's version and commit."""
+    return _string(_lib.ktune_version)
+
+
+TRACER_BUILD_PATH = _string(_lib.ktune_tracer_build_path)
+
+
+def report_json(path: str, by: str = "name") -> str:
+    return _string(_lib.ktune_report_json, _text(path), _text(by))
+
+
+def lookup_json(db: str, op: str, dtype: str, shape: Sequence[int], env_json: str) -> str:
+    dims, n = _shape(shape)
+    return _string(_lib.ktune_lookup_json, _text(db), _text(op), _text(dtype), dims, n, _text(env_json))
+
+
+def get_entry_json(db: str, key_json: str) -> str:
+    return _string(_lib.ktune_get_entry_json, _text(db), _text(key_json))
+
+
+def put_entry_json(db: str, entry_json: str, force: bool = False) -> str:
+    return _string(_lib.ktune_put_entry_json, _text(db), _text(entry_json), int(bool(force)))
+
+
+def put_op(db: str, op: str, policy_json: str) -> None:
+    _check(_lib.ktune_put_op(_text(db), _text(op), _text(policy_json)))
+
+
+def bucket_name(policy_json: str, shape: Sequence[int]) -> str:
+    dims, n = _shape(shape)
+    return _string(_lib.ktune_bucket_name, _text(policy_json), dims, n)
+
+
+def list_entries_json(db: str, op: str, arch: str = "", device_name: str = "") -> str:
+    return _string(_lib.ktune_list_entries_json, _text(db), _text(op), _text(arch), _text(device_name))
+
+
+def detect_environment() -> str:
+    return _string(_lib.ktune_detect_environment)
+
+
+def nvtx_push(name: str) -> None:
+    _check(_lib.ktune_nvtx_push(_text(name)))
+
+
+def nvtx_pop() -> None:
+    _check(_lib.ktune_nvtx_pop())
+
+
+_plan_run = _lib.ktune_gemm_plan_run
+
+
+class GemmPlan:
+    """A cached cuBLASLt configuration (config_json: a bench::LtAlgoConfig) for one GEMM
+    (problem_json: a bench::GemmProblem), built once on the CUDA context current now. run()
+    enqueues it on caller-owned device memory: pointers and the stream are integers
+    (tensor.data_ptr(), torch.cuda.current_stream().cuda_stream), 0 for none."""
+
+    __slots__ = ("_handle", "_workspace_bytes")
+
+    def __init__(self, problem_json: str, config_json: str) -> None:
+        self._handle: Optional[int] = None
+        handle = _Ptr()
+        _check(_lib.ktune_gemm_plan_create(_text(problem_json), _text(config_json), ctypes.byref(handle)))
+        self._handle = handle.value
+        size = ctypes.c_size_t()
+        _check(_lib.ktune_gemm_plan_workspace_bytes(self._handle, ctypes.byref(size)))
+        self._workspace_bytes = size.value
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The workspace run() needs at least."""
+        return self._workspace_bytes
+
+    def run(
+        self,
+        a: int,
+        b: int,
+        c: int,
+        d: int,
+        bias: int,
+        workspace: int,
+        workspace_bytes: int,
+        stream: int,
+        alpha: float,
+        beta: float,
+    ) -> None:
+        """D = act(alpha op(A) op(B) + beta C + bias) on `stream`; c 0 reads d when beta != 0."""
+        _check(_plan_run(self._handle, a, b, c, d, bias, workspace, workspace_bytes, stream, alpha, beta))
+
+    # The destroy function is bound as a default so that a plan collected at interpreter exit,
+    # after this module's globals are gone, is still released.
+    def __del__(self, _destroy: Callable[[int], None] = _lib.ktune_gemm_plan_destroy) -> None:
+        if getattr(self, "_handle", None) is not None:
+            _destroy(self._handle)
+            self._handle = None
+
+
+__all__ = [
+    "Error",
+    "GemmPlan",
+    "LIBRARY_PATH",
+    "NoGpuError",
+    "TRACER_BUILD_PATH",
+    "bucket_name",
+    "detect_environment",
+    "get_entry_json",
+    "list_entries_json",
+    "lookup_json",
+    "nvtx_pop",
+    "nvtx_push",
+    "put_entry_json",
+    "put_op",
+    "report_json",
+    "version",
+]
