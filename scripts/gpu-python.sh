@@ -6,9 +6,11 @@
 #   1. a Triton fp16 matmul autotuned over 16 configurations by ktune.triton.autotune, in a first
 #      process (fresh store, fresh Triton cache) and a second one (same store), and by plain
 #      triton.autotune in a third, for comparison: wall time of each, tuning time, winners;
-#   2. the transformer layer's GEMM shapes (.workloads/torch_layer.py) tuned with
-#      `ktune tune --library cublaslt` and applied in PyTorch (ktune.torch): the layer's time with
-#      PyTorch's defaults and with ktune's selections, alternating in one process, gain per shape;
+#   2. the GEMM loop on PyTorch programs (benchmarks/python/gemm_workload.py in bf16 and fp16, and
+#      the shared transformer layer, .workloads/torch_layer.py): profile --gemm-shapes, report,
+#      ingest, queue from-backlog, worker --drain, then python -m ktune.prove (each program with
+#      and without ktune's selections, alternating); and the router's cost per call and its
+#      CUDA-graph capture (benchmarks/python/routing_overhead.py);
 # and prints a short table last. KTUNE_PY_ONLY=triton|torch runs one part.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -73,31 +75,48 @@ PYEOF
   unset KTUNE_DB TRITON_CACHE_DIR
 fi
 
+# The loop on a PyTorch program, as a user runs it: profile with --gemm-shapes, report (every GEMM
+# problem with its GPU time and tune command), ingest, queue the backlog, drain it with a worker,
+# then the program with and without ktune's selections (python -m ktune.prove). WORKLOAD is a file
+# of benchmarks/python (or the shared layer's step); ENTRIES its make_step functions.
+gemm_loop() {
+  local name=$1 script=$2 entries=$3 dir=$out/$1
+  mkdir -p "$dir"
+  export KTUNE_DB=$dir/store.db
+  rm -f "$KTUNE_DB"
+  echo "== $name: profile, report, ingest, from-backlog, worker, prove"
+  "$ktune" profile --gemm-shapes -o "$dir/run.ktrace" -- $py "$script" >"$dir/profile.log" 2>&1
+  echo "profile rc=$?"
+  "$ktune" report "$dir/run.ktrace" >"$dir/report.txt" 2>&1
+  "$ktune" report --format json "$dir/run.ktrace" >"$dir/report.json" 2>>"$out/stderr.log"
+  sed -n '/^GEMM calls (cuBLASLt)/,/^$/p' "$dir/report.txt"
+  "$ktune" ingest "$dir"/run*.ktrace
+  "$ktune" queue from-backlog --budget "${KTUNE_GEMM_BUDGET:-60}" --json >"$dir/queued.json"
+  local t0=$(date +%s%N)
+  "$ktune" worker --drain >"$dir/worker.log" 2>&1
+  echo "worker rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  "$ktune" queue ls --json >"$dir/jobs.json"
+  "$ktune" queue ls | tail -n 3
+  for entry in $entries; do
+    $py -m ktune.prove "$script:$entry" --rounds "${KTUNE_PROVE_ROUNDS:-10}" --iters 30 --json \
+      >"$dir/prove-$entry.json" 2>>"$out/stderr.log"
+    echo "prove $entry rc=$?"
+  done
+  summary+=("$($py "$root/benchmarks/python/gemm_loop_summary.py" "$name" "$dir" $entries)")
+}
+
 if [ -z "${KTUNE_PY_ONLY:-}" ] || [ "$KTUNE_PY_ONLY" = torch ]; then
-  echo "== transformer layer GEMMs through cuBLASLt"
   workload=${KTUNE_WORKLOADS:-$root/.workloads}
   [ -f "$workload/torch_layer.py" ] || workload=$root/../shared/workloads
-  export KTUNE_DB=$out/gemm-store.db
-  rm -f "$KTUNE_DB"
-  $py "$root/benchmarks/python/torch_gemms.py" --ktune "$ktune" --workload "$workload" \
-    >"$out/torch-gemms.json" 2>>"$out/stderr.log"
-  echo "torch_gemms rc=$?"
-  cat "$out/torch-gemms.json"
-  "$ktune" export --tunableop "$out/tunableop_results.csv" \
-    --torch-version "$($py -c 'import torch; print(torch.__version__)')" && cat "$out/tunableop_results.csv"
-  summary+=("$($py - "$out" <<'PYEOF'
-import json, sys
-j = json.load(open(f"{sys.argv[1]}/torch-gemms.json"))
-rows = ["| GEMM m x n x k (TN) | calls/iter | cuBLASLt default us | ktune us | gain | winner |", "| --- | --- | --- | --- | --- | --- |"]
-for s in j["shapes"]:
-    w = s["winner"]
-    rows.append(f"| {s['shape']} {s['dtype']}{' +bias' if s['bias'] else ''} | {s['calls_per_iter']} | {s['default_us']:.1f} | {s['winner_us']:.1f} | {s['speedup']:.3f}x | {w['source']} algo {w['algo_id']} tile {w['tile']} stages {w['stages']} splitK {w['splitk']} |")
-d, k = j["layer_default_median_ms"], j["layer_ktune_median_ms"]
-rows.append(f"layer ms/iter, median of {len(j['layer_default_ms'])} alternating rounds: PyTorch {d:.4f}, ktune {k:.4f} ({d / k:.3f}x); routed {j['routed_calls_last_round']} linear calls, passed {j['passed_calls_last_round']}")
-rows.append("routed vs PyTorch max |diff|: " + ", ".join(f"{c['shape']} {c['max_abs_diff']:.3g} (routed {c['routed']})" for c in j["checks"]))
-print("\n".join(rows))
-PYEOF
-)")
+  export KTUNE_WORKLOADS=$workload
+  gemm_loop gemm-workload "$root/benchmarks/python/gemm_workload.py" "make_step make_step_f16"
+  gemm_loop torch-layer "$root/benchmarks/python/torch_layer_step.py" "make_step"
+  echo "== routing overhead and CUDA graphs"
+  $py "$root/benchmarks/python/routing_overhead.py" --ktune "$ktune" >"$out/routing.json" \
+    2>>"$out/stderr.log"
+  echo "routing_overhead rc=$?"
+  cat "$out/routing.json"
+  summary+=("$($py -c 'import json,sys; j=json.load(open(sys.argv[1])); print("routing per call: " + ", ".join(f"{k} {v:.2f} us" for k, v in j["us_per_call"].items()) + f"; graph replay equals eager: {j[\"graph_equal\"]}")' "$out/routing.json")")
 fi
 
 echo

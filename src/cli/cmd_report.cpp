@@ -26,11 +26,18 @@ struct ReportOptions {
 };
 
 // The newest calibration of the traced GPU, for the roofline; none when the trace has no identity
-// block or nothing was calibrated. A missing default store is no error: nothing was calibrated.
+// block or nothing was calibrated. A store file that does not exist yet (the default one, or a
+// --db file nothing has been stored in) is no error: nothing was calibrated. (A profile run's
+// fresh KTUNE_DB made the report exit 1 before ingest had created it.)
 analyze::Ceilings stored_ceilings(const trace::TraceMetadata& metadata, const std::string& db) {
   analyze::Ceilings c;
   if (!metadata.identity || metadata.identity->devices.empty()) return c;
-  if (db.empty() && !std::filesystem::exists(default_db_path())) return c;
+  if (db.find("://") == std::string::npos) {
+    const std::string file = db.empty()                    ? default_db_path().string()
+                             : db.rfind("sqlite:", 0) == 0 ? db.substr(7)
+                                                           : db;
+    if (!std::filesystem::exists(file)) return c;
+  }
   const auto store = store::Store::open(db, store::Access::read_only);
   const auto& device = metadata.identity->devices.front();
   const auto record = store->latest_calibration(device.uuid);

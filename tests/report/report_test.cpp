@@ -281,6 +281,20 @@ TEST(ReportGemm, TuneCommandsAreAcceptedByKtuneTune) {
   EXPECT_EQ(tried, 5u);  // every shape: the search takes every form
 }
 
+// The report reads the store only for calibrated ceilings: a --db file nothing was stored in yet
+// is no error (a profile run's fresh KTUNE_DB made `ktune report` exit 1 on the H100 before ingest
+// had created the store).
+TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
+  const auto trace =
+      std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace";
+  const auto missing = std::filesystem::temp_directory_path() / "ktune-no-store-yet" / "s.db";
+  const auto r =
+      test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 5);
+}
+
 TEST(ReportFormats, AreRegisteredByName) {
   for (const char* name : {"text", "md", "json", "html", "contract"})
     EXPECT_EQ(find_format(name).name, name);
