@@ -116,7 +116,7 @@ if [ -z "${KTUNE_PY_ONLY:-}" ] || [ "$KTUNE_PY_ONLY" = torch ]; then
     2>>"$out/stderr.log"
   echo "routing_overhead rc=$?"
   cat "$out/routing.json"
-  summary+=("$($py -c 'import json,sys; j=json.load(open(sys.argv[1])); print("routing per call: " + ", ".join(f"{k} {v:.2f} us" for k, v in j["us_per_call"].items()) + f"; graph replay equals eager: {j[\"graph_equal\"]}")' "$out/routing.json")")
+  summary+=("$($py "$root/benchmarks/python/routing_overhead.py" --summary "$out/routing.json")")
 fi
 
 echo

@@ -15,13 +15,14 @@ rows = [f"### {name}",
 jobs = json.load(open(f"{d}/jobs.json"))["jobs"]
 rows.append(f"queue: {len(jobs)} jobs, {sum(j['state'] == 'done' for j in jobs)} done, "
             f"{sum(j['state'] == 'failed' for j in jobs)} failed")
-rows.append("| job | op dtype bucket | evaluations | default us | winner us | gain |")
-rows.append("| --- | --- | --- | --- | --- | --- |")
+rows.append("| job | op dtype bucket | evaluations | tuning s | default us | winner us | gain |")
+rows.append("| --- | --- | --- | --- | --- | --- | --- |")
 for j in jobs:
     r = j.get("result") or {}
     default, winner = r.get("default_median_ns"), r.get("median_ns")
     gain = f"{default / winner:.3f}x" if default and winner else "-"
     rows.append(f"| {j['id'][:8]} {j['state']} | {j['op']} {j['dtype']} {j['bucket']} | {j['evaluations']} "
+                f"| {j.get('run_s', 0):.1f} "
                 f"| {default / 1e3 if default else 0:.2f} | {winner / 1e3 if winner else 0:.2f} | {gain} |"
                 + (f" {j['error'][:120]}" if j["error"] else ""))
 for e in entries:
@@ -33,7 +34,9 @@ for e in entries:
     b, k = p["pytorch"], p["ktune"]
     rows.append(f"prove {e}: PyTorch {b['median_ms']:.4f} ms/iter (rounds {b['round_min_ms']:.4f}-{b['round_max_ms']:.4f}), "
                 f"ktune {k['median_ms']:.4f} (rounds {k['round_min_ms']:.4f}-{k['round_max_ms']:.4f}): "
-                f"{p['speedup']:.3f}x; routed {p['routed_per_iteration']:g}/iter, passed "
+                f"{p['speedup']:.3f}x (per round {p['round_speedups']['median']:.3f}x, "
+                f"{p['round_speedups']['min']:.3f}-{p['round_speedups']['max']:.3f}); "
+                f"routed {p['routed_per_iteration']:g}/iter, passed "
                 f"{p['passed_per_iteration']:g}/iter; max rel diff {p['max_relative_difference']}")
     for s in p["routed_problems"]:
         rows.append(f"  {s['problem']}: {s['calls_per_iteration']:g}/iter, tuned {s['tuned_us']} us "

@@ -25,10 +25,20 @@ def per_call_us(f, n=5000):
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def summary(path):
+    j = json.load(open(path))
+    calls = ", ".join(f"{k} {v:.2f} us" for k, v in j["us_per_call"].items())
+    print(f"routing, host time per 64^3 GEMM call: {calls}; graph replay equals eager: "
+          f"{j['graph_equal']}; routed against PyTorch max |diff| {j['routed_vs_pytorch_max_abs_diff']}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ktune", required=True)
+    ap.add_argument("--ktune")
+    ap.add_argument("--summary", help="print one line of an earlier run's JSON")
     a = ap.parse_args()
+    if a.summary:
+        return summary(a.summary)
     subprocess.run([a.ktune, "tune", "--library", "cublaslt", "--op", "gemm_nn", "--shape",
                     "m=64,n=64,k=64", "--dtype", "bf16", "--budget", "8", "--json"], check=True,
                    capture_output=True)

@@ -11,7 +11,8 @@ a tuple or list whose first item is one), the routed result is compared with PyT
 Each round runs `--iters` iterations with PyTorch's own GEMMs and `--iters` with ktune's winners
 (ktune.torch.tuned_gemms), in alternating order round to round, each iteration timed on the GPU with
 CUDA events. Printed: per-iteration time of each (median, with the 10th and 90th percentiles and
-the spread of the round medians), their ratio, the calls routed and passed to PyTorch per iteration,
+the spread of the round medians), their ratio overall and per round (both modes of a round run back
+to back, so drift between rounds cancels), the calls routed and passed to PyTorch per iteration,
 each routed problem with its tuned and default times from the cache, and the largest difference of
 the routed output from PyTorch's. `--json` prints the same as one object (schema_version 1).
 """
@@ -127,6 +128,9 @@ def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict
                 "round_max_ms": max(round_medians[mode]), "iterations": len(t)}
 
     base, tuned = summary("pytorch"), summary("ktune")
+    # Each round runs both back to back, so a round's ratio is free of drift between rounds (clocks,
+    # other work on the machine): their median and range say how sure the ratio is.
+    round_ratios = [b / k for b, k in zip(round_medians["pytorch"], round_medians["ktune"]) if k]
     n = rounds * iters
     shapes = []
     winners = {}
@@ -146,6 +150,8 @@ def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict
     return {"schema_version": SCHEMA_VERSION, "rounds": rounds, "iterations_per_round": iters,
             "pytorch": base, "ktune": tuned,
             "speedup": base["median_ms"] / tuned["median_ms"] if tuned["median_ms"] else None,
+            "round_speedups": {"median": statistics.median(round_ratios), "min": min(round_ratios),
+                               "max": max(round_ratios)},
             "routed_per_iteration": routed / n, "passed_per_iteration": passed / n,
             "max_relative_difference": max_rel, "routed_problems": shapes}
 
@@ -165,7 +171,9 @@ def _print(r: Dict[str, object]) -> None:
     print(f"{r['rounds']} rounds of {r['iterations_per_round']} iterations each way, alternating:")
     print(line("PyTorch", r["pytorch"]))  # type: ignore[arg-type]
     print(line("ktune", r["ktune"]))  # type: ignore[arg-type]
-    print(f"  ratio    {r['speedup']:.3f}x (PyTorch's time / ktune's)")
+    rr = r["round_speedups"]
+    print(f"  ratio    {r['speedup']:.3f}x (PyTorch's time / ktune's); per round, both back to back: "
+          f"median {rr['median']:.3f}x, {rr['min']:.3f}-{rr['max']:.3f}x")
     print(f"  GEMM calls per iteration: {r['routed_per_iteration']:g} routed to ktune's winners, "
           f"{r['passed_per_iteration']:g} passed to PyTorch")
     if r["max_relative_difference"] is not None:

@@ -121,6 +121,9 @@ nlohmann::json jobs_json(const std::vector<store::FleetJob>& jobs, std::int64_t 
                     {"state", j.state},
                     {"worker", j.worker},
                     {"age_s", static_cast<double>(now - j.created_ms) / 1e3},
+                    {"run_s", j.finished_ms > j.started_ms && j.started_ms > 0
+                                  ? static_cast<double>(j.finished_ms - j.started_ms) / 1e3
+                                  : 0.0},
                     {"evaluations", j.evaluations},
                     {"budget", j.budget},
                     {"op", j.op},

@@ -41,9 +41,9 @@ std::int64_t now_ms();
 std::vector<JobRequest> backlog_requests(const TopReport& report, const std::string& arch,
                                          const std::string& toolkit, std::int64_t budget);
 
-// {"schema_version", "jobs": [{"id", "state", "worker", "age_s", "evaluations", "budget", "op",
-//  "dtype", "bucket", "arch", "toolkit", "spec", "shape", "attempt", "priority", "result",
-//  "error"}]}
+// {"schema_version", "jobs": [{"id", "state", "worker", "age_s", "run_s" (its last claim, start to
+//  finish; 0 while it runs), "evaluations", "budget", "op", "dtype", "bucket", "arch", "toolkit",
+//  "spec", "library", "shape", "attempt", "priority", "result", "error"}]}
 nlohmann::json jobs_json(const std::vector<store::FleetJob>& jobs, std::int64_t now_ms);
 
 }  // namespace ktune::fleet
