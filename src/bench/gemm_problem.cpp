@@ -258,10 +258,12 @@ void from_json(const nlohmann::json& j, GemmProblem& p) {
   static const char* const kFields[] = {
       "layout", "m",        "n",        "k",        "batch",    "lda",   "ldb",     "ldc",
       "ldd",    "stride_a", "stride_b", "stride_c", "stride_d", "dtype", "compute", "epilogue"};
-  for (const auto& [key, value] : j.items())
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
     if (std::find_if(std::begin(kFields), std::end(kFields),
                      [&](const char* f) { return key == f; }) == std::end(kFields))
       throw Error(fmt::format("{}: unknown field \"{}\".", where, key));
+  }
   const auto text = [&](const char* name, const char* fallback) -> std::string {
     if (!j.contains(name)) return fallback;
     if (!j.at(name).is_string())

@@ -93,6 +93,10 @@ nlohmann::json row_json(const TopRow& r) {
                       {"p99_ns", r.p99_ns}, {"min_ns", r.min_ns}, {"max_ns", r.max_ns},
                       {"runs", r.runs},     {"spec", nullptr},    {"tuned", r.tuned}};
   if (r.spec) j["spec"] = {{"path", r.spec->path}, {"op", r.spec->op}, {"dtype", r.spec->dtype}};
+  if (!r.grid.empty()) {
+    j["grid"] = r.grid;
+    j["block"] = r.block;
+  }
   return j;
 }
 
@@ -148,6 +152,15 @@ TopReport top(store::Store& store, const store::FleetFilter& filter, std::size_t
     }
     if (limit == 0 || rep.rows.size() < limit) rep.rows.push_back(std::move(r));
   }
+  // The backlog's kernels are queued at the shape they ran: their costliest launch shape.
+  std::vector<std::string> backlog_kernels;
+  for (const auto& r : rep.backlog) backlog_kernels.push_back(r.kernel);
+  for (const auto& l : fleet.launch_totals(filter, backlog_kernels))
+    for (auto& r : rep.backlog)
+      if (r.kernel == l.kernel && r.grid.empty()) {
+        r.grid = l.grid;
+        r.block = l.block;
+      }
   // GEMM problems: tuned when the cache holds a winner of the problem's key on its arch (one
   // listing per op, dtype and arch).
   std::map<std::string, std::vector<store::CacheEntry>> winners;

@@ -1,5 +1,6 @@
 #include "ktune/fleet/queue.hpp"
 
+#include <array>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "ktune/store/bucket.hpp"
 #include "ktune/tune/gpu_evaluator.hpp"
 #include "ktune/tune/spec.hpp"
+#include "ktune/tune/spec_problem.hpp"
 
 namespace ktune::fleet {
 
@@ -90,12 +92,49 @@ store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
   return j;
 }
 
+namespace {
+
+// "x,y,z" -> {x, y, z}; nullopt for anything else.
+std::optional<std::array<std::int64_t, 3>> dims_of(const std::string& text) {
+  std::array<std::int64_t, 3> d{};
+  std::size_t at = 0;
+  for (int i = 0; i < 3; ++i) {
+    const std::size_t end = i < 2 ? text.find(',', at) : text.size();
+    if (end == std::string::npos) return std::nullopt;
+    try {
+      std::size_t used = 0;
+      d[static_cast<std::size_t>(i)] = std::stoll(text.substr(at, end - at), &used);
+      if (used != end - at) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    at = end + 1;
+  }
+  return d;
+}
+
+}  // namespace
+
+std::map<std::string, std::int64_t> launch_shape_of(const TopRow& row) {
+  if (!row.spec || row.grid.empty()) return {};
+  const auto grid = dims_of(row.grid), block = dims_of(row.block);
+  if (!grid || !block) return {};
+  try {
+    const tune::ProblemSpec spec = tune::ProblemSpec::load(row.spec->path);
+    return tune::shape_from_launch(spec, *grid, *block)
+        .value_or(std::map<std::string, std::int64_t>{});
+  } catch (const Error&) {
+    return {};  // a spec that cannot be read now: make_job says why
+  }
+}
+
 std::vector<JobRequest> backlog_requests(const TopReport& report, const std::string& arch,
                                          const std::string& toolkit, std::int64_t budget) {
   std::vector<JobRequest> out;
   for (const auto& row : report.backlog) {
     JobRequest r;
     r.spec = row.spec->path;
+    r.shape = launch_shape_of(row);
     r.arch = arch;
     r.toolkit = toolkit;
     r.budget = budget;

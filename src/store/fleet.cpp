@@ -164,6 +164,23 @@ PushOutcome FleetStore::push_run(const FleetRun& run, const std::vector<FleetAgg
   return outcome;
 }
 
+std::vector<FleetLaunchTotal> FleetStore::launch_totals(const FleetFilter& filter,
+                                                        const std::vector<std::string>& kernels) {
+  if (!has_fleet_tables(store_) || kernels.empty()) return {};
+  Params params;
+  std::string sql = "SELECT kernel, grid, block, SUM(calls), SUM(total_ns) FROM fleet_aggregates" +
+                    where(filter, params) + " AND kernel IN (";
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    params.emplace_back(kernels[i]);
+    sql += fmt::format("{}${}", i ? "," : "", params.size());
+  }
+  sql += ") GROUP BY kernel, grid, block ORDER BY 5 DESC, kernel, grid, block";
+  std::vector<FleetLaunchTotal> out;
+  for (const Row& r : store_.db_->query(sql, params))
+    out.push_back({r.text(0), r.text(1), r.text(2), r.i64(3), r.i64(4)});
+  return out;
+}
+
 std::vector<FleetGemmTotal> FleetStore::gemm_totals(const FleetFilter& filter) {
   if (!has_fleet_gemms(store_)) return {};
   Params params;

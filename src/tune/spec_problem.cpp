@@ -10,6 +10,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/cuda/nvrtc.hpp"
+#include "ktune/tune/space.hpp"
 
 namespace ktune::tune {
 
@@ -258,6 +259,83 @@ bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
     }
   }
   return p;
+}
+
+std::optional<std::map<std::string, std::int64_t>> shape_from_launch(
+    const ProblemSpec& spec, const std::array<std::int64_t, 3>& grid,
+    const std::array<std::int64_t, 3>& block, std::size_t max_configs) {
+  if (spec.ktune.shape.empty()) return std::nullopt;
+  std::map<std::string, std::int64_t> defaults;
+  for (const auto& v : spec.ktune.shape)
+    if (v.default_value) defaults[v.name] = *v.default_value;
+  const MapScope base = spec.constants(defaults);
+  const SearchSpace space = SearchSpace::from_spec(spec, &base);
+  // The grid of `config` at `shape`; nullopt when the spec's expressions cannot be evaluated there.
+  const auto grid_at = [&](const Configuration& c, const std::map<std::string, std::int64_t>& shape)
+      -> std::optional<std::array<std::int64_t, 3>> {
+    try {
+      const MapScope constants = spec.constants(shape);
+      MapScope scope(&constants);
+      for (std::size_t i = 0; i < space.parameters().size(); ++i)
+        scope.set(space.parameters()[i].name, space.parameters()[i].values[c[i]]);
+      return spec.launch_geometry(scope).grid;
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  };
+  // The shape that makes configuration `c` launch the grid and block, or nullopt.
+  const auto try_config =
+      [&](const Configuration& c) -> std::optional<std::map<std::string, std::int64_t>> {
+    LaunchGeometry g;
+    try {
+      g = spec.launch_geometry(space.scope(c));
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    if (g.block != block) return std::nullopt;
+    std::map<std::string, std::int64_t> shape = defaults;
+    for (const auto& v : spec.ktune.shape) {
+      // The dimension this variable moves, if any: its grid at twice the default.
+      const auto at = [&](std::int64_t value) {
+        auto s = shape;
+        s[v.name] = value;
+        return grid_at(c, s);
+      };
+      const auto lo = at(shape[v.name]), hi = at(2 * std::max<std::int64_t>(shape[v.name], 1));
+      if (!lo || !hi || *lo == *hi) continue;
+      std::size_t d = 0;
+      while (d < 3 && (*lo)[d] == (*hi)[d]) ++d;
+      // The largest value whose grid in that dimension is still the launch's: grid_d grows with
+      // the variable, so a binary search finds the top of the launch's step.
+      std::int64_t low = 1, high = std::int64_t{1} << 40;
+      while (low < high) {
+        const std::int64_t mid = low + (high - low + 1) / 2;
+        const auto g_mid = at(mid);
+        if (g_mid && (*g_mid)[d] <= grid[d])
+          low = mid;
+        else
+          high = mid - 1;
+      }
+      shape[v.name] = low;
+    }
+    if (grid_at(c, shape) != grid) return std::nullopt;
+    return shape;
+  };
+  // A launch does not show parameters that leave the block alone (a tile size), so several
+  // configurations may fit it: the spec's default configuration, the one a program runs unless
+  // tuned, is asked first.
+  std::map<std::string, Value> default_values;
+  for (const auto& [k, v] : default_config(spec)) default_values[k] = v;
+  if (const auto d = space.from_values(default_values))
+    if (auto shape = try_config(*d)) return shape;
+  std::optional<std::map<std::string, std::int64_t>> found;
+  std::size_t seen = 0;
+  space.for_each([&](const Configuration& c) {
+    if (++seen > max_configs) return false;
+    found = try_config(c);
+    return !found;
+  });
+  return found;
 }
 
 }  // namespace ktune::tune

@@ -358,6 +358,37 @@ TEST_P(FleetStoreTest, GemmProblemsAreIngestedRankedAndQueuedAsLibraryJobs) {
   EXPECT_EQ(top_json["gemm_backlog"].size(), 2u);
 }
 
+// A backlog kernel is queued at the shape it ran, read from its costliest launch shape through its
+// spec (the queue used to tune every spec kernel at the spec's default shape).
+TEST_P(FleetStoreTest, ASpecKernelIsQueuedAtTheShapeItsLaunchesImply) {
+  FakeKernel main{"matmul", spread(400'000, 20)};
+  main.grid_x = 64;  // the default configuration (block 16 x 4, tile 1): N = 1024, M = 768
+  main.grid_y = 192;
+  main.block_x = 16;
+  main.block_y = 4;
+  FakeKernel small{"matmul", spread(10'000, 5)};  // another shape, far less time
+  small.grid_x = 8;
+  small.block_x = 16;
+  small.block_y = 4;
+  write_trace(dir() / "m.ktrace", {main, small});
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  fleet::ingest_file(f, dir() / "m.ktrace", {});
+  const fleet::KnownSpec spec{
+      (fs::path(KTUNE_SOURCE_DIR) / "tests/fixtures/tuning/matmul_T1.json").string(), "matmul",
+      "matmul", "f32"};
+  const auto rep = fleet::top(*st, {}, 20, {spec});
+  ASSERT_EQ(rep.backlog.size(), 1u);
+  EXPECT_EQ(rep.backlog[0].grid, "64,192,1");
+  EXPECT_EQ(rep.backlog[0].block, "16,4,1");
+  const auto reqs = fleet::backlog_requests(rep, "", "", 30);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].shape,
+            (std::map<std::string, std::int64_t>{{"K", 256}, {"M", 768}, {"N", 1024}}));
+  const auto job = fleet::make_job(reqs[0], 1000);
+  EXPECT_EQ(job.bucket, "513-1024x705-768x256");  // N pow2, M multiple of 64, K exact
+}
+
 // A store a ktune without the fleet made, opened read-only (no migration): no runs, no jobs, and
 // no SQL error about missing tables.
 TEST(FleetStoreSchema, OlderStoreReadOnlyHasNoFleetRatherThanAnError) {

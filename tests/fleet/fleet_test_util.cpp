@@ -43,9 +43,11 @@ void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel
       r.start_ns = t;
       r.end_ns = t + d_ns;
       r.grid_x = k.grid_x;
-      r.grid_y = r.grid_z = 1;
+      r.grid_y = k.grid_y;
+      r.grid_z = 1;
       r.block_x = k.block_x;
-      r.block_y = r.block_z = 1;
+      r.block_y = k.block_y;
+      r.block_z = 1;
       r.correlation_id = corr++;
       t += d_ns + 100;
       w.add(r);

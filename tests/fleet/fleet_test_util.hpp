@@ -14,6 +14,7 @@ struct FakeKernel {
   std::string name;
   std::vector<std::uint64_t> durations_ns;
   std::int32_t grid_x = 1, block_x = 128;
+  std::int32_t grid_y = 1, block_y = 1;
 };
 
 // A .ktrace of one process (pid, started_at) on one "NVIDIA H100 80GB HBM3" (sm_90); with

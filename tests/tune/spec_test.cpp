@@ -6,6 +6,7 @@
 
 #include "datasets.hpp"
 #include "ktune/core/paths.hpp"
+#include "ktune/tune/spec_problem.hpp"
 
 namespace ktune::tune {
 namespace {
@@ -179,6 +180,34 @@ TEST(Spec, ReadsTheCommunityDedispersionSpec) {
   EXPECT_EQ(s.launch_geometry(config, GridSource::global_size).grid,
             (std::array<std::int64_t, 3>{262144 / 16 / 2, 262144 / 32 / 4, 1}));
   EXPECT_TRUE(s.kernel.arguments[2].constant_memory);
+}
+
+}  // namespace
+}  // namespace ktune::tune
+
+namespace ktune::tune {
+namespace {
+
+// The shape a kernel's launch implies: the grid and block a trace recorded, read back through the
+// spec's expressions (the queue tunes a backlog kernel at the shape the fleet ran, not at the
+// spec's default).
+TEST(SpecShape, ALaunchGivesTheShapeVariablesItsGridImplies) {
+  const ProblemSpec s = ProblemSpec::load(std::filesystem::path(KTUNE_SOURCE_DIR) /
+                                          "tests/fixtures/tuning/matmul_T1.json");
+  // The default configuration (block 16 x 4, tile 1) at N = 1024, M = 768: grid 64 x 192.
+  auto shape = shape_from_launch(s, {64, 192, 1}, {16, 4, 1});
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(*shape, (std::map<std::string, std::int64_t>{{"K", 256}, {"M", 768}, {"N", 1024}}));
+  // Another block: the first configuration that launches it; K, which no grid reads, stays at
+  // its default.
+  shape = shape_from_launch(s, {100, 30, 1}, {32, 8, 1});
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(shape->at("N"), 3200);  // 100 blocks of 32 (tile 1)
+  EXPECT_EQ(shape->at("M"), 240);
+  EXPECT_EQ(shape->at("K"), 256);
+  // No configuration has a 7 x 7 block; a grid no shape gives (a z of 2) is no shape either.
+  EXPECT_FALSE(shape_from_launch(s, {64, 192, 1}, {7, 7, 1}));
+  EXPECT_FALSE(shape_from_launch(s, {64, 192, 2}, {16, 4, 1}));
 }
 
 }  // namespace

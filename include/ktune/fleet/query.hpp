@@ -35,6 +35,7 @@ struct TopRow {
   double p50_ns = 0, p95_ns = 0, p99_ns = 0;
   std::optional<KnownSpec> spec;  // a known spec tunes this kernel
   bool tuned = false;             // the cache holds a winner of that spec's op on the kernel's arch
+  std::string grid, block;        // its launch shape with the most GPU time ("x,y,z"; backlog rows)
 };
 
 // A GEMM problem the fleet ran (ingested --gemm-shapes traces): its cache key, the problem, and

@@ -35,9 +35,13 @@ store::FleetJob make_job(const JobRequest& request, std::int64_t now_ms);
 // hosts keep them in step, as NTP does).
 std::int64_t now_ms();
 
+// The shape variables a backlog kernel ran with, read from its costliest launch shape through its
+// spec (tune::shape_from_launch); empty (the spec's defaults) when none fits.
+std::map<std::string, std::int64_t> launch_shape_of(const TopRow& row);
+
 // The backlog (query.hpp) as jobs for workers of `arch` and `toolkit` ("": any): each kernel a
-// known spec tunes, at its default shape, and each GEMM problem as a library job; priority = its
-// fleet GPU time in seconds.
+// known spec tunes, at the shape its launches imply (launch_shape_of), and each GEMM problem as a
+// library job; priority = its fleet GPU time in seconds.
 std::vector<JobRequest> backlog_requests(const TopReport& report, const std::string& arch,
                                          const std::string& toolkit, std::int64_t budget);
 

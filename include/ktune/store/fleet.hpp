@@ -68,6 +68,12 @@ struct FleetSketchRow {
   std::string kernel, build, run_id, sketch;
 };
 
+// One launch shape of a kernel: its GPU time under a filter.
+struct FleetLaunchTotal {
+  std::string kernel, grid, block;  // "x,y,z"
+  std::int64_t calls = 0, total_ns = 0;
+};
+
 // A GEMM problem's totals under a filter, over every run and GPU of its arch.
 struct FleetGemmTotal {
   std::string op, dtype;
@@ -110,6 +116,10 @@ class FleetStore {
   // The sketches of these kernels (all when `kernels` is empty) under the filter.
   std::vector<FleetSketchRow> sketches(const FleetFilter& filter,
                                        const std::vector<std::string>& kernels);
+
+  // The launch shapes of these kernels under the filter, most GPU time first.
+  std::vector<FleetLaunchTotal> launch_totals(const FleetFilter& filter,
+                                              const std::vector<std::string>& kernels);
 
   // Every GEMM problem's totals under the filter, most GPU time first.
   std::vector<FleetGemmTotal> gemm_totals(const FleetFilter& filter);

@@ -2,8 +2,10 @@
 // Binds a T1 tuning spec (tune/spec.hpp) and one configuration to a harness Problem: the kernel
 // source with the configuration as -DNAME=VALUE, grid/block/shared memory from the spec's
 // expressions, arguments with their fills, the reference and the FLOP and byte counts.
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,5 +27,15 @@ ConfigMap parse_config(const ProblemSpec& spec, std::string_view text);
 // geometry no GPU takes, or a spec ktune cannot run (OpenCL).
 bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
                             const std::map<std::string, std::int64_t>& shape = {});
+
+// The shape variables that make some configuration of `spec` launch exactly `grid` and `block` (a
+// kernel's launch as a trace recorded it): the first configuration (in enumeration order, at most
+// `max_configs` of them) whose block is the launch's, then each shape variable the grid reads set
+// to the largest value that gives the launch's grid (grid x GridDiv, the padded extent), the
+// others at their defaults. nullopt when the spec has no shape variables (its problem is fixed)
+// or no configuration launches that way.
+std::optional<std::map<std::string, std::int64_t>> shape_from_launch(
+    const ProblemSpec& spec, const std::array<std::int64_t, 3>& grid,
+    const std::array<std::int64_t, 3>& block, std::size_t max_configs = 20000);
 
 }  // namespace ktune::tune
