@@ -74,6 +74,24 @@ TEST_P(SchemaTest, NewerSchemaIsRefusedAndLeftAlone) {
             "99");
 }
 
+// A negative version indexed the migrations array out of bounds (SIGSEGV in every writer);
+// 4294967297 was read as 1 and 'abc' or 0 as "no store". Each is one sentence, for writers and
+// readers alike, and the store is left as it was.
+TEST_P(SchemaTest, DamagedSchemaVersionIsOneSentenceAndLeftAlone) {
+  Store::open(url());
+  auto db = open_backend(GetParam(), url());
+  for (const char* bad : {"-1", "-2147483648", "2147483648", "4294967297", "abc", "0", "", " 3",
+                          "3.0", "99999999999999999999999"}) {
+    db->exec("UPDATE ktune_meta SET value = $1 WHERE key = 'schema_version'", {std::string(bad)});
+    for (Access access : {Access::read_write, Access::read_only}) {
+      const std::string why = error_of(url(), access);
+      EXPECT_NE(why.find("which no ktune writes"), std::string::npos) << bad << ": " << why;
+    }
+    EXPECT_EQ(db->query("SELECT value FROM ktune_meta WHERE key = 'schema_version'", {})[0].text(0),
+              bad);
+  }
+}
+
 TEST_P(SchemaTest, ReadersCreateNothingAndCannotWrite) {
   if (GetParam() == test::BackendKind::sqlite) {
     // A mistyped --db of `cache ls` made the directories and an empty store.
