@@ -106,7 +106,8 @@ PushOutcome FleetStore::push_run(const FleetRun& run,
         "complete, launches, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
         "$12)",
         {run.run_id, run.location, run.host, run.pid, run.started_at, run.job, run.build, run.rank,
-         run.tags.dump(), std::int64_t{run.complete ? 1 : 0}, run.launches, utc_now_iso8601()});
+         run.tags.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+         std::int64_t{run.complete ? 1 : 0}, run.launches, utc_now_iso8601()});
     const std::size_t batch = rows_per_insert(db);
     for (std::size_t first = 0; first < aggregates.size(); first += batch) {
       const std::size_t n = std::min(batch, aggregates.size() - first);
