@@ -247,6 +247,14 @@ bool FleetStore::heartbeat(const std::string& id, std::int64_t attempt, std::int
              {id, attempt, lease_until_ms, evaluations}) == 1;
 }
 
+bool FleetStore::release(const std::string& id, std::int64_t attempt, std::int64_t evaluations) {
+  return store_.db_->exec(
+             "UPDATE fleet_jobs SET state = 'queued', worker = '', attempt = attempt - 1, "
+             "lease_until_ms = 0, evaluations = $3 WHERE id = $1 AND attempt = $2 AND "
+             "state = 'running'",
+             {id, attempt, evaluations}) == 1;
+}
+
 bool FleetStore::finish(const std::string& id, std::int64_t attempt, bool done, std::int64_t now_ms,
                         std::int64_t evaluations, const nlohmann::json& result,
                         const std::string& error) {
