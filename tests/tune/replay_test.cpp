@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <fstream>
@@ -102,6 +103,39 @@ TEST(RecordedSpaceRead, MalformedT4NamesTheFileAndField) {
   EXPECT_THROW((void)read_t4(q), Error);
   std::filesystem::remove(p);
   std::filesystem::remove(q);
+}
+
+// A 2 MB .json.gz that inflated to 2 GiB made replay take 4.2 GB: the streaming reader held what
+// lay between records (and any other top-level field) whole. Now other fields are dropped as they
+// are parsed and the stretch between records is bounded, with one sentence.
+TEST(RecordedSpaceRead, WhatLiesBetweenRecordsIsBounded) {
+  const auto p =
+      std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-between_T4.json.gz");
+  const std::string record =
+      R"({"configuration": {"x": 1}, "measurements": [{"name": "time", "value": 3}]})";
+  auto write_gz = [&](const std::string& head, std::size_t filler_mib, const std::string& tail) {
+    gzFile f = gzopen(p.c_str(), "wb1");
+    gzwrite(f, head.data(), static_cast<unsigned>(head.size()));
+    const std::string mib(1 << 20, ' ');
+    for (std::size_t i = 0; i < filler_mib; ++i)
+      gzwrite(f, mib.data(), static_cast<unsigned>(mib.size()));
+    gzwrite(f, tail.data(), static_cast<unsigned>(tail.size()));
+    gzclose(f);
+  };
+  write_gz(R"({"results": [)" + record + ",", 80, record + "]}");
+  try {
+    (void)read_t4(p);
+    FAIL() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 64 MiB between two of its records"),
+              std::string::npos)
+        << e.what();
+  }
+  // Another top-level field, however long, is parsed and dropped, never held.
+  write_gz(R"({"environment": [)", 0,
+           std::string(R"("x",)") + R"("y"], "results": [)" + record + "]}");
+  EXPECT_EQ(read_t4(p).results.size(), 1u);
+  std::filesystem::remove(p);
 }
 
 // Found by the t4 fuzzer (fuzz/corpus/t4/measurement_name_not_a_string): a measurement whose
