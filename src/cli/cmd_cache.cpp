@@ -135,8 +135,7 @@ int run_get(const Options& o, const GlobalOptions& g) {
 }
 
 int run_put(const Options& o, const GlobalOptions& g) {
-  const std::string text =
-      o.file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(o.file);
+  const std::string text = o.file == "-" ? read_stream(std::cin, "stdin") : read_file(o.file);
   const std::string source = o.file == "-" ? "stdin" : o.file;
   const auto j = parse_json(text, source, "give one cache entry object");
   store::CacheEntry e;

@@ -2,7 +2,6 @@
 // (check) or a cached winner that lost its lead (cache), 2 usage or anything that kept the gate
 // from deciding (bad suite, no GPU, a benchmark that cannot run): never a false "regression".
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include "command.hpp"
 #include "ktune/bench/pipeline.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
 #include "ktune/gate/gate.hpp"
 #include "ktune/gate/gpu_measurer.hpp"
 #include "ktune/gate/history.hpp"
@@ -34,23 +34,12 @@ std::string code_commit(const std::string& given) {
   for (const char* v : {"KTUNE_GATE_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA", "GIT_COMMIT"})
     if (const char* s = std::getenv(v); s && *s) return s;
   try {
-    std::string out = gate::run_program({"git", "rev-parse", "HEAD"});
+    std::string out = gate::run_program({"git", "rev-parse", "HEAD"}, /*timeout_s=*/10);
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
     return out;
   } catch (const Error&) {
     return "";  // not a git checkout: baselines then carry no commit
   }
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out)
-      throw Error(fmt::format("cannot write {}; check the folder exists and is writable.", path));
-  }
-  std::rename(tmp.c_str(), path.c_str());
 }
 
 int usage_error(const Error& e) {
@@ -79,7 +68,7 @@ int do_check(const GateArgs& a, const GlobalOptions& g) {
   store::Baselines baselines(*st);
   const gate::CheckReport r = gate::check(suite, m, baselines, {code_commit(a.commit), ""},
                                           {.against = a.against, .store_candidate = !a.no_store});
-  if (!a.junit.empty()) write_file(a.junit, gate::render_junit(r));
+  if (!a.junit.empty()) write_file_atomic(a.junit, gate::render_junit(r));
   if (a.json) {
     nlohmann::json j = r;
     fmt::print("{}\n", j.dump(2));

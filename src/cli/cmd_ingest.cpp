@@ -3,6 +3,7 @@
 // store as one run; a trace already ingested counts once.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -40,8 +41,15 @@ int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
   double seconds = 0;
   const auto start = std::chrono::steady_clock::now();
   const unsigned threads = a.jobs ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::size_t failed = 0;
   fleet::ingest_files(
       fleet, {traces.begin(), traces.end()}, tags, threads, [&](const fleet::IngestResult& r) {
+        if (!r.error.empty()) {
+          ++failed;
+          runs.push_back({{"path", r.path}, {"error", r.error}});
+          std::fprintf(stderr, "ktune: %s: not ingested: %s\n", r.path.c_str(), r.error.c_str());
+          return;
+        }
         records += r.kernel_records;
         runs.push_back({{"path", r.path},
                         {"run_id", r.run_id},
@@ -63,8 +71,13 @@ int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
                                       {"runs", runs}}
                            .dump(2));
   else
-    fmt::print("{} trace{} into {}: {} launches in {:.2f} s\n", traces.size(),
-               traces.size() == 1 ? "" : "s", st->describe(), records, seconds);
+    fmt::print("{} trace{} into {}: {} launches in {:.2f} s\n", traces.size() - failed,
+               traces.size() - failed == 1 ? "" : "s", st->describe(), records, seconds);
+  if (failed)
+    throw Error(fmt::format(
+        "{} of {} traces could not be ingested (each is named above with the reason); the "
+        "others were, so fix or remove those and run ktune ingest again.",
+        failed, traces.size()));
   return 0;
 }
 

@@ -90,6 +90,14 @@ int run(const ReplayOptions& o) {
                "note: {} configurations of the T1 space are not in {}; they count as "
                "failed evaluations.\n",
                space->unrecorded(), o.t4);
+  // A budget past the space's size only repeats the exhaustive search (10^8 was accepted, and the
+  // run never ended).
+  for (const std::size_t b : budgets)
+    if (b > space->index().size())
+      throw Error(fmt::format(
+          "--budget {}: {} is more than the {} configurations of the recorded space, so the "
+          "search would end there; give budgets up to {}.",
+          o.budgets, b, space->index().size(), space->index().size()));
   // Other GPUs' or shapes' recordings of the same op order the first proposals.
   std::vector<std::unique_ptr<tune::RecordedSpace>> warm_spaces;
   tune::WarmStartSources sources;

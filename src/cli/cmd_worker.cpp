@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <memory>
 #include <vector>
@@ -28,6 +29,13 @@ int run_one(fleet::WorkerOptions o) {
   fmt::print("{}: {} done, {} failed, {} lost\n", o.name.empty() ? "worker" : o.name, stats.done,
              stats.failed, stats.lost);
   return stats.failed > 0 ? 1 : 0;
+}
+
+// The per-GPU workers of --all-devices, for the parent's SIGTERM to reach: each gives its claim
+// back and exits (a terminal's Ctrl-C reaches them already, through the process group).
+std::vector<pid_t> g_children;
+extern "C" void forward_stop(int sig) {
+  for (pid_t pid : g_children) ::kill(pid, sig);
 }
 
 int run_worker_cmd(WorkerArgs a, const GlobalOptions& g) {
@@ -58,10 +66,16 @@ int run_worker_cmd(WorkerArgs a, const GlobalOptions& g) {
     }
     children.push_back(pid);
   }
+  g_children = children;  // complete before the handler can see it
+  struct sigaction sa = {};
+  sa.sa_handler = forward_stop;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
   int worst = 0;
   for (pid_t pid : children) {
     int status = 0;
-    ::waitpid(pid, &status, 0);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     worst = std::max(worst, WIFEXITED(status) ? WEXITSTATUS(status) : 1);
   }
   return worst;

@@ -15,6 +15,8 @@ namespace ktune::cli {
 struct GlobalOptions {
   std::string db;  // --db / KTUNE_DB: store path or postgresql:// URL; empty = embedded default
   int device = 0;  // --device / KTUNE_DEVICE: CUDA device ordinal
+  // --allow-path / KTUNE_ALLOW_PATH: folders beside a spec's own whose files a spec may name
+  std::vector<std::string> allow_paths;
 };
 
 // Returns the process exit code. Throws ktune::Error for a user-facing failure.

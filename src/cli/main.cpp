@@ -2,6 +2,7 @@
 // a ktune::Error into one sentence on stderr and exit code 1 (usage errors: 2).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -9,6 +10,7 @@
 
 #include "command.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
 #include "ktune/core/version.hpp"
 
 int main(int argc, char** argv) {
@@ -27,6 +29,11 @@ int main(int argc, char** argv) {
                  "store in the data directory)")
       ->envname("KTUNE_DB");
   app.add_option("--device", globals.device, "CUDA device ordinal")->envname("KTUNE_DEVICE");
+  app.add_option("--allow-path", globals.allow_paths,
+                 "A folder whose files a spec may name besides its own folder (repeatable; "
+                 "KTUNE_ALLOW_PATH takes a ':'-separated list)")
+      ->envname("KTUNE_ALLOW_PATH")
+      ->delimiter(':');
 
   std::vector<CommandSpec> specs = registered_commands();
   std::sort(specs.begin(), specs.end(),
@@ -41,7 +48,7 @@ int main(int argc, char** argv) {
   std::string command;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--db" || arg == "--device") {
+    if (arg == "--db" || arg == "--device" || arg == "--allow-path") {
       ++i;
       continue;
     }
@@ -67,6 +74,18 @@ int main(int argc, char** argv) {
                  command.empty() ? "" : (" " + command).c_str());
     return 2;
   }
+
+  // An empty --db (or KTUNE_DB set from an unset variable) silently used the default store.
+  const char* env_db = std::getenv("KTUNE_DB");
+  if (globals.db.empty() && (app.get_option("--db")->count() > 0 || (env_db && !*env_db))) {
+    std::fprintf(stderr,
+                 "ktune: %s is empty; give the store's path or postgresql:// URL, or leave it "
+                 "out%s for the default store.\n",
+                 app.get_option("--db")->count() > 0 ? "--db" : "KTUNE_DB",
+                 app.get_option("--db")->count() > 0 ? "" : " (unset KTUNE_DB)");
+    return 2;
+  }
+  ktune::set_allowed_folders({globals.allow_paths.begin(), globals.allow_paths.end()});
 
   try {
     for (auto& [sub, run] : runners)

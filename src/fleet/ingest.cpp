@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <exception>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -183,29 +185,39 @@ RunAggregates RunAggregator::finish(const trace::TraceMetadata& m, const std::st
     driver = m.identity->software.driver_version;
     toolkit = m.identity->software.nvrtc_major ? m.identity->software.toolkit() : "";
   }
+  // Records are kept per device ordinal, rows per GPU model (the store's key): one process on two
+  // GPUs of one model gives one row of both, not two rows of one key.
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, Accumulator>
+      rows;
   for (const auto& [name, shapes] : impl_->by_name)
     for (const auto& s : shapes) {
-      store::FleetAggregate a;
-      a.kernel = name;
-      a.grid = dims(s.grid[0], s.grid[1], s.grid[2]);
-      a.block = dims(s.block[0], s.block[1], s.block[2]);
-      a.gpu = "unknown";
-      a.arch = "unknown";
+      std::string gpu = "unknown", arch = "unknown";
       if (m.identity)
         for (const auto& d : m.identity->devices)
           if (d.ordinal == static_cast<int>(s.device)) {
-            a.gpu = d.name;
-            a.arch = d.arch();
+            gpu = d.name;
+            arch = d.arch();
           }
-      a.driver = driver;
-      a.toolkit = toolkit;
-      a.calls = s.acc.calls;
-      a.total_ns = s.acc.total_ns;
-      a.min_ns = s.acc.min_ns;
-      a.max_ns = s.acc.max_ns;
-      a.sketch = s.acc.sketch.to_hex();
-      out.aggregates.push_back(std::move(a));
+      Accumulator& a = rows[{name, dims(s.grid[0], s.grid[1], s.grid[2]),
+                             dims(s.block[0], s.block[1], s.block[2]), gpu, arch}];
+      a.calls += s.acc.calls;
+      a.total_ns += s.acc.total_ns;
+      a.min_ns = std::min(a.min_ns, s.acc.min_ns);
+      a.max_ns = std::max(a.max_ns, s.acc.max_ns);
+      a.sketch.merge(s.acc.sketch);
     }
+  for (auto& [key, acc] : rows) {
+    store::FleetAggregate a;
+    std::tie(a.kernel, a.grid, a.block, a.gpu, a.arch) = key;
+    a.driver = driver;
+    a.toolkit = toolkit;
+    a.calls = acc.calls;
+    a.total_ns = acc.total_ns;
+    a.min_ns = acc.min_ns;
+    a.max_ns = acc.max_ns;
+    a.sketch = acc.sketch.to_hex();
+    out.aggregates.push_back(std::move(a));
+  }
   return out;
 }
 
@@ -288,21 +300,26 @@ std::vector<IngestResult> ingest_files(store::FleetStore& fleet,
                                        const std::function<void(const IngestResult&)>& done) {
   std::vector<IngestResult> results(paths.size());
   std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
   std::mutex store_mutex;  // one store connection: pushes take turns
-  std::exception_ptr error;
   auto work = [&] {
-    for (std::size_t i; !failed && (i = next++) < paths.size();) {
+    for (std::size_t i; (i = next++) < paths.size();) {
+      IngestResult& out = results[i];
+      std::optional<RunAggregates> r;
       try {
-        const RunAggregates r = read_file(paths[i], tags, results[i]);
-        std::lock_guard lock(store_mutex);
-        if (failed) return;
-        push(fleet, r, results[i]);
-        if (done) done(results[i]);
-      } catch (...) {
-        std::lock_guard lock(store_mutex);
-        if (!failed.exchange(true)) error = std::current_exception();
+        r = read_file(paths[i], tags, out);
+      } catch (const std::exception& e) {
+        out.error = e.what();
       }
+      std::lock_guard lock(store_mutex);
+      if (r) {
+        try {
+          push(fleet, *r, out);
+        } catch (const std::exception& e) {
+          out.error = e.what();
+        }
+      }
+      out.path = paths[i].string();
+      if (done) done(out);
     }
   };
   std::vector<std::thread> pool;
@@ -310,7 +327,6 @@ std::vector<IngestResult> ingest_files(store::FleetStore& fleet,
   for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
   return results;
 }
 

@@ -1,6 +1,6 @@
 #include "ktune/fleet/worker.hpp"
 
-#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
+#include "ktune/core/subprocess.hpp"
 #include "ktune/cuda/identity.hpp"
 #include "ktune/fleet/queue.hpp"
 #include "ktune/runtime/environment.hpp"
@@ -209,6 +210,115 @@ std::string default_name(int device) {
   return fmt::format("{}:{}/gpu{}", host_identity().hostname, ::getpid(), device);
 }
 
+// --- A graceful stop: SIGTERM or SIGINT ends the current evaluation, gives the claim back and
+// returns. Without it, each rolling restart cost the job an attempt until it was failed for good.
+std::atomic<bool> g_stop_requested{false};
+std::atomic<std::atomic<bool>*> g_job_interrupt{nullptr};  // the running session's stop flag
+static_assert(std::atomic<bool>::is_always_lock_free &&
+              std::atomic<std::atomic<bool>*>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int) {
+  g_stop_requested = true;
+  if (std::atomic<bool>* job = g_job_interrupt.load()) *job = true;
+}
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_requested = false;
+    struct sigaction sa = {};
+    sa.sa_handler = on_stop_signal;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    ::sigaction(SIGINT, &sa, &old_int_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGINT, &old_int_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_term_ = {}, old_int_ = {};
+};
+
+// Sleeps up to `s` seconds, waking early when a stop is requested.
+void sleep_unless_stopped(double s) {
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(s));
+  while (!g_stop_requested && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
+}
+
+// --- The store, opened again when it went away (a PostgreSQL restart, a network cut): the
+// worker waits for it rather than exiting, so jobs queued after the server is back are run.
+class StoreLink {
+ public:
+  explicit StoreLink(const WorkerOptions& o) : o_(o), store_(store::Store::open(o.db)) {}
+
+  store::Store& store() {
+    if (!store_) store_ = store::Store::open(o_.db);
+    return *store_;
+  }
+
+  // Runs fn(FleetStore&) until it does not throw StoreUnavailable, reopening the store between
+  // tries with a growing wait. false: a stop was requested, or `give_up_after_s` (if > 0) passed.
+  template <class Fn>
+  bool run(Fn&& fn, double give_up_after_s = 0) {
+    const auto start = std::chrono::steady_clock::now();
+    double wait_s = std::min(o_.poll_s, 0.1);
+    for (bool logged = false;;) {
+      try {
+        store::FleetStore fleet(store());
+        fn(fleet);
+        if (logged) o_.log(fmt::format("{}: the store is back", o_.name));
+        return true;
+      } catch (const store::StoreUnavailable& e) {
+        store_.reset();
+        if (!logged) o_.log(fmt::format("{}: waiting for the store: {}", o_.name, e.what()));
+        logged = true;
+      }
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (g_stop_requested || (give_up_after_s > 0 && waited >= give_up_after_s)) return false;
+      sleep_unless_stopped(wait_s);
+      wait_s = std::min(wait_s * 2, std::max(o_.poll_s, 10.0));
+    }
+  }
+
+ private:
+  const WorkerOptions& o_;
+  std::unique_ptr<store::Store> store_;
+};
+
+// Evaluations already in a job's results file: what an earlier claim finished and this one
+// resumes. The heartbeat reports them with this claim's, so `queue ls` counts the job's total.
+std::int64_t evaluations_recorded(const fs::path& results) {
+  std::error_code ec;
+  if (!fs::exists(results, ec)) return 0;
+  try {
+    return static_cast<std::int64_t>(tune::read_results(results).size());
+  } catch (const Error&) {
+    return 0;  // unreadable: the session says so when it resumes
+  }
+}
+
+// Gives a claim back (FleetStore::release), waiting for the store at most one lease: after that
+// the lease has run out and the job is free anyway.
+void release_claim(StoreLink& link, const WorkerOptions& o, const store::FleetJob& job,
+                   std::int64_t evaluations) {
+  bool released = false;
+  link.run(
+      [&](store::FleetStore& fleet) { released = fleet.release(job.id, job.attempt, evaluations); },
+      o.lease_s);
+  o.log(fmt::format("{}: {} job {} ({} evaluations recorded)", o.name,
+                    released ? "stopped; gave back" : "stopped; could not give back", job.id,
+                    evaluations));
+}
+
 }  // namespace
 
 store::Environment fake_environment() {
@@ -216,37 +326,30 @@ store::Environment fake_environment() {
 }
 
 GpuProbe probe_gpu(int ordinal) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw Error("cannot create a pipe to probe the GPU.");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("cannot fork a process to probe the GPU.");
-  if (pid == 0) {
-    ::close(fds[0]);
-    nlohmann::json j;
-    try {
-      const store::Environment env = runtime::detect_environment(ordinal);
-      j = {{"count", cuda::capture_identity().devices.size()},
-           {"arch", env.arch},
-           {"device_name", env.device_name},
-           {"toolkit", env.toolkit},
-           {"driver_major", env.driver_major}};
-    } catch (const std::exception& e) {
-      j = {{"error", e.what()}};
-    }
-    const std::string s = j.dump();
-    [[maybe_unused]] auto n = ::write(fds[1], s.data(), s.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, n);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw Error("the GPU probe process died; run `ktune info` to see what the driver says.");
+  subprocess::Options bounds;
+  bounds.timeout_s = 120;  // the driver's first initialisation of many GPUs takes seconds, not this
+  const subprocess::Result r = subprocess::run_forked(
+      [ordinal] {
+        nlohmann::json j;
+        try {
+          const store::Environment env = runtime::detect_environment(ordinal);
+          j = {{"count", cuda::capture_identity().devices.size()},
+               {"arch", env.arch},
+               {"device_name", env.device_name},
+               {"toolkit", env.toolkit},
+               {"driver_major", env.driver_major}};
+        } catch (const std::exception& e) {
+          j = {{"error", e.what()}};
+        }
+        std::fputs(j.dump().c_str(), stdout);
+        return 0;
+      },
+      bounds);
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.exit.ok() || j.is_discarded() || !j.is_object())
+    throw Error(
+        fmt::format("the GPU probe process {}; run `ktune info` to see what the driver says.",
+                    r.exit.ok() ? "answered nothing readable" : r.exit.describe()));
   if (j.contains("error")) throw NoGpuError(j["error"].get<std::string>());
   return {j["count"].get<int>(),
           {j["arch"], j["device_name"], j["toolkit"], j["driver_major"].get<int>()}};
@@ -260,27 +363,38 @@ WorkerStats run_worker(const WorkerOptions& in) {
   if (!(o.lease_s > 0)) throw Error("--lease must be a positive number of seconds.");
   const store::Environment env =
       o.fake_evaluation_ms ? fake_environment() : probe_gpu(o.device).environment;
-  auto st = store::Store::open(o.db);
-  store::FleetStore fleet(*st);
+  StopSignals signals;
+  StoreLink link(o);
   WorkerStats stats;
   for (;;) {
-    const auto job =
-        fleet.claim(o.name, env.arch, env.toolkit, static_cast<std::int64_t>(o.lease_s * 1e3),
-                    now_ms(), o.max_attempts);
+    std::optional<store::FleetJob> job;
+    bool idle_done = false;
+    if (!link.run([&](store::FleetStore& fleet) {
+          job = fleet.claim(o.name, env.arch, env.toolkit,
+                            static_cast<std::int64_t>(o.lease_s * 1e3), now_ms(), o.max_attempts);
+          // Draining waits for jobs others hold: their worker may die and leave them to this one.
+          idle_done = !job && (o.once || (o.drain && fleet.pending_jobs() == 0));
+        }))
+      return stats;  // stopped while the store was away
     if (!job) {
-      // Draining waits for jobs others hold: their worker may die and leave them to this one.
-      if (o.once || (o.drain && fleet.pending_jobs() == 0)) return stats;
-      std::this_thread::sleep_for(std::chrono::duration<double>(o.poll_s));
+      if (idle_done || g_stop_requested) return stats;
+      sleep_unless_stopped(o.poll_s);
+      if (g_stop_requested) return stats;
       continue;
     }
     o.log(fmt::format("{}: claimed job {} ({} {} bucket {}, attempt {})", o.name, job->id, job->op,
                       job->dtype, job->bucket, job->attempt));
-    std::atomic<std::int64_t> evaluations{0};
-    std::atomic<bool> lost{false};
+    std::atomic<std::int64_t> evaluations{
+        evaluations_recorded(tune::Session::results_path(o.work_dir / job->id))};
+    std::atomic<bool> lost{false};  // another claim took the job, or a stop was requested
+    g_job_interrupt = &lost;
+    if (g_stop_requested) lost = true;  // a signal between the claim and here
+    bool store_lost = false;            // the store went away during the job
     nlohmann::json result;
     std::string error;
     bool ok = false;
     try {
+      store::Store* st = &link.store();
       tune::SessionOptions so;
       so.budget = static_cast<std::size_t>(job->budget);
       so.out_dir = o.work_dir / job->id;
@@ -290,7 +404,12 @@ WorkerStats run_worker(const WorkerOptions& in) {
                              ? run_spec_job(o, *job, so, env, evaluations, lost)
                              : run_library_job(o, *job, so, env, evaluations, lost);
       evaluations = static_cast<std::int64_t>(run.session.evaluations);
-      if (lost) {
+      g_job_interrupt = nullptr;
+      if (g_stop_requested && run.session.stop == tune::StopCause::interrupted) {
+        release_claim(link, o, *job, evaluations.load());
+        return stats;
+      }
+      if (lost && !g_stop_requested) {
         ++stats.lost;
         o.log(fmt::format("{}: lost the lease of job {}; another worker has it", o.name, job->id));
         continue;
@@ -309,17 +428,35 @@ WorkerStats run_worker(const WorkerOptions& in) {
         error = "no configuration passed verification" + tune::common_failure(run.session) +
                 "; see " + tune::Session::results_path(so.out_dir).string();
       }
+    } catch (const store::StoreUnavailable& e) {
+      store_lost = true;  // not the job's failure: it is given back once the store is there
+      o.log(fmt::format("{}: job {}: {}", o.name, job->id, e.what()));
     } catch (const std::exception& e) {
       error = e.what();  // a job that cannot run is that job's failure, not the worker's end
     }
-    if (fleet.finish(job->id, job->attempt, ok, now_ms(), evaluations.load(), result, error)) {
+    g_job_interrupt = nullptr;
+    if (store_lost) {
+      release_claim(link, o, *job, evaluations.load());
+      if (g_stop_requested) return stats;
+      continue;
+    }
+    // Waiting for the store longer than the lease is pointless: the job is free by then, and the
+    // next claim resumes its session from the results file.
+    bool finished = false;
+    link.run(
+        [&](store::FleetStore& fleet) {
+          finished =
+              fleet.finish(job->id, job->attempt, ok, now_ms(), evaluations.load(), result, error);
+        },
+        o.lease_s);
+    if (finished) {
       ok ? ++stats.done : ++stats.failed;
       o.log(fmt::format("{}: job {} {}{}", o.name, job->id,
                         ok ? "done" : "failed: ", ok ? "" : error));
     } else {
       ++stats.lost;
     }
-    if (o.once) return stats;
+    if (o.once || g_stop_requested) return stats;
   }
 }
 

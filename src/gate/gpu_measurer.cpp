@@ -1,14 +1,12 @@
 #include "ktune/gate/gpu_measurer.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstring>
+#include <cctype>
 
 #include <fmt/format.h>
 
 #include "ktune/bench/pipeline.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/subprocess.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/identity.hpp"
 #include "ktune/runtime/environment.hpp"
@@ -74,7 +72,7 @@ GpuMeasurer::Prepared& GpuMeasurer::prepare(const SuiteBenchmark& b) {
 
 RunSamples GpuMeasurer::run(const SuiteBenchmark& b) {
   if (b.is_program()) {
-    const std::string out = run_program(b.command);
+    const std::string out = run_program(b.command, b.timeout_s);
     nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
     if (j.is_discarded())
       throw Error(
@@ -112,41 +110,22 @@ store::GateEnvironment GpuMeasurer::environment() {
   return e;
 }
 
-std::string run_program(const std::vector<std::string>& argv) {
-  int out[2], err[2];
-  if (::pipe(out) != 0 || ::pipe(err) != 0) throw Error("gate: cannot create a pipe.");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("gate: cannot fork to run a benchmark program.");
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    ::close(out[0]), ::close(err[0]), ::close(out[1]), ::close(err[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    std::fprintf(stderr, "cannot start: %s", std::strerror(errno));
-    ::_exit(127);
+std::string run_program(const std::vector<std::string>& argv, double timeout_s) {
+  subprocess::Options o;
+  o.timeout_s = timeout_s;
+  o.stderr_tail_bytes = 400;
+  const subprocess::Result r = subprocess::run(argv, o);
+  if (!r.exit.ok()) {
+    std::string err = (r.err_truncated ? "..." : "") + r.err_tail;
+    while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
+    const bool timed_out = r.exit.how == subprocess::Exit::How::timed_out;
+    throw Error(fmt::format("{} {}{}; {}", argv.front(), r.exit.describe(),
+                            err.empty() ? "" : ": " + err,
+                            timed_out ? "raise the benchmark's timeout_s in the suite if it needs "
+                                        "longer, or run it by hand to see where it hangs."
+                                      : "run it by hand to see why."));
   }
-  ::close(out[1]), ::close(err[1]);
-  // stdout first, then stderr: a program that fills stderr's pipe before finishing stdout would
-  // block, so stderr is read after stdout closes and only its tail is kept.
-  std::string o, e;
-  char buf[65536];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;)
-    o.append(buf, static_cast<std::size_t>(n));
-  for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;)
-    e.append(buf, static_cast<std::size_t>(n));
-  ::close(out[0]), ::close(err[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    if (e.size() > 400) e = "..." + e.substr(e.size() - 400);
-    throw Error(fmt::format("{} exited with status {}{}; run it by hand to see why.", argv.front(),
-                            WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                            e.empty() ? "" : ": " + e));
-  }
-  return o;
+  return r.out;
 }
 
 }  // namespace ktune::gate

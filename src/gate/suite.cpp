@@ -143,8 +143,9 @@ Suite parse_suite(const std::string& text, const std::filesystem::path& file) {
     b.name = string_key(*t, "name", "", file, w, "\"gemv_f16\"");
     if (b.name.empty()) fail(file, w, "\"name\" is missing; give each benchmark a unique name");
     w += fmt::format(" (\"{}\")", b.name);
-    reject_unknown(*t, {"name", "spec", "config", "shape", "mode", "command", "format", "select"},
-                   file, w);
+    reject_unknown(
+        *t, {"name", "spec", "config", "shape", "mode", "command", "format", "select", "timeout_s"},
+        file, w);
     if (!names.insert(b.name).second)
       fail(file, w, "the name is used twice; names key the stored baselines, make them unique");
     const std::string spec = string_key(*t, "spec", "", file, w, "\"kernels/gemv/gemv.json\"");
@@ -154,6 +155,10 @@ Suite parse_suite(const std::string& text, const std::filesystem::path& file) {
            "give exactly one of \"spec\" (a ktune tuning spec) or \"command\" (a program "
            "printing JSON)");
     if (!spec.empty()) {
+      if (t->get("timeout_s"))
+        fail(file, w,
+             "\"timeout_s\" applies to a command; a spec's runs are bounded by its stop rule "
+             "([gate] stop), so remove it");
       b.spec = std::filesystem::path(spec).is_absolute() ? std::filesystem::path(spec) : dir / spec;
       b.config = string_key(*t, "config", "", file, w, "\"BLOCK=256,VEC=4\" or \"cached\"");
       if (b.config == "cached") b.cached_winner = true, b.config.clear();
@@ -174,6 +179,7 @@ Suite parse_suite(const std::string& text, const std::filesystem::path& file) {
       for (const char* k : {"config", "shape", "mode"})
         if (t->get(k))
           fail(file, w, fmt::format("\"{}\" applies to a spec, not to a command; remove it", k));
+      b.timeout_s = number_key(*t, "timeout_s", kProgramTimeoutS, 0.1, 86400, file, w);
       b.format = parse_format(string_key(*t, "format", "ktune", file, w, "\"gbench\""), file, w);
       b.select = string_key(*t, "select", "", file, w, "\"BM_Gemm/4096\"");
     }

@@ -120,7 +120,8 @@ PushOutcome FleetStore::push_run(const FleetRun& run, const std::vector<FleetAgg
         "complete, launches, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
         "$12)",
         {run.run_id, run.location, run.host, run.pid, run.started_at, run.job, run.build, run.rank,
-         run.tags.dump(), std::int64_t{run.complete ? 1 : 0}, run.launches, utc_now_iso8601()});
+         run.tags.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+         std::int64_t{run.complete ? 1 : 0}, run.launches, utc_now_iso8601()});
     const std::size_t batch = rows_per_insert(db);
     for (std::size_t first = 0; first < aggregates.size(); first += batch) {
       const std::size_t n = std::min(batch, aggregates.size() - first);
@@ -319,6 +320,14 @@ bool FleetStore::heartbeat(const std::string& id, std::int64_t attempt, std::int
              "UPDATE fleet_jobs SET lease_until_ms = $3, evaluations = $4 WHERE id = $1 AND "
              "attempt = $2 AND state = 'running'",
              {id, attempt, lease_until_ms, evaluations}) == 1;
+}
+
+bool FleetStore::release(const std::string& id, std::int64_t attempt, std::int64_t evaluations) {
+  return store_.db_->exec(
+             "UPDATE fleet_jobs SET state = 'queued', worker = '', attempt = attempt - 1, "
+             "lease_until_ms = 0, evaluations = $3 WHERE id = $1 AND attempt = $2 AND "
+             "state = 'running'",
+             {id, attempt, evaluations}) == 1;
 }
 
 bool FleetStore::finish(const std::string& id, std::int64_t attempt, bool done, std::int64_t now_ms,

@@ -69,7 +69,9 @@ Pack pack_from_json(const nlohmann::json& j, const std::string& source) {
 }
 
 Pack read_pack(const std::filesystem::path& path) {
-  const auto j = parse_json(read_file(path), path.string(),
+  // A pack is about 1 KB per entry: 512 MiB holds half a million, more than any cache exports.
+  constexpr std::size_t kMaxPackBytes = std::size_t{512} << 20;
+  const auto j = parse_json(read_file(path, kMaxPackBytes), path.string(),
                             "a tuning pack is the JSON that `ktune cache export` writes");
   return pack_from_json(j, path.string());
 }

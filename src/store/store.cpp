@@ -361,10 +361,24 @@ void canonicalize_dtypes(Backend& db) {
 }
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
+// 0: no store yet (no ktune_meta table, or one a migration created but never stamped). Any other
+// stored value must be a version ktune wrote, 1 or more in decimal: a negative one indexed the
+// migrations out of bounds, 4294967297 read as 1, and 'abc' as "no store", which would have run
+// every migration again over the tables there.
 int stored_schema_version(Backend& db) {
   if (!db.table_exists("ktune_meta")) return 0;
   const auto rows = db.query("SELECT value FROM ktune_meta WHERE key = 'schema_version'");
-  return rows.empty() ? 0 : static_cast<int>(rows[0].i64(0));
+  if (rows.empty()) return 0;
+  const std::string text = rows[0].text(0);
+  int v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1)
+    throw Error(fmt::format(
+        "the store {} has schema version '{}', which no ktune writes (ktune_meta.schema_version "
+        "must be a whole number from 1); the store was edited or damaged, so restore it from a "
+        "backup or a tuning pack, or pass another --db (ktune leaves it untouched).",
+        db.describe(), text.size() > 40 ? text.substr(0, 40) + "..." : text));
+  return v;
 }
 
 void refuse_newer(const Backend& db, int found) {

@@ -595,27 +595,118 @@ void write_ktrace(const std::filesystem::path& path, const Trace& trace) {
 
 namespace {
 
+// A trace is a file from elsewhere: its schema may hold what ktune's writer never makes. A view
+// named like a table ran whatever query it holds on every read (a recursive one spun report,
+// export and ingest for ever), and a trigger or virtual table is no trace either.
+void refuse_foreign_schema(const Connection& db, const std::filesystem::path& path) {
+  Statement q(db,
+              "SELECT type, name FROM sqlite_master WHERE type NOT IN ('table', 'index') OR "
+              "(type = 'table' AND sql LIKE 'CREATE VIRTUAL%')");
+  if (q.step())
+    throw Error(fmt::format(
+        "trace file {} holds a {} named '{}', which ktune profile never writes; the file was "
+        "edited or is not a trace, so ktune does not read it: re-record it with ktune profile.",
+        path.string(), q.text(0), q.text(1)));
+}
+
+// Opens `path` and reads its application id; the sentence for a file that is not a readable
+// trace says which of the ways it failed (locked by its writer, damaged or cut short, not a
+// trace at all), since each has another fix.
+struct TraceOpenError : Error {
+  TraceOpenError(const std::string& what, int code) : Error(what), code(code) {}
+  int code;  // SQLite's primary result code; SQLITE_OK when the file opened but is no trace
+};
+
+Connection open_checked(const std::filesystem::path& path, int flags, const std::string& name) {
+  Connection db;
+  try {
+    db = Connection(
+        name, flags, [&](std::string_view msg, int) { return cannot_open(path, msg); },
+        [](std::string_view msg, int) { return std::string(msg); });
+  } catch (const Error& e) {
+    throw TraceOpenError(e.what(), SQLITE_CANTOPEN);
+  }
+  sqlite3_busy_timeout(db.get(), 2000);
+  // Schema objects from the file can do nothing but read their own tables.
+  sqlite3_db_config(db.get(), SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db.get(), SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  std::int64_t id = 0;
+  int code = SQLITE_OK;
+  std::string why;
+  try {
+    Statement app(db, "PRAGMA application_id");
+    if (app.step()) id = app.i64(0);
+  } catch (const Error& e) {
+    code = db.last_error_code() & 0xff;
+    why = e.what();
+  }
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+    throw TraceOpenError(
+        fmt::format(
+            "trace file {} is locked by the process writing it ({}); wait until that ktune profile "
+            "ends, or read a copy of the file.",
+            path.string(), why),
+        code);
+  if (code == SQLITE_CORRUPT)
+    throw TraceOpenError(
+        fmt::format(
+            "trace file {} is damaged or cut short ({}); copy it again whole from where it was "
+            "recorded, or re-record it with ktune profile.",
+            path.string(), why),
+        code);
+  if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY || code == SQLITE_IOERR ||
+      code == SQLITE_PERM || code == SQLITE_AUTH)
+    throw TraceOpenError(cannot_open(path, why), code);
+  if (id != kApplicationId)
+    throw TraceOpenError(
+        fmt::format("{} is not a .ktrace file; pass a trace written by ktune profile.",
+                    path.string()),
+        SQLITE_OK);
+  return db;
+}
+
 Connection open_for_reading(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw Error(fmt::format("trace file {} {}; pass the path that ktune profile printed.",
                             path.string(),
                             ec ? "cannot be looked up (" + ec.message() + ")" : "does not exist"));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(
+        fmt::format("{} is not a regular file, so not a .ktrace; pass a trace written by "
+                    "ktune profile.",
+                    path.string()));
   // Read-write, not read-only: a trace cut short mid-transaction has a hot journal that SQLite
   // rolls back on open, which needs write access. NOMUTEX: a reader is used by one thread at a
   // time (KtraceReader's contract), so SQLite's lock around every column read buys nothing.
-  Connection db = open_trace(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
-  sqlite3_busy_timeout(db.get(), 2000);
-  std::int64_t id = 0;
+  Connection db;
   try {
-    Statement app(db, "PRAGMA application_id");
-    if (app.step()) id = app.i64(0);
-  } catch (const Error&) {
-    id = 0;  // not a database at all
+    db = open_checked(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, path.string());
+  } catch (const TraceOpenError& e) {
+    // A WAL trace in a directory this user cannot write: SQLite cannot make the -shm file beside
+    // it. Read it as immutable (no writer can change it there either); a file that fails that
+    // way too gets the first sentence.
+    if (e.code != SQLITE_CANTOPEN && e.code != SQLITE_READONLY) throw;
+    std::string escaped;
+    for (const char c : path.string())
+      escaped += (c == '%' || c == '?' || c == '#')
+                     ? fmt::format("%{:02X}", static_cast<unsigned char>(c))
+                     : std::string(1, c);
+    try {
+      db = open_checked(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                        "file:" + escaped + "?immutable=1");
+    } catch (const Error&) {
+      throw e;
+    }
   }
-  if (id != kApplicationId)
-    throw Error(fmt::format("{} is not a .ktrace file; pass a trace written by ktune profile.",
-                            path.string()));
+  // From here on, SQLite's failures are worded for a trace file.
+  db.reword([file = path.string()](std::string_view msg, int) {
+    return fmt::format(
+        "trace file {}: SQLite error: {}; check free disk space and that the file is a .ktrace "
+        "written by ktune profile.",
+        file, msg);
+  });
+  refuse_foreign_schema(db, path);
   return db;
 }
 

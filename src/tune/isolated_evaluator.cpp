@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/subprocess.hpp"
 
 namespace ktune::tune {
 namespace {
@@ -81,7 +82,12 @@ ConfigMap config_from(const json& j) {
 // The child's side: build the evaluator, then answer requests until the parent closes the pipe.
 // A fatal result is the last thing it sends.
 [[noreturn]] void serve(const IsolatedEvaluator::Factory& factory, int in, int out) {
-  ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the parent's to handle: it stops after this candidate
+  // Ctrl-C and SIGTERM are the parent's to handle: it stops after this candidate (a worker gives
+  // its claim back), and ends this process by closing its input. A service manager's SIGTERM to
+  // the whole group would otherwise kill this one mid-measurement and record a healthy
+  // configuration as failed.
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGTERM, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
   ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the parent's stdout carries its own output only
   int code = 0;
@@ -124,12 +130,7 @@ ConfigMap config_from(const json& j) {
 }
 
 std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return fmt::format("was killed by signal {} ({})", sig, ::strsignal(sig));
-  }
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  return "ended";
+  return subprocess::describe_wait_status(status);
 }
 
 }  // namespace

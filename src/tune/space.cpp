@@ -110,9 +110,18 @@ void SearchSpace::for_each(const std::function<bool(const Configuration&)>& visi
       if (!constraints_[id].expression.test(scope)) return;
   }
   // Depth-first over the parameters; a constraint prunes as soon as its last parameter is set.
+  // Without constraints nothing prunes, so a product past the bound is refused before it starts.
+  if (constraints_.empty() && cartesian_ > kMaxExaminedConfigurations)
+    too_large(fmt::format("more than {} configurations to enumerate", kMaxExaminedConfigurations));
   Configuration c(params_.size(), 0);
   std::size_t depth = 0;
+  std::uint64_t examined = 0;
   for (;;) {
+    if (++examined > kMaxExaminedConfigurations)
+      too_large(
+          fmt::format("more than {} configurations to examine before its conditions leave "
+                      "the valid ones",
+                      kMaxExaminedConfigurations));
     if (check(c, depth)) {
       if (depth + 1 == params_.size()) {
         if (!visit(c)) return;
@@ -130,6 +139,19 @@ void SearchSpace::for_each(const std::function<bool(const Configuration&)>& visi
       --depth;
     }
   }
+}
+
+void SearchSpace::too_large(const std::string& what) const {
+  std::string widest;
+  std::size_t most = 0;
+  for (const Parameter& p : params_)
+    if (p.values.size() > most) most = p.values.size(), widest = p.name;
+  throw Error(fmt::format(
+      "the search space has {} (the Cartesian product of its {} parameters is {}); ktune does "
+      "not search a space that large: narrow the parameters' Values (the widest is {} with {}) "
+      "or add Conditions that prune early.",
+      what, params_.size(), ranks_fit_ ? fmt::format("{}", cartesian_) : "over 2^64", widest,
+      most));
 }
 
 std::uint64_t SearchSpace::count() const {
@@ -197,6 +219,8 @@ std::string SearchSpace::describe(const Configuration& c) const {
 IndexedSpace::IndexedSpace(const SearchSpace& space) : space_(&space) {
   // for_each visits in lexicographic order, which is rank order: the storage comes out sorted.
   space.for_each([&](const Configuration& c) {
+    if (size_ == kMaxIndexedConfigurations)
+      space.too_large(fmt::format("more than {} valid configurations", kMaxIndexedConfigurations));
     if (space.ranks_fit())
       ranks_.push_back(space.rank(c));
     else

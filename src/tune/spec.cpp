@@ -92,6 +92,13 @@ class Fields {
 const char* const kFillTypes[] = {"Constant", "Random", "BinaryRaw", "Generator"};
 const char* const kAccessTypes[] = {"ReadOnly", "WriteOnly", "ReadWrite"};
 
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 template <typename List>
 bool one_of(const std::string& s, const List& list) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
@@ -101,8 +108,12 @@ Parameter parse_parameter(const json& j, const Fields& f, std::vector<std::strin
   if (!j.is_object()) f.fail("", "must be an object with Name, Type and Values");
   Parameter p;
   p.name = f.string(j, "Name", std::nullopt);
-  if (p.name.empty() || !(std::isalpha((unsigned char)p.name[0]) || p.name[0] == '_'))
-    f.fail("Name", fmt::format("'{}' is not a valid identifier", p.name));
+  // Every character counts: the name becomes a -DNAME=VALUE option of the compiler, and
+  // "X -DEVIL=1 -I/etc" passed a check of its first character only.
+  if (!is_identifier(p.name))
+    f.fail("Name", fmt::format("'{}' is not a valid identifier (letters, digits and _, not "
+                               "starting with a digit)",
+                               p.name));
   p.type = f.string(j, "Type", "int");
   const json* values = f.optional(j, "Values");
   if (!values) f.fail("Values", "is missing; list the values, e.g. \"[1, 2, 4]\"");
@@ -151,7 +162,8 @@ Parameter parse_parameter(const json& j, const Fields& f, std::vector<std::strin
   return p;
 }
 
-Argument parse_argument(const json& j, const Fields& f, const std::filesystem::path& base) {
+Argument parse_argument(const json& j, const Fields& f, const std::filesystem::path& base,
+                        const std::filesystem::path& root) {
   if (!j.is_object()) f.fail("", "must be an object");
   Argument a;
   a.name = f.string(j, "Name", std::nullopt);
@@ -183,7 +195,8 @@ Argument parse_argument(const json& j, const Fields& f, const std::filesystem::p
   }
   if (const json* file = f.optional(j, "DataSource")) {
     if (!file->is_string()) f.fail("DataSource", "must be a file name");
-    a.data_file = base / file->get<std::string>();
+    a.data_file = confined_path(root, base, file->get<std::string>(),
+                                fmt::format("{}: field {}", f.source(), f.join("DataSource")));
   }
   if (a.fill_type == "BinaryRaw" && a.data_file.empty())
     f.fail("DataSource", "is missing; FillType BinaryRaw reads its data from this file");
@@ -200,22 +213,72 @@ Dim3Expression parse_dim3(const json& j, const Fields& f) {
 }
 
 // Kernel Tuner's T1 reader looks for KernelFile as given, then beside the spec, then one folder up.
+// Sets `root` to the folder the spec's files must stay in: the spec's, or its parent when the
+// kernel file is found there. Where that lookup would leave the spec's folder tree (an absolute
+// path, "..", a link out), the file is refused unless the user allowed its folder.
 std::filesystem::path find_kernel_file(const std::string& name, const std::filesystem::path& base,
-                                       const Fields& f, std::vector<std::string>& notes) {
+                                       const Fields& f, std::vector<std::string>& notes,
+                                       std::filesystem::path& root) {
   const std::filesystem::path given(name);
-  if (given.is_absolute()) return given;
+  const std::string what = fmt::format("{}: field {}", f.source(), f.join("KernelFile"));
+  root = base;
+  if (given.is_absolute()) return confined_path(root, base, given, what);
   const std::filesystem::path beside = base / given;
   // Probes only: a name the file system refuses (too long, say) is a missing file, reported where
   // it is read.
   std::error_code ec;
-  if (std::filesystem::exists(beside, ec)) return beside;
+  if (std::filesystem::exists(beside, ec)) return confined_path(root, base, given, what);
   const std::filesystem::path above = base.parent_path() / given;
-  if (!base.empty() && std::filesystem::exists(above, ec)) {
+  const bool plain = std::none_of(given.begin(), given.end(),
+                                  [](const std::filesystem::path& part) { return part == ".."; });
+  if (!base.empty() && plain && std::filesystem::exists(above, ec) &&
+      inside_allowed(base.parent_path(), above)) {
     notes.push_back(fmt::format("{}: field {}: {} is not beside the spec; using {}.", f.source(),
                                 f.join("KernelFile"), name, above.string()));
+    root = base.parent_path();
     return above;
   }
-  return beside;  // a missing file is reported where it is read, naming this path
+  return confined_path(root, base, given, what);  // a missing file is reported where it is read
+}
+
+// CompilerOptions that make NVRTC read a file (-I, -include) name it inside the spec's folder;
+// those that write files, or read ones ktune does not manage (precompiled headers, time traces),
+// are refused: they read or write outside what the user meant to share.
+void check_compiler_options(const std::vector<std::string>& options, const Fields& f,
+                            const std::filesystem::path& base, const std::filesystem::path& root) {
+  static const char* const kFileOptions[] = {"--include-path", "-include", "--pre-include", "-I"};
+  static const char* const kRefused[] = {"--pch",
+                                         "-pch",
+                                         "--create-pch",
+                                         "--use-pch",
+                                         "--pch-dir",
+                                         "--fdevice-time-trace",
+                                         "-fdevice-time-trace",
+                                         "--time",
+                                         "-time"};
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& o = options[i];
+    const std::string field = fmt::format("CompilerOptions[{}]", i);
+    for (const char* r : kRefused)
+      if (o.rfind(r, 0) == 0)
+        f.fail(field, fmt::format("'{}' makes the compiler read or write files of its own; ktune "
+                                  "manages its compile cache itself, so remove it",
+                                  o));
+    for (const char* opt : kFileOptions) {
+      const std::string_view name(opt);
+      if (o.rfind(name, 0) != 0) continue;
+      std::string value = o.substr(name.size());
+      if (!value.empty() && value.front() == '=') value.erase(0, 1);
+      if (name != "-I" && !value.empty() && o[name.size()] != '=')
+        continue;  // another option that starts alike
+      if (value.empty()) {
+        if (i + 1 == options.size()) f.fail(field, fmt::format("'{}' needs a path after it", o));
+        value = options[++i];
+      }
+      confined_path(root, base, value, fmt::format("{}: field {}", f.source(), f.join(field)));
+      break;
+    }
+  }
 }
 
 KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::path& base,
@@ -233,7 +296,9 @@ KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::p
     }
   }
   k.kernel_name = f.string(j, "KernelName", std::nullopt);
-  k.kernel_file = find_kernel_file(f.string(j, "KernelFile", std::nullopt), base, f, notes);
+  k.kernel_file =
+      find_kernel_file(f.string(j, "KernelFile", std::nullopt), base, f, notes, k.files_root);
+  check_compiler_options(k.compiler_options, f, base, k.files_root);
   k.global_size_type = f.string(j, "GlobalSizeType", "CUDA");
   if (k.global_size_type != "CUDA" && k.global_size_type != "OpenCL")
     f.fail("GlobalSizeType", fmt::format("'{}' is not CUDA or OpenCL", k.global_size_type));
@@ -279,7 +344,7 @@ KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::p
     if (!args->is_array()) f.fail("Arguments", "must be a list of argument objects");
     for (std::size_t i = 0; i < args->size(); ++i)
       k.arguments.push_back(
-          parse_argument((*args)[i], f.child(fmt::format("Arguments[{}]", i)), base));
+          parse_argument((*args)[i], f.child(fmt::format("Arguments[{}]", i)), base, k.files_root));
     for (std::size_t i = 0; i < k.arguments.size(); ++i)
       for (std::size_t m = 0; m < i; ++m)
         if (k.arguments[m].name == k.arguments[i].name && !k.arguments[i].name.empty())
@@ -291,7 +356,8 @@ KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::p
 }
 
 KtuneExtension parse_extension(const json& j, const Fields& f, const std::string& default_op,
-                               const std::filesystem::path& base) {
+                               const std::filesystem::path& base,
+                               const std::filesystem::path& root) {
   KtuneExtension x;
   x.op = f.string(j, "op", default_op);
   x.dtype = f.string(j, "dtype", "");
@@ -311,7 +377,9 @@ KtuneExtension parse_extension(const json& j, const Fields& f, const std::string
     }
     if (rf.optional(*r, "kernel_name")) {
       ref.kernel_name = rf.string(*r, "kernel_name", std::nullopt);
-      ref.kernel_file = base / rf.string(*r, "kernel_file", std::nullopt);
+      ref.kernel_file =
+          confined_path(root, base, rf.string(*r, "kernel_file", std::nullopt),
+                        fmt::format("{}: field {}", rf.source(), rf.join("kernel_file")));
     }
     if (ref.configuration.empty() == !ref.is_kernel())
       rf.fail("", "needs exactly one of \"configuration\" or \"kernel_name\" + \"kernel_file\"");
@@ -462,7 +530,7 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
 
   if (const json* x = top.optional(j, "ktune")) {
     if (!x->is_object()) top.fail("ktune", "must be an object");
-    s.ktune = parse_extension(*x, top.child("ktune"), s.name, base_dir);
+    s.ktune = parse_extension(*x, top.child("ktune"), s.name, base_dir, s.kernel.files_root);
   } else {
     s.ktune.op = s.name;
   }

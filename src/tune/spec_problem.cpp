@@ -1,5 +1,6 @@
 #include "ktune/tune/spec_problem.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <regex>
 #include <set>
@@ -43,10 +44,15 @@ constexpr const char* kHipRuntimeShim =
 
 // The files a kernel source includes with #include "...", found beside the including file and read
 // (transitively, each once), so NVRTC gets them from memory and the binary cache key covers them.
+// Every include that names a path out of the spec's folder tree (`root`: "../../etc/shadow", an
+// absolute path, a link out) is refused, quoted or angled: NVRTC would read it itself and print
+// its first line in the error.
 std::vector<std::pair<std::string, std::string>> local_headers(const std::string& source,
-                                                               const std::filesystem::path& dir) {
-  static const std::regex kInclude(R"re(^\s*#\s*include\s*"([^"]+)")re",
+                                                               const std::filesystem::path& file,
+                                                               const std::filesystem::path& root) {
+  static const std::regex kInclude(R"re(^\s*#\s*include\s*(["<])([^">]+)[">])re",
                                    std::regex::multiline | std::regex::ECMAScript);
+  const std::filesystem::path dir = file.parent_path();
   std::vector<std::pair<std::string, std::string>> out;
   std::set<std::string> seen;
   std::vector<std::string> pending{source};
@@ -54,11 +60,23 @@ std::vector<std::pair<std::string, std::string>> local_headers(const std::string
     const std::string text = std::move(pending.back());
     pending.pop_back();
     for (std::sregex_iterator it(text.begin(), text.end(), kInclude), end; it != end; ++it) {
-      const std::string name = (*it)[1];
-      const std::filesystem::path file = dir / name;
+      const bool quoted = (*it)[1] == "\"";
+      const std::string name = (*it)[2];
+      const std::filesystem::path path(name);
+      const bool climbs =
+          path.is_absolute() ||
+          std::any_of(path.begin(), path.end(), [](const auto& p) { return p == ".."; });
       if (!seen.insert(name).second) continue;
-      if (std::filesystem::is_regular_file(file))
-        out.emplace_back(name, read_file(file));
+      if ((quoted || climbs) && !inside_allowed(root, dir / path))
+        throw Error(fmt::format(
+            "{} includes \"{}\", which is outside the spec's folder {}; ktune compiles only "
+            "headers beside the spec (and the toolkit's): move the header there, or allow its "
+            "folder with --allow-path.",
+            file.string(), name, root.string()));
+      if (!quoted) continue;  // a toolkit header: NVRTC has it
+      const std::filesystem::path header = dir / path;
+      if (std::filesystem::is_regular_file(header))
+        out.emplace_back(name, read_file(header));
       else if (name == "hip/hip_runtime.h")
         out.emplace_back(name, kHipRuntimeShim);
       else
@@ -101,7 +119,7 @@ KernelLaunch make_launch(const ProblemSpec& spec, const std::string& source,
   KernelLaunch l;
   l.source = source;
   l.program_name = file.filename().string();
-  l.headers = local_headers(source, file.parent_path());
+  l.headers = local_headers(source, file, spec.kernel.files_root);
   l.kernel_name = kernel;
   l.flags = spec.kernel.compiler_options;
   std::vector<std::string> defines;
@@ -223,6 +241,14 @@ bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
       if (count < 1)
         throw Error(fmt::format("{}: field {}.Size is {}; an argument needs at least one element.",
                                 spec.source, field, count));
+      // The byte count wrapped: 2**62+1 floats were "4 bytes", and the dry run passed.
+      constexpr std::int64_t kMaxArgumentBytes = std::int64_t{1} << 40;  // past any GPU's memory
+      const auto element = static_cast<std::int64_t>(cuda::dtype_bytes(k.dtype));
+      if (count > kMaxArgumentBytes / element)
+        throw Error(fmt::format(
+            "{}: field {}.Size is {} elements of {} bytes, more than the 1 TiB any GPU holds; "
+            "check the Size expression.",
+            spec.source, field, count, element));
       k.count = static_cast<std::size_t>(count);
       if (a.fill_type == "Random") {
         k.fill = KernelArg::Fill::random;

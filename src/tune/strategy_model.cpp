@@ -47,6 +47,8 @@ class ModelGuided final : public Strategy {
     x_.clear();
     y_.clear();
     failed_rows_.clear();
+    best_ok_.clear();
+    fitted_rows_ = 0;
   }
 
   std::optional<std::size_t> next() override {
@@ -55,12 +57,15 @@ class ModelGuided final : public Strategy {
     if (history().size() < initial || !best()) return spread_untried();
 
     const std::size_t step = history().size() - initial;
-    std::vector<double> y = y_;
-    double worst = -INFINITY;
-    for (double v : y_) worst = std::max(worst, v);  // failures hold -inf, successes their log
-    for (std::size_t r : failed_rows_) y[r] = worst + opt_.failure_penalty;
-    detail::ForestOptions fo;
-    forest_.fit(x_, y, fo, rng());
+    if (refit_due()) {
+      std::vector<double> y = y_;
+      double worst = -INFINITY;
+      for (double v : y_) worst = std::max(worst, v);  // failures hold -inf, successes their log
+      for (std::size_t r : failed_rows_) y[r] = worst + opt_.failure_penalty;
+      detail::ForestOptions fo;
+      forest_.fit(x_, y, fo, rng());
+      fitted_rows_ = x_.size();
+    }
 
     std::vector<std::size_t> cands;
     if (opt_.local_every > 0 && step % opt_.local_every == opt_.local_every - 1)
@@ -88,6 +93,11 @@ class ModelGuided final : public Strategy {
     x_.push_back(std::move(f));
     if (e.status == Status::ok) {
       y_.push_back(std::log(e.time_ns));
+      // The few fastest so far, the centres of the global candidates' neighbourhoods.
+      best_ok_.insert(
+          std::upper_bound(best_ok_.begin(), best_ok_.end(), std::make_pair(e.time_ns, e.index)),
+          {e.time_ns, e.index});
+      if (best_ok_.size() > opt_.centres) best_ok_.pop_back();
     } else {
       failed_rows_.push_back(y_.size());
       y_.push_back(-INFINITY);  // replaced by the penalty at each fit
@@ -126,17 +136,21 @@ class ModelGuided final : public Strategy {
       const std::size_t i = pick(rng());
       if (!was_tried(i)) out.push_back(i);
     }
-    std::vector<const Evaluation*> ok;
-    for (const auto& e : history())
-      if (e.status == Status::ok) ok.push_back(&e);
-    const std::size_t centres = std::min(opt_.centres, ok.size());
-    std::partial_sort(
-        ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(centres), ok.end(),
-        [](const Evaluation* a, const Evaluation* b) { return a->time_ns < b->time_ns; });
-    for (std::size_t k = 0; k < centres; ++k)
-      for (std::size_t i : neighbours(ok[k]->index))
+    for (const auto& [time_ns, index] : best_ok_)
+      for (std::size_t i : neighbours(index))
         if (!was_tried(i)) out.push_back(i);
     return out;
+  }
+
+  // The forest is refitted at every proposal while the results are few (up to 512: every budget
+  // the replay logs measured, 100 to 400, proposes as before), then each time the data grew by a
+  // sixteenth: refitting on all n results at every proposal made a session's cost grow with the
+  // square of its budget (replay: 1,000 took 15 s, 2,000 over 60 s), and one more result among
+  // thousands changes the model little.
+  bool refit_due() const {
+    constexpr std::size_t kEveryStepUpTo = 512;
+    if (fitted_rows_ == 0 || x_.size() <= kEveryStepUpTo) return true;
+    return x_.size() >= fitted_rows_ + fitted_rows_ / 16;
   }
 
   const ModelOptions opt_;
@@ -144,6 +158,8 @@ class ModelGuided final : public Strategy {
   std::vector<std::vector<double>> x_;
   std::vector<double> y_;
   std::vector<std::size_t> failed_rows_;
+  std::vector<std::pair<double, std::size_t>> best_ok_;  // (time_ns, index), fastest first
+  std::size_t fitted_rows_ = 0;                          // rows of the last fit
 };
 
 }  // namespace

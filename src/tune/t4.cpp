@@ -2,7 +2,10 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <istream>
 #include <streambuf>
 #include <utility>
@@ -53,27 +56,81 @@ std::optional<Status> status_from_t4_invalidity(std::string_view s) {
   return std::nullopt;
 }
 
-std::string read_maybe_compressed(const std::filesystem::path& path) {
-  // gzread inflates gzip streams and passes other files through unchanged.
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
-    throw Error(
-        fmt::format("cannot open {}; check the path and that it is readable.", path.string()));
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = gzread(f, buf, sizeof buf);
+namespace {
+
+// Bounds on what one file may inflate to. Real T4 and cache JSON compresses 10 to 50 times; a
+// 2 MB file that inflated to 2 GiB took 4.2 GB to read. Past kMaxInflatedBytes a file must also
+// keep to kMaxRatio, and no stretch between two records may pass kMaxPieceBytes (what the JSON
+// parser can be made to hold while streaming), nor a file read whole kMaxWholeBytes.
+constexpr std::uint64_t kMaxInflatedBytes = std::uint64_t{256} << 20;
+constexpr std::uint64_t kMaxRatio = 200;
+constexpr std::uint64_t kMaxPieceBytes = std::uint64_t{64} << 20;
+constexpr std::uint64_t kMaxWholeBytes = std::uint64_t{512} << 20;
+
+// A gzip/zlib or plain file read through zlib (gzread passes plain files through), with the
+// bounds above enforced as bytes come out.
+class Inflater {
+ public:
+  explicit Inflater(const std::filesystem::path& path) : path_(path.string()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+      throw Error(
+          fmt::format("cannot read {}: it is not a regular file; give the path of a T4 "
+                      "or cache file.",
+                      path_));
+    compressed_ = std::filesystem::file_size(path, ec);
+    file_ = gzopen(path.c_str(), "rb");
+    if (!file_)
+      throw Error(fmt::format("cannot open {}; check the path and that it is readable.", path_));
+    gzbuffer(file_, 1 << 17);
+  }
+  ~Inflater() { gzclose(file_); }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+
+  // Up to `size` bytes into `buf`; 0 at the end.
+  std::size_t read(char* buf, unsigned size) {
+    const int n = gzread(file_, buf, size);
     if (n < 0) {
       int code = 0;
-      const std::string msg = gzerror(f, &code);
-      gzclose(f);
       throw Error(fmt::format("{}: cannot decompress ({}); the file is damaged or truncated.",
-                              path.string(), msg));
+                              path_, gzerror(file_, &code)));
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    inflated_ += static_cast<std::uint64_t>(n);
+    piece_ += static_cast<std::uint64_t>(n);
+    if (inflated_ > kMaxInflatedBytes &&
+        inflated_ > kMaxRatio * std::max<std::uint64_t>(compressed_, 1))
+      throw Error(fmt::format(
+          "{}: inflates to more than {} times its {} bytes, far past what T4 or cache JSON "
+          "compresses; ktune does not read it (a damaged or hostile file).",
+          path_, kMaxRatio, compressed_));
+    if (piece_ > (whole_ ? kMaxWholeBytes : kMaxPieceBytes))
+      throw Error(fmt::format(
+          "{}: holds more than {} MiB {}; ktune does not read it (a damaged or hostile file).",
+          path_, (whole_ ? kMaxWholeBytes : kMaxPieceBytes) >> 20,
+          whole_ ? "in all" : "between two of its records"));
+    return static_cast<std::size_t>(n);
   }
-  gzclose(f);
+  // A record ended: what came before it is no longer held.
+  void record_boundary() { piece_ = 0; }
+  // The whole file is held at once (no records to stream).
+  void whole() { whole_ = true; }
+
+ private:
+  std::string path_;
+  gzFile file_ = nullptr;
+  std::uint64_t compressed_ = 0, inflated_ = 0, piece_ = 0;
+  bool whole_ = false;
+};
+
+}  // namespace
+
+std::string read_maybe_compressed(const std::filesystem::path& path) {
+  Inflater in(path);
+  in.whole();
+  std::string out;
+  char buf[1 << 16];
+  while (const std::size_t n = in.read(buf, sizeof buf)) out.append(buf, n);
   return out;
 }
 
@@ -159,32 +216,19 @@ std::string time_unit_of(const nlohmann::json& metadata) {
 // A read-only std::streambuf over a gzip/zlib or plain file, so the JSON parser can stream it.
 class GzStreamBuf : public std::streambuf {
  public:
-  explicit GzStreamBuf(const std::filesystem::path& path) : path_(path.string()) {
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_)
-      throw Error(fmt::format("cannot open {}; check the path and that it is readable.", path_));
-    gzbuffer(file_, 1 << 17);
-  }
-  ~GzStreamBuf() override { gzclose(file_); }
-  GzStreamBuf(const GzStreamBuf&) = delete;
-  GzStreamBuf& operator=(const GzStreamBuf&) = delete;
+  explicit GzStreamBuf(const std::filesystem::path& path) : in_(path) {}
+  Inflater& inflater() { return in_; }
 
  protected:
   int_type underflow() override {
-    const int n = gzread(file_, buf_, sizeof buf_);
-    if (n < 0) {
-      int code = 0;
-      throw Error(fmt::format("{}: cannot decompress ({}); the file is damaged or truncated.",
-                              path_, gzerror(file_, &code)));
-    }
+    const std::size_t n = in_.read(buf_, sizeof buf_);
     if (n == 0) return traits_type::eof();
     setg(buf_, buf_, buf_ + n);
     return traits_type::to_int_type(buf_[0]);
   }
 
  private:
-  std::string path_;
-  gzFile file_ = nullptr;
+  Inflater in_;
   char buf_[1 << 16];
 };
 
@@ -228,8 +272,13 @@ double for_each_t4_record(const std::filesystem::path& path,
       if (top_key == "cache" || top_key == "tune_params" || top_key == "tune_params_keys")
         throw NotT4(fmt::format("{} is a Kernel Tuner cache file, not T4.", source));
       if (top_key == "results") saw_results = true;
-      return true;
+      // Only the records and the metadata are read: any other field's value is parsed and
+      // dropped as it goes, never held.
+      return top_key == "results" || top_key == "metadata";
     }
+    if (depth == 1 &&
+        (event == Event::object_end || event == Event::array_end || event == Event::value))
+      buf.inflater().record_boundary();
     if (top_key != "results") {
       if (depth == 1 && event == Event::object_end && top_key == "metadata")
         scale = ns_per_unit(time_unit_of(parsed), source);
@@ -240,6 +289,7 @@ double for_each_t4_record(const std::filesystem::path& path,
         (event == Event::object_end || event == Event::array_end || event == Event::value)) {
       visit(parse_t4_record(parsed, next, source, scale), next);
       ++next;
+      buf.inflater().record_boundary();
       return false;
     }
     return true;

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "ktune/cuda/driver.hpp"
 #include "run_ktune.hpp"
@@ -131,6 +133,57 @@ TEST_F(TraceCli, StringSchemaVersionNamesTheFileAndField) {
   EXPECT_NE(r.err.find(trace_.string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("schema_version"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+// `--db ""` (or KTUNE_DB= from an unset variable) silently wrote the default store.
+TEST(Cli, AnEmptyStoreIsAUsageError) {
+  const std::string home =
+      (fs::temp_directory_path() / ("ktune_empty_db_" + std::to_string(::getpid()))).string();
+  for (const auto& [args, env] : std::vector<std::pair<std::string, std::string>>{
+           {"--db '' cache ls", ""}, {"cache ls", "KTUNE_DB="}}) {
+    const RunResult r = run_ktune(args, "KTUNE_HOME=" + home + " " + env);
+    EXPECT_EQ(r.exit_code, 2) << args << " " << env << ": " << r.out;
+    EXPECT_NE(r.err.find("is empty; give the store's path"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(home) / "ktune.db"));
+  fs::remove_all(home);
+}
+
+// `fleet top --since 2026-13-45` was accepted and matched nothing; 99999999999999d overflowed to
+// the year 1726.
+TEST(Cli, SinceIsACalendarTimeOrASpanThatFits) {
+  const std::string db =
+      (fs::temp_directory_path() / ("ktune_since_" + std::to_string(::getpid()) + ".db")).string();
+  for (const char* since : {"2026-13-45", "2026-02-30", "2026-11-20T25:00:00Z", "2026-11-20x",
+                            "99999999999999d", "99999999999999999999999h"}) {
+    const RunResult r = run_ktune("--db " + db + " fleet top --since " + since);
+    EXPECT_NE(r.exit_code, 0) << since;
+    EXPECT_NE(r.err.find("--since '" + std::string(since) + "'"), std::string::npos) << r.err;
+  }
+  for (const char* since : {"2024-02-29", "2026-11-20T08:00:00Z", "2026-11-20T08:00", "36500d"}) {
+    const RunResult r = run_ktune("--db " + db + " fleet top --since " + since);
+    EXPECT_EQ(r.err.find("--since"), std::string::npos) << since << ": " << r.err;
+  }
+  fs::remove(db);
+}
+
+// Paths given on the command line: a special file is refused at once, never read without end.
+TEST(Cli, SpecialFilesAsInputsAreOneSentence) {
+  const fs::path dir = fs::temp_directory_path() / ("ktune_special_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const std::string db = "--db " + (dir / "s.db").string() + " ";
+  for (const std::string& args : std::vector<std::string>{
+           "cache put /dev/zero", "cache import /dev/zero",
+           "cache import " + (dir / "fifo").string(), "tune --dry-run /dev/zero",
+           "tune --dry-run " + (dir / "fifo").string(), "queue add " + (dir / "fifo").string()}) {
+    const RunResult r = run_ktune(db + args, "timeout 20");
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.out << r.err;
+    EXPECT_TRUE(r.err.find("character device") != std::string::npos ||
+                r.err.find("named pipe") != std::string::npos)
+        << args << ": " << r.err;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace ktune::test {
 
 void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel>& kernels,
                  std::int64_t pid, const std::string& started_at, bool complete,
-                 std::optional<std::uint64_t> window) {
+                 std::optional<std::uint64_t> window, int gpus) {
   trace::TraceMetadata m;
   m.mode = "kernels";
   m.pid = pid;
@@ -28,10 +28,13 @@ void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel
   id.host.hostname = "node-7";
   id.software.driver_version = "580.159.04";
   id.software.nvrtc_major = 13;
-  DeviceIdentity d;
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.cc_major = 9;
-  id.devices.push_back(d);
+  for (int g = 0; g < gpus; ++g) {
+    DeviceIdentity d;
+    d.ordinal = g;
+    d.name = "NVIDIA H100 80GB HBM3";
+    d.cc_major = 9;
+    id.devices.push_back(d);
+  }
   m.identity = id;
   trace::KtraceWriter w(path, m);
   std::uint64_t t = 1'000'000;
@@ -49,6 +52,7 @@ void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel
       r.block_y = k.block_y;
       r.block_z = 1;
       r.correlation_id = corr++;
+      r.device_id = k.device;
       t += d_ns + 100;
       w.add(r);
     }

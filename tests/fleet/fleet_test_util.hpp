@@ -15,13 +15,15 @@ struct FakeKernel {
   std::vector<std::uint64_t> durations_ns;
   std::int32_t grid_x = 1, block_x = 128;
   std::int32_t grid_y = 1, block_y = 1;
+  std::uint32_t device = 0;  // CUDA ordinal; write_trace's `gpus` must cover it
 };
 
-// A .ktrace of one process (pid, started_at) on one "NVIDIA H100 80GB HBM3" (sm_90); with
+// A .ktrace of one process (pid, started_at) on `gpus` "NVIDIA H100 80GB HBM3" (sm_90); with
 // `window`, the trace of that periodic capture window (--period 60s --window 2s).
 void write_trace(const std::filesystem::path& path, const std::vector<FakeKernel>& kernels,
                  std::int64_t pid = 4242, const std::string& started_at = "2026-11-23T10:00:00Z",
-                 bool complete = true, std::optional<std::uint64_t> window = std::nullopt);
+                 bool complete = true, std::optional<std::uint64_t> window = std::nullopt,
+                 int gpus = 1);
 
 // A --gemm-shapes trace of one process: for each (line of tests/fixtures/cublaslt/h100-bf16.log,
 // counted from 0; calls), that many cuBLASLt calls, each launching one nvjet kernel of

@@ -6,12 +6,15 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "../store/store_fixture.hpp"
+#include "../store/tcp_proxy.hpp"
 #include "fleet_test_util.hpp"
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/fleet/queue.hpp"
@@ -26,7 +29,9 @@ namespace fs = std::filesystem;
 class WorkerProcessTest : public StoreTest {
  protected:
   // Starts `ktune worker` in the background; its output goes to dir()/NAME.log.
-  pid_t start_worker(const std::string& name, double eval_ms, const std::string& extra = "") {
+  // drain: exit when the queue is empty; else run until stopped. db: another URL of the store.
+  pid_t start_worker(const std::string& name, double eval_ms, const std::string& extra = "",
+                     bool drain = true, const std::string& db = "") {
     const pid_t pid = ::fork();
     if (pid == 0) {
       const std::string log = (dir() / (name + ".log")).string();
@@ -37,9 +42,9 @@ class WorkerProcessTest : public StoreTest {
       ::setenv("KTUNE_HOME", (dir() / "home").c_str(), 1);
       std::vector<std::string> args = {KTUNE_EXE,
                                        "--db",
-                                       url(),
+                                       db.empty() ? url() : db,
                                        "worker",
-                                       "--drain",
+                                       drain ? "--drain" : "--max-attempts=3",
                                        "--lease",
                                        "1",
                                        "--poll",
@@ -87,6 +92,16 @@ class WorkerProcessTest : public StoreTest {
       ASSERT_TRUE(j);
       EXPECT_EQ(j->state, "done") << id << ": " << j->error;
       EXPECT_EQ(per_bucket[j->bucket], 1) << j->bucket;
+    }
+  }
+  // Waits until job `id` runs and reports at least `n` evaluations (its heartbeat does).
+  void wait_for_evaluations(const std::string& id, std::int64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+      const auto j = store::FleetStore(*store::Store::open(url())).job(id);
+      if (j && j->state == "running" && j->evaluations >= n) return;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no worker reported progress";
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
   }
 };
@@ -163,6 +178,67 @@ TEST_P(WorkerProcessTest, WorkerKilledMidJobLosesNothing) {
   // Each of the budget's evaluations ran once: none lost, none repeated.
   const auto records = tune::read_results(tune::Session::results_path(dir() / "work" / ids[0]));
   EXPECT_EQ(records.size(), 12u);
+}
+
+// Three ordinary stops (SIGTERM) of workers mid-job marked a healthy job failed for good: a
+// graceful stop did not give the claim back, so each restart burnt an attempt. And `queue ls`
+// counted only the last claim's evaluations (26 of 200 while the results file held 87).
+TEST_P(WorkerProcessTest, GracefulStopsGiveTheClaimBackAndCountEveryEvaluation) {
+  const auto ids = queue_specs(1, 40);
+  const auto results = tune::Session::results_path(dir() / "work" / ids[0]);
+  std::int64_t recorded = 0;
+  for (int restart = 1; restart <= 3; ++restart) {
+    const pid_t w = start_worker("w" + std::to_string(restart), 60);
+    ASSERT_NO_FATAL_FAILURE(wait_for_evaluations(ids[0], recorded + 2));
+    ::kill(w, SIGTERM);
+    EXPECT_EQ(wait_exit(w), 0);
+    const auto j = store::FleetStore(*store::Store::open(url())).job(ids[0]);
+    EXPECT_EQ(j->state, "queued") << restart;
+    EXPECT_EQ(j->attempt, 0) << restart;
+    recorded = static_cast<std::int64_t>(tune::read_results(results).size());
+    EXPECT_EQ(j->evaluations, recorded) << restart;
+  }
+  EXPECT_LT(recorded, 40);
+  const pid_t last = start_worker("last", 5);
+  EXPECT_EQ(wait_exit(last), 0);
+  expect_every_winner_once(ids);
+  const auto j = store::FleetStore(*store::Store::open(url())).job(ids[0]);
+  EXPECT_EQ(j->attempt, 1);
+  EXPECT_EQ(j->evaluations, 40);
+  EXPECT_EQ(tune::read_results(results).size(), 40u);  // none lost, none repeated
+}
+
+// An idle worker exited for good when PostgreSQL restarted (33 ms after the server stopped), so
+// jobs queued after the server was back stayed queued. The proxy stands for the server: it drops
+// every connection and refuses new ones, then accepts again, as a restart looks to a client.
+TEST_P(WorkerProcessTest, AWorkerWaitsOutAServerRestart) {
+  if (GetParam() == BackendKind::sqlite) GTEST_SKIP() << "a server's restart";
+  store::Store::open(url());  // the schema exists before the worker connects through the proxy
+  const auto [host, port] = pg_host_port(url());
+  TcpProxy proxy(host, port);
+  const pid_t w = start_worker("w", 5, "", /*drain=*/false, proxy.url_through(url()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  proxy.down();
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  const auto ids = queue_specs(1, 4);
+  proxy.up();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    const auto j = store::FleetStore(*store::Store::open(url())).job(ids[0]);
+    if (j->state == "done") break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(w, SIGKILL);
+      wait_exit(w);
+      std::ifstream log(dir() / "w.log");
+      FAIL() << "the job queued after the restart was not run; state " << j->state
+             << "; the worker's log:\n"
+             << std::string(std::istreambuf_iterator<char>(log), {});
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(w, SIGTERM);  // an idle worker stops at once, with exit status 0
+  EXPECT_EQ(wait_exit(w), 0);
+  expect_every_winner_once(ids);
 }
 
 KTUNE_BOTH_BACKENDS(WorkerProcessTest);

@@ -305,5 +305,41 @@ TEST(RunProgram, CapturesStdoutAndNamesAFailingProgram) {
   }
 }
 
+// Seen on the H100: a benchmark program that hung held `ktune gate record` (and its CI job)
+// for ever, and one that wrote 200 KB to stderr before its JSON deadlocked it (stdout was read to
+// its end before stderr, and the program blocked on a full stderr pipe).
+TEST(RunProgram, AHangingProgramIsStoppedAtItsTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    run_program({"/bin/sh", "-c", "echo started >&2; sleep 100"}, 0.5);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/bin/sh did not finish within 0.5 s and was stopped"));
+    EXPECT_THAT(e.what(), HasSubstr("started"));
+    EXPECT_THAT(e.what(), HasSubstr("timeout_s"));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(RunProgram, MuchStderrBeforeTheJsonDoesNotDeadlock) {
+  const std::string script =
+      "i=0; while [ $i -lt 2000 ]; do printf '%0100d\\n' $i >&2; i=$((i+1)); done; "
+      "echo '{\"samples_ns\": [4, 5]}'";
+  EXPECT_EQ(run_program({"/bin/sh", "-c", script}, 30), "{\"samples_ns\": [4, 5]}\n");
+}
+
+TEST(RunProgram, ASuiteBoundsEachProgramRun) {
+  const Suite suite = parse_suite(R"(
+[[benchmark]]
+name = "hangs"
+timeout_s = 0.3
+command = ["/bin/sh", "-c", "sleep 100"]
+)",
+                                  std::filesystem::path(KTUNE_SOURCE_DIR) / "suite.toml");
+  EXPECT_EQ(suite.benchmarks[0].timeout_s, 0.3);
+  GpuMeasurer m(suite, 0, nullptr);
+  EXPECT_THROW(m.run(suite.benchmarks[0]), Error);
+}
+
 }  // namespace
 }  // namespace ktune::gate

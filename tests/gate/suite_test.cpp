@@ -90,6 +90,10 @@ TEST(Suite, BadFilesGetOneSentenceNamingFileKeyAndFix) {
   EXPECT_THAT(error_of("schema_version = 1\n"), HasSubstr("lists no benchmarks"));
   EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\nspec = \"x\"\nshape = { n = \"big\" }\n"),
               HasSubstr("shape variable \"n\" must be an integer"));
+  EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\nspec = \"x\"\ntimeout_s = 5\n"),
+              HasSubstr("\"timeout_s\" applies to a command"));
+  EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\ncommand = [\"x\"]\ntimeout_s = 0\n"),
+              HasSubstr("\"timeout_s\" must be a number from 0.1 to 86400"));
 }
 
 TEST(ProgramSamples, ReadsKtuneGoogleBenchmarkAndNvbench) {

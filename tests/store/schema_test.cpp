@@ -21,6 +21,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/store/store.hpp"
 #include "store_fixture.hpp"
+#include "tcp_proxy.hpp"
 
 namespace ktune::store {
 namespace {
@@ -120,6 +121,24 @@ TEST_P(SchemaTest, MigrationFiveGivesEveryCacheDtypeItsOneSpelling) {
   EXPECT_EQ(st->lookup({"b", "bfloat16", {64}, {"sm_90", "H100", "13.0", 0}}).match, Match::exact);
 }
 
+// A negative version indexed the migrations array out of bounds (SIGSEGV in every writer);
+// 4294967297 was read as 1 and 'abc' or 0 as "no store". Each is one sentence, for writers and
+// readers alike, and the store is left as it was.
+TEST_P(SchemaTest, DamagedSchemaVersionIsOneSentenceAndLeftAlone) {
+  Store::open(url());
+  auto db = open_backend(GetParam(), url());
+  for (const char* bad : {"-1", "-2147483648", "2147483648", "4294967297", "abc", "0", "", " 3",
+                          "3.0", "99999999999999999999999"}) {
+    db->exec("UPDATE ktune_meta SET value = $1 WHERE key = 'schema_version'", {std::string(bad)});
+    for (Access access : {Access::read_write, Access::read_only}) {
+      const std::string why = error_of(url(), access);
+      EXPECT_NE(why.find("which no ktune writes"), std::string::npos) << bad << ": " << why;
+    }
+    EXPECT_EQ(db->query("SELECT value FROM ktune_meta WHERE key = 'schema_version'", {})[0].text(0),
+              bad);
+  }
+}
+
 TEST_P(SchemaTest, ReadersCreateNothingAndCannotWrite) {
   if (GetParam() == test::BackendKind::sqlite) {
     // A mistyped --db of `cache ls` made the directories and an empty store.
@@ -149,6 +168,40 @@ TEST_P(SchemaTest, ServerStatementTimeoutHasADefaultTheUrlOverrides) {
   std::string own = url();
   own.replace(own.find("options="), 8, "options=-cstatement_timeout%3D5s%20");
   EXPECT_EQ(open_backend(GetParam(), own)->query("SHOW statement_timeout")[0].text(0), "5s");
+}
+
+// A server that froze (a dead host, a dropped network) answers nothing and refuses nothing, so
+// neither TCP nor the server's statement_timeout ends the wait: `cache import` waited over 5
+// minutes. Each statement now has a deadline on this side (statement_timeout and a margin), and
+// the store says it is unavailable.
+TEST_P(SchemaTest, AFrozenServerIsUnavailableWithinTheDeadline) {
+  if (GetParam() == test::BackendKind::sqlite) GTEST_SKIP() << "a server's failure";
+  const auto [host, port] = test::pg_host_port(url());
+  test::TcpProxy proxy(host, port);
+  std::string own = proxy.url_through(url());
+  own.replace(own.find("options="), 8, "options=-cstatement_timeout%3D1s%20");
+  auto store = Store::open(own);
+  EXPECT_TRUE(store->list_entries().empty());
+  proxy.freeze();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(store->list_entries(), StoreUnavailable);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(waited, 1.0);
+  EXPECT_LT(waited, 6.0);
+  // The connection is closed: later calls say so at once instead of waiting again.
+  OpSpec op;
+  op.op = "gemm";
+  try {
+    store->put_op(op);
+    ADD_FAILURE() << "a write through a closed connection succeeded";
+  } catch (const StoreUnavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("open the store again"), std::string::npos) << e.what();
+  }
+  // Connecting to it is bounded by connect_timeout.
+  const auto connect_start = std::chrono::steady_clock::now();
+  EXPECT_THROW(Store::open(own + "&connect_timeout=2"), StoreUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - connect_start, std::chrono::seconds(8));
 }
 
 KTUNE_BOTH_BACKENDS(SchemaTest);

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -403,6 +404,65 @@ std::string read_error(const std::filesystem::path& p) {
   }
   ADD_FAILURE() << "expected an error for " << p;
   return "";
+}
+
+// A .ktrace whose `kernels` was a recursive view spun report, export and ingest for ever: the
+// reader ran whatever query the file held. A view, trigger or virtual table in a trace is refused
+// before any record is read.
+TEST(KtraceReader, ForeignSchemaObjectsAreRefusedUnread) {
+  TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  const auto view = dir.path / "view.ktrace";
+  write_ktrace(view, sample_trace());
+  tamper(view,
+         "ALTER TABLE kernels RENAME TO k0; CREATE VIEW kernels AS WITH RECURSIVE r(n) AS "
+         "(SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT k0.* FROM k0, r");
+  EXPECT_NE(read_error(view).find("holds a view named 'kernels'"), std::string::npos);
+  EXPECT_THROW(read_ktrace_counts(view), Error);
+  EXPECT_THROW(KtraceReader{view}, Error);
+  const auto trigger = dir.path / "trigger.ktrace";
+  write_ktrace(trigger, sample_trace());
+  tamper(trigger, "CREATE TRIGGER t AFTER INSERT ON drops BEGIN DELETE FROM kernels; END");
+  EXPECT_NE(read_error(trigger).find("holds a trigger named 't'"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// A trace cut short, one locked by its writer and a WAL trace in a folder this user cannot write
+// were all "not a .ktrace file". Each has its own sentence now, and the last one is read.
+TEST(KtraceReader, CutShortAndLockedTracesAreToldApart) {
+  TempDir dir;
+  Trace t = sample_trace();
+  for (int i = 0; i < 2000; ++i) t.kernels.push_back(t.kernels[0]);  // several pages of rows
+  const auto cut = dir.path / "cut.ktrace";
+  write_ktrace(cut, t);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+  const std::string why = read_error(cut);
+  EXPECT_EQ(why.find("not a .ktrace"), std::string::npos) << why;
+  EXPECT_NE(why.find("damaged or cut short"), std::string::npos) << why;
+
+  const auto locked = dir.path / "locked.ktrace";
+  write_ktrace(locked, sample_trace());
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(locked.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer, "PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_NE(read_error(locked).find("is locked by the process writing it"), std::string::npos);
+  sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
+}
+
+TEST(KtraceReader, AWalTraceInAReadOnlyFolderIsRead) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes every folder";
+  TempDir dir;
+  const auto ro = dir.path / "ro";
+  std::filesystem::create_directories(ro);
+  write_ktrace(ro / "wal.ktrace", sample_trace());
+  tamper(ro / "wal.ktrace", "PRAGMA journal_mode = WAL");
+  std::filesystem::permissions(
+      ro, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  EXPECT_EQ(read_ktrace(ro / "wal.ktrace").kernels.size(), sample_trace().kernels.size());
+  std::filesystem::permissions(ro, std::filesystem::perms::owner_all);
 }
 
 TEST(KtraceReader, SkipsAndCountsRecordsWithUnusableTimes) {

@@ -277,8 +277,8 @@ std::string build_cublaslt_loop(const test::TempDir& dir) {
   const std::string exe = (dir.path / "cublaslt_loop").string();
   const std::string nvcc =
       std::filesystem::exists("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : "nvcc";
-  const std::string cmd = nvcc + " -O2 -o " + exe +
-                          " " KTUNE_SOURCE_DIR "/tests/trace/cublaslt_loop.cu -lcublasLt";
+  const std::string cmd =
+      nvcc + " -O2 -o " + exe + " " KTUNE_SOURCE_DIR "/tests/trace/cublaslt_loop.cu -lcublasLt";
   return std::system(cmd.c_str()) == 0 ? exe : "";
 }
 

@@ -89,6 +89,12 @@ TEST(ReplayCli, CountsAreParsedStrictlyAndRangeChecked) {
   EXPECT_NE(r.err.find("--budget"), std::string::npos) << r.err;
   r = test::run_ktune("replay " + kFixture + " --threads 1024 --seeds 2 --budget 4 --json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // 10^8 was accepted, and the search never ended; past the space's size it ends there anyway.
+  r = test::run_ktune("replay " + kFixture + " --budget 4,100000000");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("100000000 is more than the 8 configurations of the recorded space"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

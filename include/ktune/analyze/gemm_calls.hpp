@@ -62,8 +62,7 @@ class GemmTimer {
   void add_event(const trace::GemmEventRecord& e);
   bool empty() const { return events_.empty(); }
   // The event a launch call followed on its thread, or -1.
-  std::int64_t on_launch(std::uint32_t process_id, std::uint32_t thread_id,
-                         std::uint64_t start_ns);
+  std::int64_t on_launch(std::uint32_t process_id, std::uint32_t thread_id, std::uint64_t start_ns);
   // A kernel whose launch call on_launch() tied to `event` (>= 0).
   void on_kernel(std::int64_t event, const trace::KernelRecord& k, std::int64_t duration_ns);
   // The source's GEMM calls grouped by problem, with the GPU time tied to them.
@@ -72,9 +71,7 @@ class GemmTimer {
  private:
   struct ThreadKey {
     std::uint32_t pid, tid;
-    bool operator<(const ThreadKey& o) const {
-      return pid != o.pid ? pid < o.pid : tid < o.tid;
-    }
+    bool operator<(const ThreadKey& o) const { return pid != o.pid ? pid < o.pid : tid < o.tid; }
   };
   std::vector<trace::GemmEventRecord> events_;
   std::map<ThreadKey, std::vector<std::size_t>> threads_;

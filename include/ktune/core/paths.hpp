@@ -1,10 +1,13 @@
 #pragma once
 // Where ktune keeps its files by default, and how it writes them without leaving halves behind.
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
 #include <iosfwd>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ktune {
 
@@ -35,7 +38,31 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 void write_file_atomic(const std::filesystem::path& path,
                        const std::function<void(std::ostream&)>& write);
 
-// Whole file as a string; ktune::Error naming the path if it cannot be read.
-std::string read_file(const std::filesystem::path& path);
+// What read_file reads at most unless its caller says more: every file ktune reads whole (specs,
+// kernel sources, packs) is far smaller, and a path to a huge file must not take the memory.
+inline constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
+
+// Whole file as a string. ktune::Error naming the path when it cannot be read, is not a regular
+// file (a FIFO would block for ever, /dev/zero never ends, a directory is no file), or holds more
+// than max_bytes. Never blocks on what the path names.
+std::string read_file(const std::filesystem::path& path, std::size_t max_bytes = kMaxFileBytes);
+// The same for a stream (stdin): at most max_bytes, else ktune::Error naming `what`.
+std::string read_stream(std::istream& in, const std::string& what,
+                        std::size_t max_bytes = kMaxFileBytes);
+
+// --- Files a spec names (KernelFile, DataSource, headers, include options) ---
+// A spec may come from someone else (a queued job, a shared folder), so the files it names are
+// read only inside its own folder tree, or inside a folder the user allowed (--allow-path,
+// KTUNE_ALLOW_PATH), after ".." and symbolic links are resolved.
+void set_allowed_folders(const std::vector<std::filesystem::path>& folders);
+const std::vector<std::filesystem::path>& allowed_folders();
+// `given` (relative to `base`, or absolute), resolved; ktune::Error when it lies outside `root`
+// and every allowed folder. `what` names the field for the sentence ("spec.json: field
+// KernelSpecification.KernelFile"). An empty root is the current directory.
+std::filesystem::path confined_path(const std::filesystem::path& root,
+                                    const std::filesystem::path& base,
+                                    const std::filesystem::path& given, const std::string& what);
+// Whether `path` (resolved) is inside `root` or an allowed folder.
+bool inside_allowed(const std::filesystem::path& root, const std::filesystem::path& path);
 
 }  // namespace ktune

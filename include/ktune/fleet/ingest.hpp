@@ -67,6 +67,7 @@ struct IngestResult {
   store::PushOutcome outcome = store::PushOutcome::added;
   std::uint64_t kernel_records = 0, aggregates = 0, gemms = 0;
   double read_s = 0, push_s = 0;
+  std::string error;  // not empty: the trace was not ingested, and this sentence says why
 };
 
 // Reads the .ktrace at `path` and pushes it. ktune::Error for an unreadable trace.
@@ -75,8 +76,8 @@ IngestResult ingest_file(store::FleetStore& fleet, const std::filesystem::path& 
 
 // Several traces: `threads` read and aggregate them at once (each its own reader; reading is
 // where ingest spends its time), and pushes go through `fleet` one at a time. `done` sees each
-// result as it is pushed, in completion order. The first error stops the rest and is rethrown;
-// traces already pushed stay pushed.
+// result as it is pushed, in completion order. A trace that cannot be read or pushed is a result
+// with its error, and the others go on: one bad file in a list never costs the valid ones.
 std::vector<IngestResult> ingest_files(store::FleetStore& fleet,
                                        const std::vector<std::filesystem::path>& paths,
                                        const Tags& tags, unsigned threads,

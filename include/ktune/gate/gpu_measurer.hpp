@@ -28,8 +28,9 @@ class GpuMeasurer : public Measurer {
   std::map<std::string, std::unique_ptr<Prepared>> prepared_;
 };
 
-// Runs `argv` (no shell), returns its stdout. ktune::Error naming the program when it cannot
-// start or exits non-zero (with the end of its stderr).
-std::string run_program(const std::vector<std::string>& argv);
+// Runs `argv` (no shell) through core's subprocess helper, returns its stdout. ktune::Error naming
+// the program when it cannot start, exits non-zero (with the end of its stderr), or runs past
+// `timeout_s` (it and what it started are stopped).
+std::string run_program(const std::vector<std::string>& argv, double timeout_s = kProgramTimeoutS);
 
 }  // namespace ktune::gate

@@ -19,6 +19,10 @@ inline constexpr int kSuiteSchemaVersion = 1;
 
 enum class ProgramFormat { ktune, gbench, nvbench };
 
+// A benchmark program's run that does not end within this is stopped (suite key timeout_s):
+// one that hung held `ktune gate record` and its CI job until the job's own timeout.
+inline constexpr double kProgramTimeoutS = 600;
+
 struct SuiteBenchmark {
   std::string name;  // unique in the suite; the key of its baselines
   // A spec benchmark (spec not empty):
@@ -31,6 +35,7 @@ struct SuiteBenchmark {
   std::vector<std::string> command;
   ProgramFormat format = ProgramFormat::ktune;
   std::string select;  // gbench/nvbench: the benchmark's name in the output; empty: the first
+  double timeout_s = kProgramTimeoutS;  // a run that takes longer is stopped and is an error
 
   bool is_program() const { return !command.empty(); }
   // The shape as stored with baselines ("k=4096,n=7168"; "" for the spec's own).

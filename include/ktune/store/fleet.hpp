@@ -93,7 +93,7 @@ struct FleetJob {
   double priority = 0;       // higher first (from-backlog: the kernel's fleet time in s)
   std::string state;         // queued | running | done | failed
   std::string worker;        // who holds (or last held) it
-  std::int64_t attempt = 0;  // claims so far; a claim's fencing token
+  std::int64_t attempt = 0;  // claims so far, less those given back (release); a claim's token
   std::int64_t lease_until_ms = 0, evaluations = 0;
   std::int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
   std::string created_at;
@@ -140,6 +140,12 @@ class FleetStore {
   // Renews the lease of claim `attempt`; false when the job was taken by another claim.
   bool heartbeat(const std::string& id, std::int64_t attempt, std::int64_t lease_until_ms,
                  std::int64_t evaluations);
+  // Gives claim `attempt` back unfinished (its worker was stopped gracefully): the job is queued
+  // again and this claim does not count against max_attempts, so rolling restarts of workers
+  // never fail a healthy job. The attempt number a later claim gets is this one again; that is
+  // safe as a fencing token because only this claim's holder releases it, and it writes nothing
+  // after. false when the job was taken by another claim.
+  bool release(const std::string& id, std::int64_t attempt, std::int64_t evaluations);
   // Ends claim `attempt` as done or failed; false when the job was taken by another claim.
   bool finish(const std::string& id, std::int64_t attempt, bool done, std::int64_t now_ms,
               std::int64_t evaluations, const nlohmann::json& result, const std::string& error);

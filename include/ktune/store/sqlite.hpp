@@ -49,6 +49,9 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   sqlite3* get() const { return db_; }
+  // From now on, failures are worded by `failed` (an owner that probes a file before it knows
+  // what the file is words the probe's failures itself).
+  void reword(Sentence failed) { failed_ = std::move(failed); }
   explicit operator bool() const { return db_ != nullptr; }
   // Closes now (statements must be gone first); last_error_code() stays readable.
   void close() noexcept {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/error.hpp"
 #include "ktune/store/cache_entry.hpp"
 #include "ktune/store/pack.hpp"
 
@@ -36,6 +37,14 @@ namespace detail {
 class Backend;
 }
 class Baselines;  // gate baselines (baselines.hpp), stored through this store's backend
+
+// The store could not be reached: the server refused or dropped the connection, or did not
+// answer in time (a frozen host, a lost network). The Store that threw it is unusable; a new
+// Store::open may succeed once the server is back (a worker waits and reconnects).
+class StoreUnavailable : public Error {
+ public:
+  using Error::Error;
+};
 
 // read_write creates the store (and a SQLite file's directories) and migrates its schema.
 // read_only creates and changes nothing: the store must exist, may be on read-only media, and

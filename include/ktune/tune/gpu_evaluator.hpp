@@ -42,8 +42,8 @@ class GpuEvaluator : public Evaluator {
 };
 
 // The shape a spec's winner is cached under: its shape variables in declared order, else its
-// ProblemSize; a spec with neither tunes one fixed problem, cached as its GlobalSize when that reads
-// no parameter, else as [1].
+// ProblemSize; a spec with neither tunes one fixed problem, cached as its GlobalSize when that
+// reads no parameter, else as [1].
 std::vector<std::int64_t> cache_shape(const ProblemSpec& spec, const MapScope& constants);
 
 // The cache entry for a session's winner: key from the spec's op and dtype (their defaults when

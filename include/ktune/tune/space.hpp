@@ -19,6 +19,13 @@ namespace ktune::tune {
 // Value index per parameter, in SearchSpace::parameters() order.
 using Configuration = std::vector<std::uint32_t>;
 
+// Bounds on what a space may cost, each refused with one sentence when passed: the points
+// SearchSpace::for_each examines (full and partial configurations; about a minute at the rate
+// enumeration runs: a 10^13-point space ran with no end), and the valid configurations an
+// IndexedSpace keeps (8 bytes each: 128 MiB).
+inline constexpr std::uint64_t kMaxExaminedConfigurations = 100'000'000;
+inline constexpr std::uint64_t kMaxIndexedConfigurations = std::uint64_t{1} << 24;
+
 class SearchSpace {
  public:
   // `constants` (not owned, may be null) supplies non-parameter names the constraints read; it
@@ -38,7 +45,8 @@ class SearchSpace {
 
   bool valid(const Configuration& c) const;
   // Every valid configuration in lexicographic order (first parameter slowest). `visit` returns
-  // false to stop early. Constraint evaluation errors propagate as ktune::Error.
+  // false to stop early. Constraint evaluation errors propagate as ktune::Error, and so does a
+  // space that needs more than kMaxExaminedConfigurations examined.
   void for_each(const std::function<bool(const Configuration&)>& visit) const;
   std::uint64_t count() const;
 
@@ -54,6 +62,8 @@ class SearchSpace {
   nlohmann::json to_json(const Configuration& c) const;
   std::optional<Configuration> from_values(const std::map<std::string, Value>& values) const;
   std::string describe(const Configuration& c) const;  // "a=1, b=32"
+  // Throws the sentence for a space too large to enumerate or to keep: `what` it has, and the fix.
+  [[noreturn]] void too_large(const std::string& what) const;
 
  private:
   bool check(const Configuration& c, std::size_t depth) const;
@@ -71,6 +81,7 @@ class SearchSpace {
 // a recorded file without a T1 can give) stores the value indices themselves instead.
 class IndexedSpace {
  public:
+  // Every valid configuration; ktune::Error past kMaxIndexedConfigurations.
   explicit IndexedSpace(const SearchSpace& space);
   // An explicit set of configurations (ranks in `space`), e.g. those a T4 file recorded.
   // Needs space.ranks_fit().

@@ -67,8 +67,11 @@ struct KernelSpec {
   std::vector<std::string> compiler_options;
   std::string kernel_name;
   std::filesystem::path kernel_file;  // resolved against the spec's directory
-  std::string global_size_type;       // "CUDA": GlobalSize counts blocks; "OpenCL": threads
-  Dim3Expression local_size;          // block
+  // The folder every file the spec names stays in (core/paths.hpp confined_path): the spec's own,
+  // or its parent when KernelFile is found there (Kernel Tuner's lookup one folder up).
+  std::filesystem::path files_root;
+  std::string global_size_type;  // "CUDA": GlobalSize counts blocks; "OpenCL": threads
+  Dim3Expression local_size;     // block
   std::optional<Dim3Expression> global_size;
   std::array<std::vector<Expression>, 3> grid_div;  // GridDivX/Y/Z: products divide ProblemSize
   std::vector<Expression> problem_size;             // ints in T1; expressions over shape variables
