@@ -31,13 +31,14 @@ for e in entries:
     except (OSError, ValueError) as err:
         rows.append(f"prove {e}: no result ({err})")
         continue
-    b, k = p["pytorch"], p["ktune"]
+    b, k, c = p["pytorch"], p["ktune"], p["gemm_calls_per_iteration"]
     rows.append(f"prove {e}: PyTorch {b['median_ms']:.4f} ms/iter (rounds {b['round_min_ms']:.4f}-{b['round_max_ms']:.4f}), "
                 f"ktune {k['median_ms']:.4f} (rounds {k['round_min_ms']:.4f}-{k['round_max_ms']:.4f}): "
                 f"{p['speedup']:.3f}x (per round {p['round_speedups']['median']:.3f}x, "
                 f"{p['round_speedups']['min']:.3f}-{p['round_speedups']['max']:.3f}); "
-                f"routed {p['routed_per_iteration']:g}/iter, passed "
-                f"{p['passed_per_iteration']:g}/iter; max rel diff {p['max_relative_difference']}")
+                f"GEMM calls/iter: {c['routed']} routed, {c['kept']} kept (PyTorch's algorithm won), "
+                f"{c['passed']} passed {c['passed_by_op']}; routed in the timed rounds "
+                f"{p['routed_per_iteration']:g}/iter; max rel diff {p['max_relative_difference']}")
     for s in p["routed_problems"]:
         rows.append(f"  {s['problem']}: {s['calls_per_iteration']:g}/iter, tuned {s['tuned_us']} us "
                     f"vs default {s['default_us']} us, gain {s['gain']}")

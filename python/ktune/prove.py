@@ -12,9 +12,12 @@ Each round runs `--iters` iterations with PyTorch's own GEMMs and `--iters` with
 (ktune.torch.tuned_gemms), in alternating order round to round, each iteration timed on the GPU with
 CUDA events. Printed: per-iteration time of each (median, with the 10th and 90th percentiles and
 the spread of the round medians), their ratio overall and per round (both modes of a round run back
-to back, so drift between rounds cancels), the calls routed and passed to PyTorch per iteration,
-each routed problem with its tuned and default times from the cache, and the largest difference of
-the routed output from PyTorch's. `--json` prints the same as one object (schema_version 1).
+to back, so drift between rounds cancels), the GEMM calls of one iteration (counted in an untimed
+iteration with every GEMM op overridden): routed to a winner, kept (the winner is PyTorch's own
+algorithm, so they are left to it at no cost) and passed to PyTorch (no winner; by op), each routed
+problem with its tuned and default times from the cache, the kept problems, and the largest
+difference of the routed output from PyTorch's. `--json` prints the same as one object
+(schema_version 1).
 """
 
 from __future__ import annotations
@@ -95,6 +98,14 @@ def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict
     kt.enable(db)
     routed_out = _first_tensor(step())
     kt.disable()
+    # Every GEMM call of one iteration, by what the router does with it (census: all ops
+    # overridden, so calls the timed rounds leave to PyTorch at no cost are counted too).
+    kt.enable(db, census=True)
+    kt.reset_stats()
+    step()
+    torch.cuda.synchronize()
+    census = kt.stats()
+    kt.disable()
     max_rel = None
     if reference is not None and routed_out is not None and reference.shape == routed_out.shape:
         ref = reference.float()
@@ -138,8 +149,7 @@ def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict
         budget = entry.get("provenance", {}).get("budget", {})
         s = entry["shape"]
         if len(s) == 4:
-            name = (f"{entry['op']} {entry['dtype']} m={s[0]} n={s[1]} k={s[2]}"
-                    + (f" batch={s[3]}" if s[3] > 1 else ""))
+            name = kt.key_name((entry["op"], entry["dtype"], *s))
             winners[name] = (entry["median_ns"], budget.get("default_median_ns"))
     for name, calls in sorted(by_key.items(), key=lambda kv: -kv[1]):
         tuned_ns, default_ns = winners.get(name, (None, None))
@@ -153,6 +163,12 @@ def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict
             "round_speedups": {"median": statistics.median(round_ratios), "min": min(round_ratios),
                                "max": max(round_ratios)},
             "routed_per_iteration": routed / n, "passed_per_iteration": passed / n,
+            "gemm_calls_per_iteration": {
+                "routed": census["routed"], "kept": census["kept"], "passed": census["passed"],
+                "passed_by_op": census["passed_by_op"]},
+            "kept_problems": [{"problem": k, "calls_per_iteration": v}
+                              for k, v in sorted(census["kept_by_key"].items(),
+                                                 key=lambda kv: -kv[1])],
             "max_relative_difference": max_rel, "routed_problems": shapes}
 
 
@@ -174,8 +190,11 @@ def _print(r: Dict[str, object]) -> None:
     rr = r["round_speedups"]
     print(f"  ratio    {r['speedup']:.3f}x (PyTorch's time / ktune's); per round, both back to back: "
           f"median {rr['median']:.3f}x, {rr['min']:.3f}-{rr['max']:.3f}x")
-    print(f"  GEMM calls per iteration: {r['routed_per_iteration']:g} routed to ktune's winners, "
-          f"{r['passed_per_iteration']:g} passed to PyTorch")
+    c = r["gemm_calls_per_iteration"]
+    passed_by_op = ", ".join(f"{op} {n}" for op, n in sorted(c["passed_by_op"].items()))
+    print(f"  GEMM calls per iteration: {c['routed']} routed to ktune's winners, {c['kept']} kept "
+          f"(the winner is PyTorch's own algorithm), {c['passed']} passed to PyTorch (no winner"
+          + (f": {passed_by_op})" if passed_by_op else ")"))
     if r["max_relative_difference"] is not None:
         print(f"  output: largest difference from PyTorch's {r['max_relative_difference']:.3g} of "
               "its largest value")
@@ -185,6 +204,9 @@ def _print(r: Dict[str, object]) -> None:
         default = f"{s['default_us']:.2f} us" if s["default_us"] else "-"
         print(f"  {s['problem']:<48} {s['calls_per_iteration']:5g}/iter  tuned {tuned} vs "
               f"cuBLASLt's default {default}: {gain}")
+    for s in r["kept_problems"]:  # type: ignore[union-attr]
+        print(f"  {s['problem']:<48} {s['calls_per_iteration']:5g}/iter  kept: no other "
+              "algorithm beat PyTorch's beyond the noise")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

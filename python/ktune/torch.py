@@ -16,7 +16,10 @@ library search keys its winners (op gemm_<layout>[_<epilogue>], dtype, [m, n, k,
 cache holds a winner of that key for this GPU and the call's storage is one cuBLASLt takes as is
 (unit stride in one dimension, 16-byte aligned), it runs the winner through a prepared plan on
 PyTorch's current stream; every other call goes to PyTorch's own kernel unchanged (its out= form,
-which is the same kernel).
+which is the same kernel). A winner that is cuBLASLt's first heuristic choice, the algorithm
+PyTorch's own call runs, is "kept": the search caches it when no other algorithm beat it by more
+than the measurement's spread, and the router leaves those calls to PyTorch, since sending them
+through ktune would cost host time for the same kernel.
 """
 
 from __future__ import annotations
@@ -110,21 +113,33 @@ def cache_key(p: tuple) -> Tuple[str, str, int, int, int, int]:
     return op, "tf32" if p[14] == "tf32" else p[13], m, n, k, batch
 
 
+def is_default(config: dict) -> bool:
+    """Whether a cached winner is cuBLASLt's first heuristic choice: PyTorch's own algorithm."""
+    return config.get("heuristic_rank") == 1
+
+
 def _aligned(*ts: Optional[torch.Tensor]) -> bool:
     return all(t is None or t.data_ptr() % _ALIGN == 0 for t in ts)
 
 
-class _Router:
-    """The cached winners of one GPU and the plans built for them, with call counts."""
+_KEPT = object()  # a plan's place for a problem whose winner is PyTorch's own algorithm
 
-    def __init__(self, table: Dict[tuple, dict]):
-        self.table = table
+
+class _Router:
+    """The cached winners of one GPU and the plans built for them, with call counts: routed and
+    kept by problem, passed to PyTorch (no winner, or storage cuBLASLt cannot take) by op."""
+
+    def __init__(self, winners: Dict[tuple, dict]):
+        self.winners = winners
+        self.table = {k: c for k, c in winners.items() if not is_default(c)}  # the routed ones
+        self.kept = {k for k, c in winners.items() if is_default(c)}
         self.plans: Dict[tuple, object] = {}  # by problem; False: PyTorch runs it
         # A call's storage signature (shapes, strides, dtype, epilogue) -> its problem, or None:
         # working the problem out is most of a passed call's cost, and a program's calls repeat.
         self.problems: Dict[tuple, Optional[tuple]] = {}
         self.workspaces: Dict[int, torch.Tensor] = {}
         self.routed: Dict[tuple, int] = {}  # by problem
+        self.kept_calls: Dict[tuple, int] = {}  # by problem
         self.passed: Dict[str, int] = {}
 
     def workspace(self, device: torch.device) -> torch.Tensor:
@@ -135,29 +150,35 @@ class _Router:
             self.workspaces[index] = ws
         return ws
 
-    def run(self, a: torch.Tensor, b: torch.Tensor, epilogue: str = "none",
+    def run(self, op: str, a: torch.Tensor, b: torch.Tensor, epilogue: str = "none",
             bias: Optional[torch.Tensor] = None, c: Optional[torch.Tensor] = None,
             alpha: float = 1.0, beta: float = 0.0) -> Optional[torch.Tensor]:
-        """a @ b (+ bias, activation; + beta c) through a cached winner, or None."""
+        """a @ b (+ bias, activation; + beta c) through a cached winner, or None (counted as kept
+        or as passed by `op`): PyTorch runs it."""
         sig = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, epilogue,
                a.dtype is torch.float32 and torch.backends.cuda.matmul.allow_tf32)
         p = self.problems.get(sig, False)
         if p is False:
             p = self.problems[sig] = problem_of(a, b, epilogue)
         if p is None:
+            self.passed_to_torch(op)
             return None
         plan = self.plans.get(p)
         if plan is None:
             key = cache_key(p)
             cfg = self.table.get(key)
-            plan = False
+            plan = _KEPT if key in self.kept else False
             if cfg is not None:
                 try:
                     plan = _ktune.GemmPlan(json.dumps(problem_json(p)), json.dumps(cfg))
                 except _ktune.Error:
                     pass  # cuBLASLt refuses the winner for this storage: PyTorch runs it
             self.plans[p] = plan
+        if plan is _KEPT:
+            self.kept_calls[p] = self.kept_calls.get(p, 0) + 1
+            return None
         if plan is False or not _aligned(a, b, bias, c):
+            self.passed_to_torch(op)
             return None
         shape = (a.shape[0], p[2], p[1]) if a.dim() == 3 else (p[2], p[1])
         if c is not None:
@@ -224,35 +245,31 @@ def _bias_vector(bias: torch.Tensor, n: int, dtype: torch.dtype) -> Optional[tor
 
 
 def _mm(a, b):
-    out = _router.run(a, b) if _router else None
+    out = _router.run("mm", a, b) if _router else None
     if out is not None:
         return out
-    if _router:
-        _router.passed_to_torch("mm")
     return torch.mm(a, b, out=_out_like(a, (a.shape[0], b.shape[1])))
 
 
 def _bmm(a, b):
-    out = _router.run(a, b) if _router else None
+    out = _router.run("bmm", a, b) if _router else None
     if out is not None:
         return out
-    if _router:
-        _router.passed_to_torch("bmm")
     return torch.bmm(a, b, out=_out_like(a, (a.shape[0], a.shape[1], b.shape[2])))
 
 
 def _addmm(bias, a, b, *, beta=1, alpha=1):
     out = None
-    if _router and a.dim() == 2:
+    if _router:
         vec = _bias_vector(bias, b.shape[1], a.dtype) if beta == 1 and alpha == 1 else None
         if vec is not None:
-            out = _router.run(a, b, "bias", bias=vec)
+            out = _router.run("addmm", a, b, "bias", bias=vec)
         elif bias.dtype == a.dtype:
-            out = _router.run(a, b, c=bias, alpha=float(alpha), beta=float(beta))
+            out = _router.run("addmm", a, b, c=bias, alpha=float(alpha), beta=float(beta))
+        else:
+            _router.passed_to_torch("addmm")
     if out is not None:
         return out
-    if _router:
-        _router.passed_to_torch("addmm")
     return torch.addmm(bias, a, b, beta=beta, alpha=alpha,
                        out=_out_like(a, (a.shape[0], b.shape[1])))
 
@@ -260,27 +277,26 @@ def _addmm(bias, a, b, *, beta=1, alpha=1):
 def _baddbmm(c, a, b, *, beta=1, alpha=1):
     out = None
     if _router and c.dtype == a.dtype:
-        out = _router.run(a, b, c=c if beta != 0 else None, alpha=float(alpha),
+        out = _router.run("baddbmm", a, b, c=c if beta != 0 else None, alpha=float(alpha),
                           beta=float(beta))
+    elif _router:
+        _router.passed_to_torch("baddbmm")
     if out is not None:
         return out
-    if _router:
-        _router.passed_to_torch("baddbmm")
     return torch.baddbmm(c, a, b, beta=beta, alpha=alpha,
                          out=_out_like(a, (a.shape[0], a.shape[1], b.shape[2])))
 
 
 def _addmm_activation(bias, a, b, *, beta=1, alpha=1, use_gelu=False):
     out = None
-    if _router and beta == 1 and alpha == 1:
-        vec = _bias_vector(bias, b.shape[1], a.dtype)
-        if vec is not None:
-            out = _router.run(a, b, "gelu_bias" if use_gelu else "relu_bias",
-                              bias=vec)
+    vec = _bias_vector(bias, b.shape[1], a.dtype) if beta == 1 and alpha == 1 else None
+    if _router and vec is not None:
+        out = _router.run("_addmm_activation", a, b, "gelu_bias" if use_gelu else "relu_bias",
+                          bias=vec)
+    elif _router:
+        _router.passed_to_torch("_addmm_activation")
     if out is not None:
         return out
-    if _router:
-        _router.passed_to_torch("_addmm_activation")
     return torch.ops.aten._addmm_activation.out(bias, a, b, beta=beta, alpha=alpha,
                                                 use_gelu=use_gelu,
                                                 out=_out_like(a, (a.shape[0], b.shape[1])))
@@ -309,24 +325,28 @@ def overridden_ops(table: Dict[tuple, dict]) -> list:
     return sorted(ops)
 
 
-def enable(db: Optional[str] = None, **env: object) -> int:
+def enable(db: Optional[str] = None, census: bool = False, **env: object) -> int:
     """Routes PyTorch's GEMMs whose problem the cache holds a winner of to that winner; returns how
-    many problems the cache holds for this GPU. With none, nothing is overridden."""
+    many problems the cache holds for this GPU (kept ones included). Only the ops some routed
+    winner can serve are overridden; with none, nothing is. `census`: every GEMM op is
+    overridden, so stats() counts every call (routed, kept, passed) at the router's cost on each:
+    for a counting run, not a timed one."""
     global _router, _library
     disable()
-    table = load(db, **env)
-    _router = _Router(table)
-    if not table:
-        return 0
+    winners = load(db, **env)
+    _router = _Router(winners)
+    ops = sorted(_OVERRIDES) if census else overridden_ops(_router.table)
+    if not ops:
+        return len(winners)
     if torch.cuda.is_available():
         _router.workspace(torch.device("cuda", torch.cuda.current_device()))  # not inside a capture
     lib = torch.library.Library("aten", "IMPL")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": meant
-        for name in overridden_ops(table):
+        for name in ops:
             lib.impl(name, _OVERRIDES[name], "CUDA")
     _library = lib
-    return len(table)
+    return len(winners)
 
 
 def disable() -> None:
@@ -341,28 +361,43 @@ def enabled() -> bool:
     return _library is not None
 
 
+def key_name(key: tuple) -> str:
+    """A cache key (op, dtype, m, n, k, batch) as people read it."""
+    op, dtype, m, n, k, batch = key
+    return f"{op} {dtype} m={m} n={n} k={k}" + (f" batch={batch}" if batch > 1 else "")
+
+
 def stats() -> dict:
-    """Calls since enable(): routed per (op, cache key) and passed to PyTorch per op."""
+    """Calls since enable(): routed and kept (the winner is PyTorch's own algorithm) per problem,
+    and passed to PyTorch (no winner, or storage cuBLASLt cannot take) per op. Calls of ops that
+    are not overridden are not seen (enable(census=True) overrides all)."""
     r = _router
+
+    def by_key(counts: Dict[tuple, int]) -> Dict[str, int]:
+        named: Dict[str, int] = {}
+        for p, count in counts.items():
+            name = key_name(cache_key(p))
+            named[name] = named.get(name, 0) + count
+        return named
+
     if r is None:
-        return {"routed": 0, "passed": 0, "routed_by_key": {}, "passed_by_op": {}}
-    by_key: Dict[str, int] = {}
-    for p, count in r.routed.items():
-        op, dtype, m, n, k, batch = cache_key(p)
-        name = f"{op} {dtype} m={m} n={n} k={k}" + (f" batch={batch}" if batch > 1 else "")
-        by_key[name] = by_key.get(name, 0) + count
-    return {"routed": sum(r.routed.values()), "passed": sum(r.passed.values()),
-            "routed_by_key": by_key, "passed_by_op": dict(r.passed)}
+        return {"routed": 0, "kept": 0, "passed": 0, "routed_by_key": {}, "kept_by_key": {},
+                "passed_by_op": {}}
+    return {"routed": sum(r.routed.values()), "kept": sum(r.kept_calls.values()),
+            "passed": sum(r.passed.values()), "routed_by_key": by_key(r.routed),
+            "kept_by_key": by_key(r.kept_calls), "passed_by_op": dict(r.passed)}
 
 
 def reset_stats() -> None:
     if _router is not None:
         _router.routed.clear()
+        _router.kept_calls.clear()
         _router.passed.clear()
 
 
 @contextlib.contextmanager
 def tuned_gemms(db: Optional[str] = None, **env: object) -> Iterator[Dict[tuple, dict]]:
+    """enable() for the block; yields the winners it routes, by key."""
     enable(db, **env)
     try:
         yield _router.table if _router else {}
@@ -370,5 +405,5 @@ def tuned_gemms(db: Optional[str] = None, **env: object) -> Iterator[Dict[tuple,
         disable()
 
 
-__all__ = ["cache_key", "disable", "enable", "enabled", "load", "operand", "overridden_ops",
-           "problem_json", "problem_of", "reset_stats", "stats", "tuned_gemms"]
+__all__ = ["cache_key", "disable", "enable", "enabled", "is_default", "key_name", "load", "operand",
+           "overridden_ops", "problem_json", "problem_of", "reset_stats", "stats", "tuned_gemms"]

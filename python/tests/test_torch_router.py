@@ -141,6 +141,37 @@ def test_a_call_with_a_winner_is_routed_and_every_other_call_goes_to_pytorch(mon
     assert not kt.enabled()
 
 
+def test_a_winner_that_is_pytorchs_own_algorithm_is_kept_and_costs_nothing(monkeypatch):
+    monkeypatch.setattr(kt._ktune, "GemmPlan", FakePlan)
+    kept = {"library": "cublaslt", "algo_id": 66, "heuristic_rank": 1}
+    table = {("gemm_tn", "bf16", N, M, K, 1): kept,
+             ("gemm_tn", "bf16", N, M, K, 4): {"library": "cublaslt", "algo_id": 31,
+                                               "heuristic_rank": 0}}
+    monkeypatch.setattr(kt, "load", lambda db=None, **env: table)
+    FakePlan.made.clear()
+    assert kt.enable() == 2
+    try:
+        # Only the batched winner is routed: mm and addmm keep PyTorch's kernels untouched.
+        assert sorted(fake_torch.Library.registered) == [("baddbmm", "CUDA"), ("bmm", "CUDA")]
+    finally:
+        kt.disable()
+    # A census overrides every GEMM op and counts the kept problem's calls without routing them.
+    assert kt.enable(census=True) == 2
+    try:
+        assert len(fake_torch.Library.registered) == 5
+        x, w = T((M, K)), T((N, K))
+        kt._mm(x, w.t())
+        kt._mm(x, w.t())
+        kt._mm(x, T((K, N)))  # NN: no winner
+        s = kt.stats()
+        assert (s["routed"], s["kept"], s["passed"]) == (0, 2, 1)
+        assert s["kept_by_key"] == {f"gemm_tn bf16 m={N} n={M} k={K}": 2}
+        assert s["passed_by_op"] == {"mm": 1}
+        assert FakePlan.made == []  # no plan for a kept problem
+    finally:
+        kt.disable()
+
+
 def test_only_the_kernels_some_winner_can_serve_are_overridden():
     def key(op, batch=1):
         return (op, "bf16", 8, 8, 8, batch)

@@ -431,16 +431,26 @@ const SessionRecord* library_default_record(const LibraryCandidates& candidates,
   return nullptr;
 }
 
+const SessionRecord* library_winner_record(const LibraryCandidates& candidates,
+                                           const SessionSummary& session) {
+  if (!session.best) return nullptr;
+  const SessionRecord* d = library_default_record(candidates, session);
+  if (!d) return &*session.best;
+  const double spread = std::max(d->result.noise_ns, session.best->result.noise_ns);
+  return d->result.time_ns - session.best->result.time_ns > spread ? &*session.best : d;
+}
+
 store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
                                        const LibraryCandidates& candidates,
                                        const SessionSummary& session, const store::Environment& env,
                                        const HostIdentity& host) {
-  if (!session.best)
+  const SessionRecord* chosen = library_winner_record(candidates, session);
+  if (!chosen)
     throw Error(fmt::format(
         "the search over cuBLASLt's algorithms for {} found no verified configuration, so nothing "
         "goes into the cache; see its results.jsonl for why candidates failed.",
         bench::gemm_tune_command(problem)));
-  const SessionRecord& best = *session.best;
+  const SessionRecord& best = *chosen;
   const bench::LtAlgoConfig* winner = nullptr;
   for (const auto& c : candidates.configs)
     if (library_config(c) == best.config) winner = &c;

@@ -103,6 +103,53 @@ store::CacheEntry gemm_entry(const std::string& op, const std::string& dtype,
   return e;
 }
 
+// A session over two candidates: cuBLASLt's first choice (the default) and an enumerated one, each
+// measured at (time, noise).
+SessionSummary two_candidate_session(const LibraryCandidates& c, double default_ns,
+                                     double default_noise, double other_ns, double other_noise) {
+  SessionSummary s;
+  for (std::size_t i = 0; i < 2; ++i) {
+    SessionRecord r;
+    r.sequence = i;
+    r.config = library_config(c.configs[i]);
+    r.result.full = true;
+    r.result.time_ns = i == 0 ? default_ns : other_ns;
+    r.result.noise_ns = i == 0 ? default_noise : other_noise;
+    s.records.push_back(r);
+  }
+  s.best = s.records[default_ns <= other_ns ? 0 : 1];
+  return s;
+}
+
+// The router pays host time on every call it sends to another algorithm: a "winner" faster than
+// cuBLASLt's default by less than the measurement's spread is the default, left to PyTorch.
+TEST(GemmLibrary, AWinWithinTheNoiseKeepsCuBlasLtsDefault) {
+  LibraryCandidates c;
+  const std::vector<bench::LtAlgoCaps> algos = {caps(6, false, false), caps(31, true, true)};
+  c.configs = enumerate_configs(algos, 2, 1);
+  ASSERT_EQ(c.configs.size(), 2u);
+  c.configs[0].source = "heuristic";
+  c.configs[0].heuristic_rank = 1;
+  c.heuristic = 1;
+
+  const SessionSummary close = two_candidate_session(c, 100'000, 800, 99'500, 600);
+  EXPECT_EQ(library_winner_record(c, close), &close.records[0]);
+  bench::GemmProblem p;
+  const store::CacheEntry kept = library_winner_entry(p, c, close, {}, {});
+  EXPECT_EQ(kept.config.at("heuristic_rank"), 1);
+  EXPECT_DOUBLE_EQ(kept.median_ns, 100'000);
+
+  const SessionSummary clear = two_candidate_session(c, 100'000, 800, 95'000, 600);
+  EXPECT_EQ(library_winner_record(c, clear), &*clear.best);
+  EXPECT_EQ(library_winner_entry(p, c, clear, {}, {}).config.at("heuristic_rank"), 0);
+
+  // Without a measured default, the best is all there is.
+  SessionSummary no_default = clear;
+  no_default.records.erase(no_default.records.begin());
+  EXPECT_EQ(library_winner_record(c, no_default), &*no_default.best);
+  EXPECT_EQ(library_winner_record(c, SessionSummary{}), nullptr);
+}
+
 TEST(TunableOp, ResultsFileHasValidatorsThenOneRowPerWinner) {
   std::vector<store::CacheEntry> entries = {
       gemm_entry("gemm_tn", "f16", {12288, 2048, 4096, 1}, 66, 412345.0),

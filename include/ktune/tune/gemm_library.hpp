@@ -123,9 +123,18 @@ LibraryCandidates library_candidates(Evaluator& gpu, const std::filesystem::path
 SearchTarget library_target(const bench::GemmProblem& problem, const LibraryCandidates& candidates,
                             const LibrarySpace& space);
 
-// The cache entry of a session's winner: op, dtype and shape from the problem's cache key, config
-// the winning candidate's LtAlgoConfig plus "layout" and "cublaslt_version", provenance with the
-// default's (heuristic rank 1) median. ktune::Error when the session has no verified winner.
+// The record a library search caches: the session's best, unless cuBLASLt's default (heuristic
+// rank 1, what PyTorch runs) is slower by no more than the larger spread (noise_ns) of the two.
+// Running another algorithm costs every routed call host time (ktune.torch), so a gain the
+// measurement cannot tell from noise is no gain; the default cached says "PyTorch's choice is
+// the winner", and the router leaves those calls alone. nullptr when nothing was verified.
+const SessionRecord* library_winner_record(const LibraryCandidates& candidates,
+                                           const SessionSummary& session);
+
+// The cache entry of library_winner_record: op, dtype and shape from the problem's cache key,
+// config the winning candidate's LtAlgoConfig plus "layout" and "cublaslt_version", provenance
+// with the default's (heuristic rank 1) median. ktune::Error when the session has no verified
+// winner.
 store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
                                        const LibraryCandidates& candidates,
                                        const SessionSummary& session, const store::Environment& env,
