@@ -23,17 +23,32 @@ step "ktune info"
 step "ktune calibrate"
 "$k" calibrate
 
-# The workload: the PyTorch transformer layer when PyTorch is here, else a CUDA C++ launch loop.
+# The workload: the PyTorch transformer layer when PyTorch is here (with its cuBLASLt GEMM
+# problems recorded), else a CUDA C++ launch loop.
+gemm=()
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   workload=(python3 "$root/benchmarks/tracer/torch_layer.py" --iters 50 --tiny 2000)
+  gemm=(--gemm-shapes)
 else
   nvcc -O2 -arch=native -o "$out/tiny_loop" "$root/benchmarks/tracer/tiny_loop.cu"
   workload=("$out/tiny_loop" 20000)
 fi
-step "ktune profile -- ${workload[*]}"
-"$k" profile -o "$out/workload.ktrace" -- "${workload[@]}"
+step "ktune profile ${gemm[*]} -- ${workload[*]}"
+"$k" profile "${gemm[@]}" -o "$out/workload.ktrace" -- "${workload[@]}"
 step "ktune report"
 "$k" report "$out/workload.ktrace" --top 10
+if [ ${#gemm[@]} -gt 0 ]; then
+  # The GEMM problem with the most GPU time, tuned with the command the report gives for it.
+  top=$("$k" report --format json "$out/workload.ktrace" | python3 -c '
+import json, sys
+shapes = [s for s in json.load(sys.stdin)["gemm_calls"]["shapes"] if s["tune_command"]]
+print(max(shapes, key=lambda s: s["gpu_ns"])["tune_command"] if shapes else "")')
+  if [ -n "$top" ]; then
+    step "$top --budget 40"
+    # shellcheck disable=SC2086  # the report's command, split into its words
+    "$k" ${top#ktune } --budget 40 --out "$out/tune-gemm"
+  fi
+fi
 "$k" report "$out/workload.ktrace" --format html -o "$out/report.html"
 "$k" export "$out/workload.ktrace" --chrome "$out/workload.chrome.json"
 
@@ -41,4 +56,4 @@ step "ktune tune kernels/gemv/gemv.json (fp16 GEMV 7168x16384)"
 "$k" tune "$root/kernels/gemv/gemv.json" --budget 60 --out "$out/tune-gemv"
 step "ktune cache ls"
 "$k" cache ls
-printf '\nwrote %s: workload.ktrace, report.html (open in a browser), workload.chrome.json (ui.perfetto.dev), tune-gemv/ (t4.json, summary.json, curve.svg)\n' "$out"
+printf '\nwrote %s: workload.ktrace, report.html (open in a browser), workload.chrome.json (ui.perfetto.dev), tune-gemv/ (t4.json, summary.json, curve.svg), tune-gemm/ with PyTorch\n' "$out"

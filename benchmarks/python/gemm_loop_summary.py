@@ -34,7 +34,7 @@ for e in entries:
     b, k, c = p["pytorch"], p["ktune"], p["gemm_calls_per_iteration"]
     rows.append(f"prove {e}: PyTorch {b['median_ms']:.4f} ms/iter (rounds {b['round_min_ms']:.4f}-{b['round_max_ms']:.4f}), "
                 f"ktune {k['median_ms']:.4f} (rounds {k['round_min_ms']:.4f}-{k['round_max_ms']:.4f}): "
-                f"{p['speedup']:.3f}x (per round {p['round_speedups']['median']:.3f}x, "
+                f"{p['speedup']:.3f}x{' (nothing routed: both ways ran the same kernels)' if not c['routed'] else ''} (per round {p['round_speedups']['median']:.3f}x, "
                 f"{p['round_speedups']['min']:.3f}-{p['round_speedups']['max']:.3f}); "
                 f"GEMM calls/iter: {c['routed']} routed, {c['kept']} kept (PyTorch's algorithm won), "
                 f"{c['passed']} passed {c['passed_by_op']}; routed in the timed rounds "

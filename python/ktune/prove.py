@@ -188,6 +188,9 @@ def _print(r: Dict[str, object]) -> None:
     print(line("PyTorch", r["pytorch"]))  # type: ignore[arg-type]
     print(line("ktune", r["ktune"]))  # type: ignore[arg-type]
     rr = r["round_speedups"]
+    if not r["gemm_calls_per_iteration"]["routed"]:  # type: ignore[index]
+        print("  no GEMM call was routed: both ways ran PyTorch's own kernels, so the ratio below "
+              "is this workload's run-to-run spread, not a gain")
     print(f"  ratio    {r['speedup']:.3f}x (PyTorch's time / ktune's); per round, both back to back: "
           f"median {rr['median']:.3f}x, {rr['min']:.3f}-{rr['max']:.3f}x")
     c = r["gemm_calls_per_iteration"]

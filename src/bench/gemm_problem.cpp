@@ -378,8 +378,7 @@ GemmElement gemm_host_element(const GemmProblem& given, const GemmHostInputs& in
 bool gemm_element_agrees(const GemmProblem& p, const GemmElement& want, double got) {
   const GemmTolerance tol = gemm_tolerance(p);
   const auto near = [&](double w) {
-    return std::abs(got - w) <=
-           tol.abs * std::sqrt(static_cast<double>(p.k)) + tol.rel * std::abs(w);
+    return std::abs(got - w) <= tol.bound(static_cast<double>(p.k), w);
   };
   switch (p.epilogue) {
     case GemmEpilogue::none:

@@ -391,10 +391,13 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
     if (d) extra["default_median_ns"] = d->result.time_ns;
     if (!a.json && d && tune::library_winner_record(candidates, s) == d)
       fmt::print(
-          "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us, the winner: the "
-          "fastest other, {:.2f} us, is within the spread of the two; cached as the default, "
-          "so ktune.torch leaves these calls to PyTorch\n",
-          d->result.time_ns / 1e3, s.best->result.time_ns / 1e3);
+          "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us, the winner{}; cached "
+          "as such, so ktune.torch leaves these calls to PyTorch\n",
+          d->result.time_ns / 1e3,
+          s.best->config == d->config
+              ? ""
+              : fmt::format(" (the fastest other, {:.2f} us, is within the spread of the two)",
+                            s.best->result.time_ns / 1e3));
     else if (!a.json && d)
       fmt::print(
           "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us; winner {:.2f} "

@@ -41,6 +41,11 @@ bench::GemmProblem library_problem(const std::string& op,
                                     "--op/--shape/--dtype");
 }
 
+std::uint32_t split_k_reductions(const bench::GemmProblem& p) {
+  constexpr std::uint32_t kComputeType = 2;  // CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
+  return dtype_bytes(p.dtype) == 2 ? kComputeType : ~0u;
+}
+
 std::vector<bench::LtAlgoConfig> enumerate_configs(std::span<const bench::LtAlgoCaps> caps,
                                                    std::size_t limit, std::uint64_t seed,
                                                    std::uint32_t reductions) {
@@ -281,7 +286,8 @@ struct LibraryEvaluator::Impl {
           "there is nothing to tune.",
           bench::gemm_layout(p), p.m, p.n, p.k, p.batch, bench::gemm_cache_dtype(p)));
     }
-    const auto enumerated = enumerate_configs(gemm.algo_caps(), options.enumerated, options.seed);
+    const auto enumerated = enumerate_configs(gemm.algo_caps(), options.enumerated, options.seed,
+                                              split_k_reductions(gemm.problem()));
     candidates.offered = enumerated.size();
     for (const auto& c : enumerated) offer(c);
   }

@@ -179,6 +179,22 @@ TEST(GemmProblem, HostElementIsTheColumnMajorSumOfItsLayout) {
       }
 }
 
+// The host check of cuBLASLt's own result uses the same model as the candidates' comparison: a
+// TF32 sum at k = 4096 is off from float64 by about 2^-11 * sqrt(k) / 2, which a bound that
+// ignored the compute type's rounding called a wrong reference.
+TEST(GemmProblem, TheReferenceIsCheckedWithTheComputeTypesRounding) {
+  GemmProblem p = problem(false, false);
+  p.k = 4096;
+  p.dtype = DType::f32;
+  p.compute = GemmCompute::tf32;
+  GemmElement e;
+  e.linear = 20.0;
+  EXPECT_TRUE(gemm_element_agrees(p, e, 20.0 + 0.016));
+  EXPECT_FALSE(gemm_element_agrees(p, e, 21.0));
+  p.compute = GemmCompute::f32;  // fp32 accumulation: far tighter
+  EXPECT_FALSE(gemm_element_agrees(p, e, 20.0 + 0.016));
+}
+
 // The tolerance model on what the H100 showed: TF32 algorithms that round their inputs differently
 // from cuBLASLt's first choice (0.006 apart at 1.76, k = 1024) agree; a bf16 split-K sum reduced
 // in bf16 (0.71 against 0.79, k = 1024) does not, nor would fp32 results that far apart.

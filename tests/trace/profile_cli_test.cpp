@@ -220,9 +220,6 @@ TEST(ProfileCli, IngestPushesEveryTraceTheRunLeft) {
   EXPECT_NE(bad.err.find("the traces were not ingested"), std::string::npos) << bad.err;
 }
 
-// --gemm-shapes on the CPU: the command stands in for the tracer (it leaves the trace) and for
-// cuBLASLt (it writes the log where CUBLASLT_LOG_FILE says, %i as the pid); after it exits the
-// trace holds the calls, and the log directory is gone.
 // The tracer hooks cuBLASLt's logger itself: ktune profile hands the program the flag and leaves
 // cuBLASLt's own variables alone, with the flag as without it.
 TEST(ProfileCli, GemmShapesIsTheTracersAndLeavesCuBlasLtsVariablesAlone) {
@@ -385,6 +382,27 @@ TEST(ProfileGpu, GemmShapesRecordsEachCallAndItsKernels) {
   EXPECT_EQ(g["timed_calls"], 6) << "every call tied to the kernel it launched";
   for (const auto& shape : g["shapes"]) EXPECT_GT(shape["gpu_ns"].get<double>(), 0) << shape;
   EXPECT_EQ(g["shapes"][0]["cache_key"]["op"], "gemm_nn");
+}
+
+// A tracer injected by hand with GEMM shapes on, in a program that logs cuBLASLt itself: the
+// tracer says why it records no GEMM call and leaves the program's own log alone.
+TEST(ProfileGpu, GemmShapesByHandLeaveTheProgramsOwnCuBlasLtLogAlone) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  test::TempDir dir;
+  const std::string exe = build_cublaslt_loop(dir);
+  ASSERT_FALSE(exe.empty());
+  const auto out = dir.path / "h.ktrace", log = dir.path / "own.log";
+  const auto r = run_ktune("profile -o " + out.string() +
+                           " -- sh -c 'KTUNE_TRACE_GEMM_SHAPES=1 CUBLASLT_LOG_LEVEL=2 "
+                           "CUBLASLT_LOG_FILE=" +
+                           log.string() + " " + exe + " 2'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("CUBLASLT_LOG_LEVEL=2 configures it already"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No GEMM call is recorded."), std::string::npos) << r.err;
+  EXPECT_GT(std::filesystem::file_size(log), 0u) << "the program's own cuBLASLt log was taken over";
+  const Trace t = read_ktrace(out);
+  EXPECT_TRUE(t.gemm_calls.empty());
+  EXPECT_FALSE(t.kernels.empty());
 }
 
 // The writer drains the last API records at exit, after the function-local statics made since the

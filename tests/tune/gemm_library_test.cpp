@@ -57,15 +57,22 @@ TEST(GemmLibrary, EnumerationIsSeededAndBounded) {
 }
 
 // For 16-bit outputs only the compute-type reduction is offered: split-K sums reduced in f16 or
-// bf16 were 16 of 30 evaluations of an H100 search, every one a wrong result.
+// bf16 were 16 of 30 evaluations of an H100 search, every one a wrong result. (The search once
+// enumerated without the problem's schemes, so this goes through split_k_reductions.)
 TEST(GemmLibrary, EnumerationOffersOnlyTheAllowedReductionSchemes) {
   const std::vector<bench::LtAlgoCaps> all = {caps(31, true, false)};  // in place, compute type
-  const auto narrow = enumerate_configs(all, 1000, 1, /*reductions=*/2);
+  bench::GemmProblem bf16, f32;
+  bf16.dtype = DType::bf16;
+  f32.dtype = DType::f32;
+  bench::GemmProblem f16 = bf16;
+  f16.dtype = DType::f16;
+  EXPECT_EQ(split_k_reductions(f16), split_k_reductions(bf16));
+  const auto narrow = enumerate_configs(all, 1000, 1, split_k_reductions(bf16));
   ASSERT_FALSE(narrow.empty());
   for (const auto& c : narrow)
     if (c.splitk > 1) EXPECT_EQ(c.reduction, 2u);
   EXPECT_EQ(narrow.size(), 3u * 2u * (1 + 3));  // tiles x stages x (no split + 3 split-K counts)
-  EXPECT_EQ(enumerate_configs(all, 1000, 1).size(), 3u * 2u * (1 + 3 * 2));
+  EXPECT_EQ(enumerate_configs(all, 1000, 1, split_k_reductions(f32)).size(), 3u * 2u * (1 + 3 * 2));
 }
 
 TEST(GemmLibrary, ConfigJsonRoundTripsAndNamesBadFields) {

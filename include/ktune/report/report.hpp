@@ -16,6 +16,8 @@ namespace ktune::report {
 
 // 3: "counters" (the per-kernel derivation of the counter tier), "baseline" and "timeline".
 // 4: "gemm_calls" (ktune profile --gemm-shapes) and the backlog's "cublaslt_kernels".
+// 5: GPU time per GEMM problem ("gpu_ns", "timed_calls", "timed"), its "cache_key" and a tune
+//    command for every form.
 inline constexpr int kReportSchemaVersion = 5;
 
 struct RenderOptions {

@@ -9,8 +9,8 @@
 // The parser reads those lines into GemmCallRecords, one per distinct problem and algorithm with
 // its call count. Every other line (other levels and functions, garbage, a line cut short) is
 // skipped and counted; nothing in a line can make it throw, and its memory is bounded by
-// kMaxGemmProblems however long the log is. Plain host code: the log is read after the program
-// has exited.
+// kMaxGemmProblems however long the log is. Plain host code: the tracer (trace/gemm_capture) hands
+// it each message of cuBLASLt's logger callback as the call is made; tests read recorded logs.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -51,7 +51,7 @@ class CublasLtLogParser {
 };
 
 CublasLtLog parse_cublaslt_log(std::string_view text);
-// Reads a log file; ktune::Error naming the file when it cannot be read.
+// Reads a recorded log file (the fixtures); ktune::Error naming the file when it cannot be read.
 CublasLtLog read_cublaslt_log(const std::filesystem::path& path);
 
 }  // namespace ktune::trace

@@ -7,7 +7,7 @@
 // Times are CUPTI timestamps in nanoseconds: one clock for GPU and CPU records of a trace. A value
 // of 0 means "not known". Ids (device, context, stream, correlation, graph) are CUPTI's.
 //
-// SQL layout (schema_version 3; additive changes only within a version). Text columns that repeat
+// SQL layout (schema_version 4; additive changes only within a version). Text columns that repeat
 // are interned: *_id columns point at strings(id, value).
 //   metadata(key TEXT PRIMARY KEY, value TEXT)   value is JSON; keys are TraceMetadata's fields
 //   strings(id, value)
@@ -141,10 +141,11 @@ struct CounterRecord {
 };
 
 // One distinct GEMM problem and algorithm that cuBLASLt ran in the process, and how many calls ran
-// it: what `ktune profile --gemm-shapes` reads from cuBLASLt's own log (trace/cublaslt_log.hpp).
+// it: what `ktune profile --gemm-shapes` reads from cuBLASLt's logger (trace/cublaslt_log.hpp).
 // BLAS column-major, as cuBLASLt's descriptors are: D is m x n, k the reduction. Types and options
 // keep cuBLASLt's names ("R_16F", "COMPUTE_32F", "OP_T", "EPILOGUE_BIAS"), so nothing is lost
-// in translation. The log has no timestamps a kernel can be matched by: calls are counts only.
+// in translation. The calls' times and threads are the gemm_events (GemmEventRecord), which the
+// analysis ties to the kernels each call launched.
 struct GemmCallRecord {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   std::int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
