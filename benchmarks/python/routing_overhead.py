@@ -7,16 +7,18 @@ heuristic's second choice where the search kept PyTorch's). One JSON object:
     {"us_per_call": {"pytorch", "routed", "passed_pytorch", "passed"}, "graph_equal", ...}"""
 import argparse
 import json
+import statistics
 import subprocess
 import tempfile
 import time
+import warnings
 
 import torch
 
 import ktune.torch as kt
 
 
-def per_call_us(f, n=5000):
+def per_call_us(f, n=2000):
     for _ in range(200):
         f()
     torch.cuda.synchronize()
@@ -27,10 +29,28 @@ def per_call_us(f, n=5000):
     return (time.perf_counter() - t0) / n * 1e6
 
 
+ROUNDS = 7
+
+
+def alternating_us(variants):
+    """Host us per call of each variant: the median over ROUNDS rounds, each round measuring every
+    variant once in turn (a variant is (enter, call, leave)), so drift of the host's clocks
+    between rounds reaches all of them alike. Also each variant's min and max round."""
+    rounds = {name: [] for name in variants}
+    for _ in range(ROUNDS):
+        for name, (enter, call, leave) in variants.items():
+            enter()
+            rounds[name].append(per_call_us(call))
+            leave()
+    return ({name: statistics.median(r) for name, r in rounds.items()},
+            {name: [min(r), max(r)] for name, r in rounds.items()})
+
+
 def summary(path):
     j = json.load(open(path))
     calls = ", ".join(f"{k} {v:.2f} us" for k, v in j["us_per_call"].items())
-    print(f"routing, host time per 64^3 GEMM call: {calls}; graph replay equals eager: "
+    print(f"routing, host time per 64^3 GEMM call (median of {j['rounds']} alternating rounds): "
+          f"{calls}; graph replay equals eager: "
           f"{j['graph_equal']}; routed against PyTorch max |diff| {j['routed_vs_pytorch_max_abs_diff']}")
 
 
@@ -64,22 +84,35 @@ def main():
     w = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     x2 = torch.randn(64, 96, device="cuda", dtype=torch.bfloat16)
     w2 = torch.randn(96, 64, device="cuda", dtype=torch.bfloat16)
-    us = {"pytorch": per_call_us(lambda: x @ w), "passed_pytorch": per_call_us(lambda: x2 @ w2)}
-    # The floor any Python override pays: the dispatcher calling into Python and back into
+    # The cost any Python override pays: the dispatcher calling into Python and back into
     # PyTorch's out= kernel, with no routing at all.
-    import warnings
-    floor = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        floor.impl("mm", lambda a, b: torch.mm(a, b, out=a.new_empty((a.shape[0], b.shape[1]))),
-                   "CUDA")
-    us["python_override_floor"] = per_call_us(lambda: x @ w)
-    floor._destroy()
+    trivial = []
+
+    def override_trivially():
+        lib = torch.library.Library("aten", "IMPL")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.impl("mm", lambda a, b: torch.mm(a, b, out=a.new_empty((a.shape[0], b.shape[1]))),
+                     "CUDA")
+        trivial.append(lib)
+
+    def nothing():
+        pass
+
+    us, spread = alternating_us({
+        "pytorch": (nothing, lambda: x @ w, nothing),
+        "passed_pytorch": (nothing, lambda: x2 @ w2, nothing),
+        "python_override_trivial": (override_trivially, lambda: x @ w,
+                                    lambda: trivial.pop()._destroy()),
+        "routed": (kt.enable, lambda: x @ w, kt.disable),
+        "passed": (kt.enable, lambda: x2 @ w2, kt.disable),
+    })
     ref = x @ w
     with kt.tuned_gemms():
         kt.reset_stats()
-        us["routed"] = per_call_us(lambda: x @ w)
-        us["passed"] = per_call_us(lambda: x2 @ w2)
+        for _ in range(10):
+            x @ w
+            x2 @ w2
         eager = x @ w
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -98,7 +131,9 @@ def main():
     print(json.dumps({
         "schema_version": 1,
         "search_kept_pytorchs_algorithm": kept,
+        "rounds": ROUNDS,
         "us_per_call": us,
+        "us_per_call_round_range": spread,
         "overhead_routed_us": us["routed"] - us["pytorch"],
         "overhead_passed_us": us["passed"] - us["passed_pytorch"],
         "routed_calls": stats["routed"], "passed_calls": stats["passed"],

@@ -395,7 +395,7 @@ TEST(ProfileGpu, GemmShapesByHandLeaveTheProgramsOwnCuBlasLtLogAlone) {
   const auto r = run_ktune("profile -o " + out.string() +
                            " -- sh -c 'KTUNE_TRACE_GEMM_SHAPES=1 CUBLASLT_LOG_LEVEL=2 "
                            "CUBLASLT_LOG_FILE=" +
-                           log.string() + " " + exe + " 2'");
+                           log.string() + " exec " + exe + " 2'");  // exec: CMD's own trace
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("CUBLASLT_LOG_LEVEL=2 configures it already"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("No GEMM call is recorded."), std::string::npos) << r.err;
