@@ -227,6 +227,18 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     if not torch.cuda.is_available():
         raise SystemExit("ktune.prove: PyTorch sees no GPU; run it on the machine the workload runs on.")
+    from . import Error
+    from . import torch as kt
+
+    try:
+        winners = kt.load(a.db)
+    except Error as e:
+        raise SystemExit(f"ktune.prove: {e}")
+    if not winners:
+        raise SystemExit("ktune.prove: the store holds no tuned cuBLASLt GEMM for this GPU, so there "
+                         "is nothing to prove; tune the program's GEMMs first (ktune profile "
+                         "--gemm-shapes, then the report's tune commands or ktune queue from-backlog "
+                         "and ktune worker).")
     r = prove(_load_step(a.workload), a.rounds, a.iters, a.warmup, a.db)
     if a.json:
         print(json.dumps(r, indent=2))

@@ -10,7 +10,7 @@ import pytest
 
 if importlib.util.find_spec("torch") is not None:
     pytest.skip("PyTorch is installed: the router runs for real in the GPU tier "
-                "(benchmarks/python/gemm_routing.py)", allow_module_level=True)
+                "(benchmarks/python/gemm_workload.py, routing_overhead.py)", allow_module_level=True)
 
 import fake_torch  # noqa: E402
 
@@ -188,3 +188,25 @@ def test_nothing_is_overridden_when_the_cache_has_no_winner(monkeypatch):
     assert kt.enable() == 0
     assert fake_torch.Library.registered == [] and not kt.enabled()
     kt.disable()
+
+
+def test_prove_without_a_store_or_winners_is_one_sentence(monkeypatch, tmp_path):
+    import pytest
+
+    from ktune import prove
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    workload = tmp_path / "w.py"
+    workload.write_text("def make_step():\n    return lambda: None\n")
+
+    def no_store(db=None, **env):
+        raise kt._ktune.Error(f"there is no ktune store at {db} yet; check --db.")
+
+    monkeypatch.setattr(kt, "load", no_store)
+    with pytest.raises(SystemExit) as e:
+        prove.main([str(workload), "--db", str(tmp_path / "none.db")])
+    assert str(e.value).startswith("ktune.prove: there is no ktune store at ")
+    monkeypatch.setattr(kt, "load", lambda db=None, **env: {})
+    with pytest.raises(SystemExit) as e:
+        prove.main([str(workload)])
+    assert "holds no tuned cuBLASLt GEMM" in str(e.value)

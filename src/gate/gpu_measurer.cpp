@@ -72,7 +72,12 @@ GpuMeasurer::Prepared& GpuMeasurer::prepare(const SuiteBenchmark& b) {
 
 RunSamples GpuMeasurer::run(const SuiteBenchmark& b) {
   if (b.is_program()) {
-    const std::string out = run_program(b.command, b.timeout_s);
+    std::string out;
+    try {
+      out = run_program(b.command, b.timeout_s);
+    } catch (const Error& e) {
+      throw Error(fmt::format("benchmark \"{}\": {}", b.name, e.what()));
+    }
     nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
     if (j.is_discarded())
       throw Error(
