@@ -7,7 +7,7 @@
 #      process (fresh store, fresh Triton cache) and a second one (same store), and by plain
 #      triton.autotune in a third, for comparison: wall time of each, tuning time, winners;
 #   2. the GEMM loop on PyTorch programs (benchmarks/python/gemm_workload.py in bf16 and fp16, and
-#      the shared transformer layer, .workloads/torch_layer.py): profile --gemm-shapes, report,
+#      the shared transformer layer, benchmarks/python/torch_layer_step.py): profile --gemm-shapes, report,
 #      ingest, queue from-backlog, worker --drain, then python -m ktune.prove (each program with
 #      and without ktune's selections, alternating); and the router's cost per call and its
 #      CUDA-graph capture (benchmarks/python/routing_overhead.py);
@@ -106,9 +106,6 @@ gemm_loop() {
 }
 
 if [ -z "${KTUNE_PY_ONLY:-}" ] || [ "$KTUNE_PY_ONLY" = torch ]; then
-  workload=${KTUNE_WORKLOADS:-$root/.workloads}
-  [ -f "$workload/torch_layer.py" ] || workload=$root/../shared/workloads
-  export KTUNE_WORKLOADS=$workload
   gemm_loop gemm-workload "$root/benchmarks/python/gemm_workload.py" "make_step make_step_f16"
   gemm_loop torch-layer "$root/benchmarks/python/torch_layer_step.py" "make_step"
   echo "== routing overhead and CUDA graphs"

@@ -33,6 +33,19 @@ std::string job_id(const store::FleetJob& j) {
   return fmt::format("{:016x}", h);
 }
 
+// A job of `req` as it enters the queue, its key (op, dtype, bucket) already set.
+store::FleetJob queued(store::FleetJob j, const JobRequest& req, std::int64_t now) {
+  j.arch = req.arch;
+  j.toolkit = req.toolkit;
+  j.budget = req.budget;
+  j.priority = req.priority;
+  j.state = "queued";
+  j.created_ms = now;
+  j.created_at = utc_now_iso8601();
+  j.id = job_id(j);
+  return j;
+}
+
 // A library job: the key the winner's cache entry will have (tune/gemm_library.hpp).
 store::FleetJob make_library_job(const JobRequest& req, std::int64_t now) {
   bench::validate(*req.gemm, "the queued GEMM problem");
@@ -41,16 +54,8 @@ store::FleetJob make_library_job(const JobRequest& req, std::int64_t now) {
   j.op = bench::gemm_cache_op(*req.gemm);
   j.dtype = bench::gemm_cache_dtype(*req.gemm);
   j.bucket = store::bucket_name(store::bucket_of({}, bench::gemm_cache_shape(*req.gemm)));
-  j.arch = req.arch;
-  j.toolkit = req.toolkit;
   j.shape = *req.gemm;
-  j.budget = req.budget;
-  j.priority = req.priority;
-  j.state = "queued";
-  j.created_ms = now;
-  j.created_at = utc_now_iso8601();
-  j.id = job_id(j);
-  return j;
+  return queued(std::move(j), req, now);
 }
 
 }  // namespace
@@ -80,16 +85,8 @@ store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
   j.op = entry.key.op;
   j.dtype = entry.key.dtype;
   j.bucket = store::bucket_name(store::bucket_of(op.buckets, entry.shape));
-  j.arch = req.arch;
-  j.toolkit = req.toolkit;
   j.shape = req.shape;
-  j.budget = req.budget;
-  j.priority = req.priority;
-  j.state = "queued";
-  j.created_ms = now;
-  j.created_at = utc_now_iso8601();
-  j.id = job_id(j);
-  return j;
+  return queued(std::move(j), req, now);
 }
 
 namespace {

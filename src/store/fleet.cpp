@@ -22,6 +22,29 @@ using detail::Row;
 std::size_t rows_per_insert(const detail::Backend& db) {
   return db.file() ? 8 : 256;
 }
+
+// Inserts `n` rows of `columns` values each, as many per statement as the backend takes: `head` is
+// "INSERT INTO table (columns) VALUES ", `row(i, params)` appends row i's values.
+template <class Row>
+void insert_rows(detail::Backend& db, std::string_view head, int columns, std::size_t n,
+                 Row&& row) {
+  const std::size_t batch = rows_per_insert(db);
+  for (std::size_t first = 0; first < n; first += batch) {
+    const std::size_t count = std::min(batch, n - first);
+    std::string sql(head);
+    Params params;
+    params.reserve(count * static_cast<std::size_t>(columns));
+    for (std::size_t i = 0; i < count; ++i) {
+      sql += i ? ",(" : "(";
+      for (int c = 0; c < columns; ++c)
+        sql += fmt::format("{}${}", c ? "," : "", i * static_cast<std::size_t>(columns) + c + 1);
+      sql += ')';
+      row(first + i, params);
+    }
+    db.exec(sql, params);
+  }
+}
+
 constexpr int kAggregateColumns = 16;
 
 // " AND col = $n ..." for the filter's non-empty fields, numbering from params.size() + 1.
@@ -122,45 +145,26 @@ PushOutcome FleetStore::push_run(const FleetRun& run, const std::vector<FleetAgg
         {run.run_id, run.location, run.host, run.pid, run.started_at, run.job, run.build, run.rank,
          run.tags.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
          std::int64_t{run.complete ? 1 : 0}, run.launches, utc_now_iso8601()});
-    const std::size_t batch = rows_per_insert(db);
-    for (std::size_t first = 0; first < aggregates.size(); first += batch) {
-      const std::size_t n = std::min(batch, aggregates.size() - first);
-      std::string sql =
-          "INSERT INTO fleet_aggregates (run_id, kernel, grid, block, gpu, arch, driver, toolkit, "
-          "build, job, started_at, calls, total_ns, min_ns, max_ns, sketch) VALUES ";
-      Params params;
-      params.reserve(n * kAggregateColumns);
-      for (std::size_t i = 0; i < n; ++i) {
-        const FleetAggregate& a = aggregates[first + i];
-        sql += i ? ",(" : "(";
-        for (int c = 0; c < kAggregateColumns; ++c)
-          sql += fmt::format("{}${}", c ? "," : "", i * kAggregateColumns + c + 1);
-        sql += ')';
-        params.insert(params.end(), {run.run_id, a.kernel, a.grid, a.block, a.gpu, a.arch, a.driver,
-                                     a.toolkit, run.build, run.job, run.started_at, a.calls,
-                                     a.total_ns, a.min_ns, a.max_ns, a.sketch});
-      }
-      db.exec(sql, params);
-    }
-    for (std::size_t first = 0; first < gemms.size(); first += batch) {
-      const std::size_t n = std::min(batch, gemms.size() - first);
-      std::string sql =
-          "INSERT INTO fleet_gemms (run_id, op, dtype, shape, problem, gpu, arch, driver, toolkit, "
-          "build, job, started_at, calls, gpu_ns) VALUES ";
-      Params params;
-      params.reserve(n * kGemmColumns);
-      for (std::size_t i = 0; i < n; ++i) {
-        const FleetGemm& g = gemms[first + i];
-        sql += i ? ",(" : "(";
-        for (int c = 0; c < kGemmColumns; ++c)
-          sql += fmt::format("{}${}", c ? "," : "", i * kGemmColumns + c + 1);
-        sql += ')';
-        params.insert(params.end(),
+    insert_rows(db,
+                "INSERT INTO fleet_aggregates (run_id, kernel, grid, block, gpu, arch, driver, "
+                "toolkit, build, job, started_at, calls, total_ns, min_ns, max_ns, sketch) VALUES ",
+                kAggregateColumns, aggregates.size(), [&](std::size_t i, Params& params) {
+                  const FleetAggregate& a = aggregates[i];
+                  params.insert(params.end(),
+                                {run.run_id, a.kernel, a.grid, a.block, a.gpu, a.arch, a.driver,
+                                 a.toolkit, run.build, run.job, run.started_at, a.calls, a.total_ns,
+                                 a.min_ns, a.max_ns, a.sketch});
+                });
+    insert_rows(db,
+                "INSERT INTO fleet_gemms (run_id, op, dtype, shape, problem, gpu, arch, driver, "
+                "toolkit, build, job, started_at, calls, gpu_ns) VALUES ",
+                kGemmColumns, gemms.size(), [&](std::size_t i, Params& params) {
+                  const FleetGemm& g = gemms[i];
+                  params.insert(
+                      params.end(),
                       {run.run_id, g.op, g.dtype, g.shape.dump(), g.problem.dump(), g.gpu, g.arch,
                        g.driver, g.toolkit, run.build, run.job, run.started_at, g.calls, g.gpu_ns});
-      }
-      db.exec(sql, params);
-    }
+                });
   });
   return outcome;
 }

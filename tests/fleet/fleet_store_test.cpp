@@ -171,10 +171,11 @@ TEST_P(FleetStoreTest, KernelNamesThatAreNotUtf8AreIngested) {
   EXPECT_EQ(fleet::ingest_file(f, dir() / "bytes.ktrace", {}).outcome, store::PushOutcome::added);
   const auto totals = f.kernel_totals({});
   ASSERT_EQ(totals.size(), 2u);
-  if (GetParam() == BackendKind::postgres)
+  if (GetParam() == BackendKind::postgres) {
     EXPECT_EQ(totals[0].kernel,
               "kern\xEF\xBF\xBD\xEF\xBF\xBD"
               "el");
+  }
 }
 
 TEST_P(FleetStoreTest, CutShortTraceIsReplacedByItsCompleteCopy) {
