@@ -106,9 +106,10 @@ const bool registered = register_command(
          analyze::AnalysisOptions options;
          options.group_by = analyze::parse_group_by(o->by);
          if (o->merge) {
-           std::vector<trace::Trace> ranks;
-           for (const std::string& path : o->traces) ranks.push_back(trace::read_ktrace(path));
-           analyze::MemorySource source(analyze::merge_ranks(std::move(ranks)));
+           std::vector<std::unique_ptr<analyze::TraceSource>> ranks;
+           for (const std::string& path : o->traces)
+             ranks.push_back(std::make_unique<analyze::KtraceSource>(path));
+           analyze::MergedSource source(std::move(ranks));
            options.ceilings = stored_ceilings(source.metadata(), globals.db);
            return emit(format.render(analyze::analyze(source, options), render), o->output);
          }
