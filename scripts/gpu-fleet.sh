@@ -5,16 +5,18 @@
 # With the embedded SQLite store (the GPU machines have no PostgreSQL server), two job sets:
 #   short:   the built-in GEMV and copy specs at several shapes and cuBLASLt library jobs (GEMM
 #            problems in four layouts and two types), FLEET_BUDGET evaluations each (default 10),
-#            max(32, 12 x NGPUS) jobs where it has that many;
-#   compile: the hub's convolution spec (FLEET_HUB, default .hub/) at 2 x NGPUS problem sizes,
+#            max(32, FLEET_JOBS_PER_GPU x NGPUS) jobs where it has that many;
+#   compile: the hub's convolution spec (FLEET_HUB, default .hub/) at 2 x NGPUS filter sizes,
 #            FLEET_CONV_BUDGET evaluations each (default 12): NVRTC keeps every core busy.
-# and five phases, each on a fresh queue and compiled-kernel cache:
+# FLEET_SETS (default "short compile") runs only the sets named.
+# and six phases, each on a fresh queue and compiled-kernel cache:
 #   1. short, one worker alone;  2. short, one worker per GPU (target: >= 0.9 x NGPUS as fast);
 #   3. short, one worker per GPU, the one on GPU 0 killed with SIGKILL mid-job: another worker
 #      takes the job when its lease runs out and resumes its session (no evaluation lost or
 #      repeated);
 #   4. compile, one worker alone, compiling on every core (--compile-threads $(nproc));
-#   5. compile, one worker per GPU, each on its default share of the cores (cores / GPUs).
+#   5. compile, one worker per GPU, each on its default share of the cores (cores / GPUs);
+#   6. compile, one worker per GPU, each on every core (what sharing saves).
 # After each phase: every job done, every winner in the cache exactly once. Then where each
 # phase's worker time went (start-up before the first claim, jobs, waiting for the last job),
 # read from the workers' timestamped logs. A table is printed last.
@@ -27,6 +29,7 @@ budget=${FLEET_BUDGET:-10}
 conv_budget=${FLEET_CONV_BUDGET:-12}
 lease=${FLEET_LEASE_S:-15}
 hub=${FLEET_HUB:-$root/.hub}
+sets=${FLEET_SETS:-short compile}  # which job sets to run
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 bin=$bundle/src/cli/ktune
@@ -49,14 +52,26 @@ def write(folder, spec_path, sizes, scalars, tag):
 for n in (1024, 2048, 4096, 7168, 8192, 16384):
     for k in (4096, 16384):
         write("short", os.path.join(src, "gemv", "gemv.json"), (n, k), {"n": n, "k": k}, "gemv")
-for e in (20, 22, 24, 25, 26, 28):
+# Copies up to 2^26 elements: a 2^28 copy took 60 s of budget-10 tuning (host fill and check of
+# 1 GiB per candidate), longer than a worker's share of the whole set on four GPUs, and a queue
+# drains no faster than its longest job.
+for e in (20, 22, 23, 24, 25, 26):
     write("short", os.path.join(src, "copy", "copy.json"), (1 << e,), {"n": 1 << e}, "copy")
 conv = os.path.join(hub, "convolution_milo.json")
 if os.path.exists(conv):
-    sizes = [(4096, 4096), (2048, 2048), (4096, 2048), (2048, 4096), (3072, 3072), (1024, 1024),
-             (4096, 1024), (1024, 4096), (3072, 2048), (2048, 3072), (1536, 1536), (2560, 2560)]
-    for s in sizes[: max(2, 2 * ngpus)]:
-        write("compile", conv, s, {}, "convolution")
+    # The kernel fixes its image at 4096 x 4096 (a smaller ProblemSize would read past its
+    # buffers), so the jobs differ in their filter size, a compile-time constant: every job
+    # compiles candidates of its own. ProblemSize grows by 128 columns a job, so each job has a
+    # bucket (and a cache entry) of its own.
+    for i, f in enumerate([15, 13, 11, 9, 7, 5, 17, 3, 15, 13, 11, 9, 7, 5, 17, 3][: max(2, 2 * ngpus)]):
+        j = json.load(open(conv))
+        for p in j["ConfigurationSpace"]["TuningParameters"]:
+            if p["Name"] in ("filter_height", "filter_width"):
+                p["Values"], p["Default"] = "[%d]" % f, f
+        tmp = os.path.join(hub, ".fleet-conv.json")  # beside its kernel file
+        json.dump(j, open(tmp, "w"))
+        write("compile", tmp, (4096, 4096 + 128 * i), {}, "convolution_f%d" % f)
+        os.remove(tmp)
 PY
 mapfile -t short_specs < <(ls "$specs"/short/*.json)
 mapfile -t compile_specs < <(ls "$specs"/compile/*.json 2>/dev/null)
@@ -69,8 +84,10 @@ for dt in bf16 f16; do
     done
   done
 done
-# At least 32 jobs and 12 per GPU, so the last job's length is a small part of a worker's time.
-want=$((12 * ngpus > 32 ? 12 * ngpus : 32))
+# At least 32 jobs and FLEET_JOBS_PER_GPU (default 8) per GPU, so the last job's length is a small
+# part of a worker's time.
+per_gpu=${FLEET_JOBS_PER_GPU:-8}
+want=$((per_gpu * ngpus > 32 ? per_gpu * ngpus : 32))
 while [ $((${#short_specs[@]} + ${#gemm_jobs[@]})) -gt "$want" ] && [ "${#gemm_jobs[@]}" -gt 0 ]; do
   unset 'gemm_jobs[-1]'
 done
@@ -156,8 +173,12 @@ workers() {  # DB WORKDIR TAG [worker flags]: one worker per GPU in the backgrou
 
 now() { date +%s.%N; }
 elapsed() { awk -v now="$(now)" -v start="$start" 'BEGIN { printf "%.2f", now - start }'; }
-fresh_cache() { export XDG_CACHE_HOME=$(mktemp -d /tmp/ktune-fleet-cache.XXXXXX); }
+# A fresh KTUNE_HOME: its cache/ holds the compiled kernels (KTUNE_HOME wins over XDG_CACHE_HOME,
+# so a fresh XDG_CACHE_HOME alone let a later phase reuse an earlier phase's binaries).
+fresh_cache() { export KTUNE_HOME=$(mktemp -d /tmp/ktune-fleet-home.XXXXXX); }
 
+t_one=0 t_all=0 t_kill=0 c_one="not run" c_all="" c_kill="" w_one="" w_all="" killed=""
+if [[ " $sets " == *" short "* ]]; then
 # 1. short set, one worker
 fresh_cache
 queue "$out/one.db" short || exit 1
@@ -202,10 +223,11 @@ done
 wait "${pids[@]}" 2>/dev/null
 t_kill=$(elapsed)
 c_kill=$(check "$out/kill.db" "$ngpus workers, one killed" "$out/work-kill")
+fi
 
 # 4-5. the compile-bound set: one worker on every core, then one per GPU on its share
-t_c1=0 t_cn=0 c_c1="no hub convolution spec (FLEET_HUB)" c_cn="" w_c1="" w_cn=""
-if [ "${#compile_specs[@]}" -gt 0 ]; then
+t_c1=0 t_cn=0 t_co=0 c_c1="no hub convolution spec (FLEET_HUB)" c_cn="" c_co="" w_c1="" w_cn=""
+if [[ " $sets " == *" compile "* ]] && [ "${#compile_specs[@]}" -gt 0 ]; then
   fresh_cache
   queue "$out/conv-one.db" compile || exit 1
   start=$(now)
@@ -222,6 +244,14 @@ if [ "${#compile_specs[@]}" -gt 0 ]; then
   t_cn=$(elapsed)
   w_cn=$(where "compile, $ngpus workers" "$start" "$(now)" "${logs[@]}")
   c_cn=$(check "$out/conv-all.db" "compile, $ngpus workers" "$out/work-conv-all")
+  # The same with every worker compiling on every core: what sharing the cores saves.
+  fresh_cache
+  queue "$out/conv-over.db" compile || exit 1
+  start=$(now)
+  workers "$out/conv-over.db" "$out/work-conv-over" conv-over --compile-threads "$(nproc)"
+  wait "${pids[@]}"
+  t_co=$(elapsed)
+  c_co=$(check "$out/conv-over.db" "compile, $ngpus workers, every core each" "$out/work-conv-over")
 fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
@@ -235,12 +265,19 @@ verdict=$(awk -v s="$speedup" -v t="$target" 'BEGIN { print (s + 0 >= t ? "PASS"
   echo
   echo "== fleet summary"
   printf '%-40s %10s  %s\n' "phase" "wall_s" "check"
-  printf '%-40s %10.1f  %s\n' "short, 1 worker (GPU 0)" "$t_one" "$c_one"
-  printf '%-40s %10.1f  %s\n' "short, $ngpus workers (one per GPU)" "$t_all" "$c_all"
-  printf '%-40s %10.1f  %s\n' "short, $ngpus workers, gpu0 killed" "$t_kill" "$c_kill"
+  if [ -n "$c_all" ]; then
+    printf '%-40s %10.1f  %s\n' "short, 1 worker (GPU 0)" "$t_one" "$c_one"
+    printf '%-40s %10.1f  %s\n' "short, $ngpus workers (one per GPU)" "$t_all" "$c_all"
+    printf '%-40s %10.1f  %s\n' "short, $ngpus workers, gpu0 killed" "$t_kill" "$c_kill"
+  fi
   printf '%-40s %10.1f  %s\n' "compile, 1 worker, $(nproc) threads" "$t_c1" "$c_c1"
   [ -n "$c_cn" ] && printf '%-40s %10.1f  %s\n' "compile, $ngpus workers, cores/GPUs each" "$t_cn" "$c_cn"
-  echo "kill: ${killed:-NOT DONE (gpu0 finished before its heartbeat reported two evaluations)}"
-  echo "short set speedup $speedup x with $ngpus GPUs; target >= $target: $verdict"
-  [ -n "$c_cn" ] && echo "compile-bound set speedup $(ratio "$t_c1" "$t_cn") x with $ngpus GPUs sharing $(nproc) CPU threads"
+  [ -n "$c_co" ] && printf '%-40s %10.1f  %s\n' "compile, $ngpus workers, every core each" "$t_co" "$c_co"
+  if [ -n "$c_all" ]; then
+    echo "kill: ${killed:-NOT DONE (gpu0 finished before its heartbeat reported two evaluations)}"
+    echo "short set speedup $speedup x with $ngpus GPUs; target >= $target: $verdict"
+  fi
+  [ -n "$c_cn" ] && echo "compile-bound set speedup $(ratio "$t_c1" "$t_cn") x with $ngpus GPUs sharing $(nproc) CPU threads ($(ratio "$t_c1" "$t_co") x when each worker takes every core)"
 } | tee -a "$out/fleet.txt"
+
+exit 0
