@@ -166,15 +166,51 @@ bool is_closure(std::string_view c) {
 // Number types of C++, CUDA and the GPU libraries. Chosen as a kernel's distinguishing argument
 // only when nothing else is there: the dtype is secondary to what the kernel computes.
 constexpr std::string_view kScalarTypes[] = {
-    "bool",         "char",          "signed char",      "unsigned char",  "short",
-    "unsigned short", "int",         "unsigned int",     "unsigned",       "long",
-    "unsigned long", "long long",    "unsigned long long", "float",        "double",
-    "void",         "__half",        "__half2",          "half",           "__nv_bfloat16",
-    "__nv_bfloat162", "__nv_fp8_e4m3", "__nv_fp8_e5m2",  "Half",           "BFloat16",
-    "Float8_e4m3fn", "Float8_e5m2",  "Float8_e4m3fnuz",  "Float8_e5m2fnuz", "complex",
-    "half_t",       "bfloat16_t",    "tfloat32_t",       "float_e4m3_t",   "float_e5m2_t",
-    "int8_t",       "uint8_t",       "int16_t",          "int32_t",        "int64_t",
-    "uint32_t",     "uint64_t",      "size_t",           "__int128",       "unsigned __int128",
+    "bool",
+    "char",
+    "signed char",
+    "unsigned char",
+    "short",
+    "unsigned short",
+    "int",
+    "unsigned int",
+    "unsigned",
+    "long",
+    "unsigned long",
+    "long long",
+    "unsigned long long",
+    "float",
+    "double",
+    "void",
+    "__half",
+    "__half2",
+    "half",
+    "__nv_bfloat16",
+    "__nv_bfloat162",
+    "__nv_fp8_e4m3",
+    "__nv_fp8_e5m2",
+    "Half",
+    "BFloat16",
+    "Float8_e4m3fn",
+    "Float8_e5m2",
+    "Float8_e4m3fnuz",
+    "Float8_e5m2fnuz",
+    "complex",
+    "half_t",
+    "bfloat16_t",
+    "tfloat32_t",
+    "float_e4m3_t",
+    "float_e5m2_t",
+    "int8_t",
+    "uint8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint32_t",
+    "uint64_t",
+    "size_t",
+    "__int128",
+    "unsigned __int128",
 };
 
 bool is_scalar(std::string_view name) {
@@ -265,7 +301,8 @@ Reduced reduce(std::string_view arg, int depth) {
   }
   if (std::any_of(parts.begin(), parts.end(), is_closure)) {
     // A lambda is named by the function or class that defines it (skipping operator() of the
-    // lambdas around it); when that one is a template, by what its template arguments carry.
+    // lambdas around it), with what that one's template arguments carry when they carry a class:
+    // gpu_kernel_impl_nocast<MulFunctor>, uniform_kernel<CUDAGeneratorImpl>.
     out.rank = Rank::callable;
     out.core = "lambda";
     for (std::size_t i = parts.size(); i-- > 0;) {
@@ -273,7 +310,7 @@ Reduced reduce(std::string_view arg, int depth) {
       const Component c = split_component(parts[i]);
       const Reduced inner = best_of(c.targs, depth);
       if (inner.rank >= Rank::leaf) {
-        out.core = inner.core;
+        out.core = std::string(c.name) + "<" + inner.core + ">";
         out.shapes = inner.shapes;
       } else {
         out.core = std::string(c.name);
@@ -294,7 +331,8 @@ Reduced reduce(std::string_view arg, int depth) {
   }
   std::vector<Reduced> args;
   const Reduced best = best_of(last.targs, depth, &args);
-  for (const Reduced& r : args) out.shapes.insert(out.shapes.end(), r.shapes.begin(), r.shapes.end());
+  for (const Reduced& r : args)
+    out.shapes.insert(out.shapes.end(), r.shapes.begin(), r.shapes.end());
   // All integral constants (or shapes of them): a shape, "128x256x64" (cute::tuple<C<128>, ...>,
   // cutlass::gemm::GemmShape<128, 128, 32>).
   const bool shape = std::all_of(args.begin(), args.end(), [](const Reduced& r) {
@@ -450,8 +488,7 @@ std::string shown_name(std::string_view demangled, NameStyle style) {
   return std::string(demangled);
 }
 
-NameTable::NameTable(const std::vector<std::string>& full_names, NameStyle style)
-    : style_(style) {
+NameTable::NameTable(const std::vector<std::string>& full_names, NameStyle style) : style_(style) {
   const std::set<std::string> names(full_names.begin(), full_names.end());
   if (style != NameStyle::middle) {
     for (const std::string& n : names) shown_.emplace(n, shown_name(n, style));
@@ -474,15 +511,29 @@ NameTable::NameTable(const std::vector<std::string>& full_names, NameStyle style
     for (const std::string& n : group) tokens.push_back(distinguishing_tokens(n));
     std::size_t longest = 0;
     for (const auto& t : tokens) longest = std::max(longest, t.size());
-    std::size_t at = 0;
-    for (; at < longest; ++at) {
-      bool same = true;
+    // The first position where they differ, preferring one where a type differs to one where
+    // only constants do (FillFunctor<Half> against FillFunctor<float> says more than the
+    // vector width 8 against 4).
+    const auto differs = [&](std::size_t at) {
       for (const auto& t : tokens)
-        same = same && at < t.size() && at < tokens.front().size() && t[at] == tokens.front()[at];
-      if (!same) break;
-    }
+        if (at >= t.size() || at >= tokens.front().size() || t[at] != tokens.front()[at])
+          return true;
+      return false;
+    };
+    const auto only_constants = [&](std::size_t at) {
+      return std::all_of(tokens.begin(), tokens.end(),
+                         [&](const auto& t) { return at >= t.size() || is_literal(t[at]); });
+    };
+    std::optional<std::size_t> first, first_typed;
+    for (std::size_t i = 0; i < longest && !first_typed; ++i)
+      if (differs(i)) {
+        if (!first) first = i;
+        if (!only_constants(i)) first_typed = i;
+      }
+    const std::size_t at = first_typed ? *first_typed : first ? *first : longest;
     for (std::size_t i = 0; i < group.size(); ++i)
-      shown_.emplace(group[i], compose(parts[group[i]], at < tokens[i].size() ? tokens[i][at] : ""));
+      shown_.emplace(group[i],
+                     compose(parts[group[i]], at < tokens[i].size() ? tokens[i][at] : ""));
   }
   // Whatever still reads the same (identical reduced arguments, or names cut short) is numbered.
   std::map<std::string, std::vector<std::string>> by_shown;

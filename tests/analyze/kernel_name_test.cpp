@@ -83,7 +83,6 @@ TEST(KernelName, StyleChoosesTheBaseOrTheFullName) {
   EXPECT_THROW(parse_name_style("short"), Error);
 }
 
-
 // Kernel names of the shape PyTorch 2.x, CUTLASS, cuDNN, FlashAttention and the CUDA libraries
 // emit (written for these tests), with the middle form a report shows.
 const char* const kGeluBf16 =
@@ -125,7 +124,7 @@ TEST(KernelName, MiddleFormsOfRealLibraryKernels) {
        "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, "
        "at::detail::Array<char*, 1>)",
        "vectorized_elementwise_kernel<FillFunctor>"},
-      // The lambda is defined in a function template: named by what that template carries.
+      // The lambda is defined in a function template: named by it and what it carries.
       {"void at::native::elementwise_kernel<128, 2, "
        "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
        "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
@@ -135,7 +134,7 @@ TEST(KernelName, MiddleFormsOfRealLibraryKernels) {
        "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
        "at::native::BinaryFunctor<float, float, float, "
        "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1})",
-       "elementwise_kernel<MulFunctor>"},
+       "elementwise_kernel<gpu_kernel_impl_nocast<MulFunctor>>"},
       // ... or in a member of a class template: named by the class.
       {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
        "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, "
@@ -182,6 +181,15 @@ TEST(KernelName, MiddleFormsOfRealLibraryKernels) {
       {"add(float*, int)", "add"},
       {"void ktune::copy<float>(float const*, float*, unsigned long)", "copy<float>"},
       {"void k<1, 2>(int)", "k"},
+      {"distribution_elementwise_grid_stride_kernel<float, 4, "
+       "at::native::templates::cuda::uniform_and_transform<c10::Half, float, "
+       "at::CUDAGeneratorImpl*, "
+       "at::native::templates::cuda::uniform_kernel<at::CUDAGeneratorImpl*>("
+       "at::TensorIteratorBase&, double, double, at::CUDAGeneratorImpl*)::{lambda()#1}::operator()"
+       "() const::{lambda()#3}::operator()() const::{lambda(curandStatePhilox4_32_10*)#2}>(float4 "
+       "curand_uniform4(curandStatePhilox4_32_10*))>(long, at::PhiloxCudaState, "
+       "curandStatePhilox4_32_10*)",
+       "distribution_elementwise_grid_stride_kernel<uniform_kernel<CUDAGeneratorImpl>>"},
   };
   for (const auto& [full, middle] : cases) EXPECT_EQ(middle_name(full), middle) << full;
   // What is not a C++ signature already carries its tile name, and stays.
@@ -196,8 +204,8 @@ TEST(KernelName, MiddleFormsOfRealLibraryKernels) {
 }
 
 TEST(KernelName, HostileNamesComeBackBoundedAndQuickly) {
-  const std::string deep = "void k<" + std::string(50'000, '<') + "int" +
-                           std::string(50'000, '>') + ">(int)";
+  const std::string deep =
+      "void k<" + std::string(50'000, '<') + "int" + std::string(50'000, '>') + ">(int)";
   const std::string wide = "void k<" + std::string(100'000, 'a') + ">(int)";
   std::string nested = "void k<";
   for (int i = 0; i < 5000; ++i) nested += "ns::T<float, ";
@@ -232,6 +240,16 @@ TEST(KernelName, OneReportsNamesAreAlwaysDistinct) {
   // A name the table was not built with gets its own form.
   EXPECT_EQ(table("void k<Op>(int)"), "k<Op>");
 
+  // A type that differs says more than a constant that differs (the vector width).
+  const char* const fill_half =
+      "void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::Half>, "
+      "std::array<char*, 1ul> >(int, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul>)";
+  const char* const fill_float =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+      "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)";
+  const NameTable fills({fill_half, fill_float}, NameStyle::middle);
+  EXPECT_EQ(fills(fill_half), "vectorized_elementwise_kernel<FillFunctor, Half>");
+  EXPECT_EQ(fills(fill_float), "vectorized_elementwise_kernel<FillFunctor, float>");
   // Only a constant differs: it is the distinguishing argument.
   const NameTable sizes({"void k<Op, 128>(int)", "void k<Op, 256>(int)"}, NameStyle::middle);
   EXPECT_EQ(sizes("void k<Op, 128>(int)"), "k<Op, 128>");
@@ -246,10 +264,21 @@ TEST(KernelName, OneReportsNamesAreAlwaysDistinct) {
   EXPECT_EQ(same("void b::k<b::Op>(int)"), "k<Op> #2");
 
   // Whatever the mix, no two full names read alike.
-  std::vector<std::string> names = {kGeluBf16, kGeluF32, kMulF32, kCopyToBf16, "", "k", "k()",
-                                    "void k<1>()", "void k<2>()", "void k<1>(int)",
-                                    std::string(300, 'z'), std::string(300, 'z') + "1",
-                                    std::string(300, 'z') + "2", "void ns::k<A>()", "void k<A>()"};
+  std::vector<std::string> names = {kGeluBf16,
+                                    kGeluF32,
+                                    kMulF32,
+                                    kCopyToBf16,
+                                    "",
+                                    "k",
+                                    "k()",
+                                    "void k<1>()",
+                                    "void k<2>()",
+                                    "void k<1>(int)",
+                                    std::string(300, 'z'),
+                                    std::string(300, 'z') + "1",
+                                    std::string(300, 'z') + "2",
+                                    "void ns::k<A>()",
+                                    "void k<A>()"};
   const NameTable all(names, NameStyle::middle);
   std::set<std::string> shown;
   for (const std::string& n : names) shown.insert(all(n));
