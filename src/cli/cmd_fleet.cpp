@@ -49,13 +49,13 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
   store::FleetFilter f{since_timestamp(a.since), a.gpu, a.builds.empty() ? "" : a.builds[0], a.job};
   auto st = store::Store::open(g.db, store::Access::read_only);
   const auto rep = fleet::top(*st, f, a.limit, fleet::spec_catalog(spec_dirs(a.specs)));
+  const ShownNames names(rep, a.names);  // a bad --names fails before anything is printed
   if (a.json) {
     fmt::print("{}\n", fleet::to_json(rep).dump(2));
     return 0;
   }
   fmt::print("fleet: {} kernels, {} launches, {:.3f} s of GPU time{}\n", rep.kernels, rep.calls,
              rep.total_ns / 1e9, f.build.empty() ? "" : fmt::format(" (build {})", f.build));
-  const ShownNames names(rep, a.names);
   fmt::print("{:>4} {:>7} {:>12} {:>11} {:>10} {:>10} {:>5}  {:<{}}  {}\n", "#", "share", "calls",
              "total_s", "p50_us", "p95_us", "runs", "kernel", names.width, "tuning");
   for (std::size_t i = 0; i < rep.rows.size(); ++i) {
@@ -103,11 +103,11 @@ int run_diff(const FleetArgs& a, const GlobalOptions& g) {
   auto st = store::Store::open(g.db, store::Access::read_only);
   const auto rep =
       fleet::diff(*st, a.builds[0], a.builds[1], {since_timestamp(a.since), a.gpu, "", a.job});
+  const ShownNames names(rep, a.names);
   if (a.json) {
     fmt::print("{}\n", fleet::to_json(rep).dump(2));
     return 0;
   }
-  const ShownNames names(rep, a.names);
   fmt::print("{:>12} {:>12} {:>9}  {}\n", "p50_us " + short_name(rep.build_a, 5),
              "p50_us " + short_name(rep.build_b, 5), "change", "kernel");
   for (const auto& r : rep.rows)

@@ -249,7 +249,12 @@ json to_json(const Analysis& a) {
 std::string render_json(const Analysis& a, const RenderOptions& o) {
   json j = to_json(a);
   if (o.baseline) {
-    j["baseline"] = d::comparison_json(a, *o.baseline, d::report_names(a, o));
+    // Names distinct over both runs, the same in "kernels" and in the comparison.
+    RenderOptions middle = o;  // JSON's display_name is the middle form whatever --names says
+    middle.names = analyze::NameStyle::middle;
+    const analyze::NameTable names = d::report_names(a, middle);
+    for (json& k : j["kernels"]) k["display_name"] = names(k["name"].get<std::string>());
+    j["baseline"] = d::comparison_json(a, *o.baseline, names);
     j["baseline"]["metrics"] = d::baseline_json(a, *o.baseline)["metrics"];
   }
   // Names come from the traced program (NVTX messages, argv) and need not be UTF-8; JSON must be.
