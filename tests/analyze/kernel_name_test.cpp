@@ -9,24 +9,27 @@
 namespace ktune::analyze::test {
 namespace {
 
+const char* const kFill =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+    "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, "
+    "at::detail::Array<char*, 1>)";
+const char* const kElementwiseMul =
+    "void at::native::elementwise_kernel<128, 2, "
+    "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
+    "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
+    "at::native::BinaryFunctor<float, float, float, "
+    "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, "
+    "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
+    "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
+    "at::native::BinaryFunctor<float, float, float, "
+    "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1})";
+
 // Demangled names as the tracer records them from cuBLAS, cuBLASLt, CUTLASS, FlashAttention and
 // PyTorch kernels, with the base name Nsight Compute's short form shows.
 TEST(KernelName, BaseNamesOfRealLibraryKernels) {
   const std::pair<const char*, const char*> cases[] = {
-      {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-       "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, "
-       "at::detail::Array<char*, 1>)",
-       "vectorized_elementwise_kernel"},
-      {"void at::native::elementwise_kernel<128, 2, "
-       "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
-       "at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, "
-       "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
-       "at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1})",
-       "elementwise_kernel"},
+      {kFill, "vectorized_elementwise_kernel"},
+      {kElementwiseMul, "elementwise_kernel"},
       {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
        "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)",
        "cunn_SoftMaxForward"},
@@ -120,21 +123,9 @@ TEST(KernelName, MiddleFormsOfRealLibraryKernels) {
       {kGeluBf16, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>"},
       {kMulF32, "vectorized_elementwise_kernel<MulFunctor>"},
       {kCopyToBf16, "unrolled_elementwise_kernel<direct_copy_kernel_cuda>"},
-      {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-       "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, "
-       "at::detail::Array<char*, 1>)",
-       "vectorized_elementwise_kernel<FillFunctor>"},
+      {kFill, "vectorized_elementwise_kernel<FillFunctor>"},
       // The lambda is defined in a function template: named by it and what it carries.
-      {"void at::native::elementwise_kernel<128, 2, "
-       "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
-       "at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, "
-       "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, "
-       "at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1})",
-       "elementwise_kernel<gpu_kernel_impl_nocast<MulFunctor>>"},
+      {kElementwiseMul, "elementwise_kernel<gpu_kernel_impl_nocast<MulFunctor>>"},
       // ... or in a member of a class template: named by the class.
       {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
        "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, "
