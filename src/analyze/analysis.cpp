@@ -535,6 +535,11 @@ class Analyzer {
 
     for (GroupState& g : groups_) {
       g.group.duration_ns = summarize(g.durations_ns);
+      std::sort(g.durations_ns.begin(), g.durations_ns.end());
+      if (!g.durations_ns.empty()) {
+        g.group.q1_ns = quantile_sorted(g.durations_ns, 0.25);
+        g.group.q3_ns = quantile_sorted(g.durations_ns, 0.75);
+      }
       g.group.distinct_shapes = g.shapes.size();
       g.group.share = out_.kernel_total_ns > 0 ? static_cast<double>(g.group.total_ns) /
                                                      static_cast<double>(out_.kernel_total_ns)

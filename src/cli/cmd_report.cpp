@@ -20,7 +20,7 @@ namespace {
 
 struct ReportOptions {
   std::vector<std::string> traces;
-  std::string format = "text", by = "name", output, names = "base";
+  std::string format = "text", by = "name", output, names = "middle";
   std::size_t top = 25;
   bool merge = false;
 };
@@ -89,8 +89,9 @@ const bool registered = register_command(
                       "registers)")
            ->capture_default_str();
        app.add_option("--names", o->names,
-                      "Kernel names in tables: base (templates and arguments elided) or full; "
-                      "JSON and HTML keep the full name")
+                      "Kernel names in tables and HTML: middle (the base name and what tells its "
+                      "instances apart), base (templates and arguments elided) or full (the whole "
+                      "demangled name); JSON has the full name and the middle form")
            ->capture_default_str();
        app.add_option("--top", o->top, "Kernel rows in text, md and html (json lists all)")
            ->capture_default_str()
