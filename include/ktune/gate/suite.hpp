@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/bench/measurement.hpp"
 #include "ktune/gate/statistics.hpp"
 
 namespace ktune::gate {
@@ -30,7 +31,7 @@ struct SuiteBenchmark {
   std::string config;          // "NAME=VALUE,..."; empty: the spec's defaults
   bool cached_winner = false;  // config = "cached": the store's winner for this GPU and shape
   std::map<std::string, std::int64_t> shape;  // shape variables; empty: the spec's own
-  std::string mode = "cold";                  // bench timing mode
+  bench::TimingMode mode = bench::TimingMode::cold;
   // An external program (command not empty): run once per run, its stdout parsed.
   std::vector<std::string> command;
   ProgramFormat format = ProgramFormat::ktune;
