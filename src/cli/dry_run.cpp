@@ -9,6 +9,7 @@
 #include "ktune/cuda/nvrtc.hpp"
 #include "ktune/tune/space.hpp"
 #include "ktune/tune/spec_problem.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -117,7 +118,7 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
   report["ok"] = problems.empty();
 
   if (as_json) {
-    fmt::print("{}\n", report.dump(2));
+    print_json(report);
   } else {
     fmt::print(
         "{} ({}): op {}, dtype {}, {} valid configurations of {} ({} over Hopper's "
