@@ -22,6 +22,10 @@ ConfigMap default_config(const ProblemSpec& spec);
 // allowed values) for an unknown name or a value not in the spec.
 ConfigMap parse_config(const ProblemSpec& spec, std::string_view text);
 
+// Copies `g` into the launch `l` (each dimension clamped to what its field holds) and says whether
+// CUDA can launch it (LaunchGeometry::launchable): the one check of make_problem and the dry run.
+bool set_geometry(bench::KernelLaunch& l, const LaunchGeometry& g);
+
 // The Problem for `values` (all parameters). `shape` overrides the spec's shape variables.
 // ktune::Error for an argument ktune cannot fill (BinaryRaw, Generator), an unknown type, a launch
 // geometry no GPU takes, or a spec ktune cannot run (OpenCL).
