@@ -7,7 +7,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/progress.hpp"
 #include "ktune/cuda/nvrtc.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/spec_problem.hpp"
 #include "print_json.hpp"
 

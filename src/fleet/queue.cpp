@@ -10,7 +10,7 @@
 #include "ktune/core/identity.hpp"
 #include "ktune/store/bucket.hpp"
 #include "ktune/tune/gpu_evaluator.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/tune/spec_problem.hpp"
 
 namespace ktune::fleet {

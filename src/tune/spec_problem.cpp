@@ -10,7 +10,7 @@
 #include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 
 namespace ktune::tune {
 

@@ -1,4 +1,4 @@
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 #include <gtest/gtest.h>
 

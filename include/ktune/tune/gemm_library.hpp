@@ -25,7 +25,7 @@
 #include "ktune/core/identity.hpp"
 #include "ktune/store/cache_entry.hpp"
 #include "ktune/tune/session.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 
 namespace ktune::tune {
 

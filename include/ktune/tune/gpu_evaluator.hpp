@@ -12,7 +12,7 @@
 #include "ktune/core/identity.hpp"
 #include "ktune/store/cache_entry.hpp"
 #include "ktune/tune/session.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::tune {
 

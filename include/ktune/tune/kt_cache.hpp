@@ -14,8 +14,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ktune/tune/outcome.hpp"
-#include "ktune/tune/space.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/space.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::tune {
 

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/tune/outcome.hpp"
-#include "ktune/tune/space.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/space.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {

@@ -1,5 +1,5 @@
 #pragma once
-// Binds a T1 tuning spec (tune/spec.hpp) and one configuration to a harness Problem: the kernel
+// Binds a T1 tuning spec (spec/spec.hpp) and one configuration to a harness Problem: the kernel
 // source with the configuration as -DNAME=VALUE, grid/block/shared memory from the spec's
 // expressions, arguments with their fills, the reference and the FLOP and byte counts.
 #include <array>
@@ -11,7 +11,7 @@
 
 #include "ktune/bench/problem.hpp"
 #include "ktune/tune/session.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::tune {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ktune/tune/outcome.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 
 namespace ktune::tune {
 

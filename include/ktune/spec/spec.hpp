@@ -14,7 +14,7 @@
 
 #include "ktune/core/dtype.hpp"
 #include "ktune/store/bucket.hpp"
-#include "ktune/tune/expression.hpp"
+#include "ktune/spec/expression.hpp"
 
 namespace ktune::tune {
 
