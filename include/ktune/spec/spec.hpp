@@ -13,8 +13,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ktune/core/dtype.hpp"
-#include "ktune/store/bucket.hpp"
 #include "ktune/spec/expression.hpp"
+#include "ktune/store/bucket.hpp"
 
 namespace ktune::tune {
 

@@ -23,9 +23,9 @@
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/bench/pipeline.hpp"
 #include "ktune/core/identity.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/store/cache_entry.hpp"
 #include "ktune/tune/session.hpp"
-#include "ktune/spec/space.hpp"
 
 namespace ktune::tune {
 

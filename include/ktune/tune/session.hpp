@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ktune/tune/outcome.hpp"
 #include "ktune/spec/space.hpp"
 #include "ktune/spec/spec.hpp"
+#include "ktune/tune/outcome.hpp"
 #include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {

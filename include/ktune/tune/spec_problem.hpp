@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "ktune/bench/problem.hpp"
-#include "ktune/tune/session.hpp"
 #include "ktune/spec/spec.hpp"
+#include "ktune/tune/session.hpp"
 
 namespace ktune::tune {
 

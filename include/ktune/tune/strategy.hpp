@@ -13,8 +13,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ktune/tune/outcome.hpp"
 #include "ktune/spec/space.hpp"
+#include "ktune/tune/outcome.hpp"
 
 namespace ktune::tune {
 
