@@ -20,8 +20,9 @@ inline constexpr int kSuiteSchemaVersion = 1;
 
 enum class ProgramFormat { ktune, gbench, nvbench };
 
-// A benchmark program's run that does not end within this is stopped (suite key timeout_s):
-// one that hung held `ktune gate record` and its CI job until the job's own timeout.
+// A benchmark program's run that does not end within this is stopped with an error naming it
+// (suite key timeout_s), so a program that hangs cannot hold `ktune gate record` and its CI job
+// until the job's own timeout.
 inline constexpr double kProgramTimeoutS = 600;
 
 struct SuiteBenchmark {
