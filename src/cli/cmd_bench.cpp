@@ -17,6 +17,7 @@
 #include "ktune/cuda/identity.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/tune/spec_problem.hpp"
+#include "print_json.hpp"
 #include "spec_options.hpp"
 
 namespace ktune::cli {
@@ -165,12 +166,11 @@ const bool registered = register_command(
                tune::make_problem(spec, tune::parse_config(spec, a->compare));
            const bench::InterleavedResult r = pipeline.compare(problem, other, settings.full);
            nlohmann::json j = r;
-           j["schema_version"] = bench::kMeasurementSchemaVersion;
            j["mode"] = bench::to_string(settings.mode);
            j["a"] = problem.config;
            j["b"] = other.config;
            if (a->json)
-             fmt::print("{}\n", j.dump(2));
+             print_json(j, bench::kMeasurementSchemaVersion);
            else
              fmt::print(
                  "A {:.3f} us, B {:.3f} us (medians over {} pairs); B/A {:.4f} (p5 {:.4f}, p95 "
@@ -185,7 +185,7 @@ const bool registered = register_command(
            nlohmann::json j = o.measurement;
            j["status"] = bench::to_string(o.status);
            j["reason"] = o.status == bench::Status::ok ? "" : o.detail;
-           fmt::print("{}\n", j.dump(2));
+           print_json(j);
          } else if (o.status == bench::Status::ok) {
            print_text(o.measurement);
          }

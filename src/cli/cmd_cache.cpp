@@ -16,6 +16,7 @@
 #include "ktune/core/paths.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/store.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -71,11 +72,6 @@ void add_env(CLI::App& app, Options& o) {
   app.add_option("--driver-major", o.env.driver_major, "Current driver major (default: NVML's)");
 }
 
-nlohmann::json with_schema(nlohmann::json j) {
-  j["schema_version"] = kCacheSchemaVersion;
-  return j;
-}
-
 void print_entries(const std::vector<store::CacheEntry>& entries, const store::Environment* env) {
   fmt::print("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12} {:>9}  {}\n", "op", "dtype", "bucket",
              "arch", "device", "toolkit", "median_us", "noise_us", "config");
@@ -103,7 +99,7 @@ int run_ls(const Options& o, const GlobalOptions& g) {
   }
   const auto entries = s->list_entries(f);
   if (o.json)
-    fmt::print("{}\n", with_schema({{"store", s->describe()}, {"entries", entries}}).dump(2));
+    print_json({{"store", s->describe()}, {"entries", entries}}, kCacheSchemaVersion);
   else
     print_entries(entries, env ? &*env : nullptr);
   return 0;
@@ -123,7 +119,7 @@ int run_get(const Options& o, const GlobalOptions& g) {
       environment(o, g, true)};
   const auto r = s->lookup(q);
   if (o.json) {
-    fmt::print("{}\n", with_schema(nlohmann::json(r)).dump(2));
+    print_json(nlohmann::json(r), kCacheSchemaVersion);
   } else if (r.match == store::Match::none) {
     fmt::print("no config for {} {} {} on {} (no entry and no default)\n", q.op, q.dtype,
                store::shape_name(q.shape), q.env.arch);
@@ -147,9 +143,8 @@ int run_put(const Options& o, const GlobalOptions& g) {
   auto s = store::Store::open(g.db);
   const auto r = s->put_entry(e, o.force);
   if (o.json)
-    fmt::print(
-        "{}\n",
-        with_schema({{"winner", r.winner}, {"reason", r.reason}, {"bucket", r.bucket}}).dump(2));
+    print_json({{"winner", r.winner}, {"reason", r.reason}, {"bucket", r.bucket}},
+               kCacheSchemaVersion);
   else
     fmt::print("{}: {}\n", r.winner ? "stored as winner" : "kept the stored winner", r.reason);
   return 0;
@@ -163,7 +158,7 @@ int run_rm(const Options& o, const GlobalOptions& g) {
   auto s = store::Store::open(g.db);
   const auto n = s->remove_entries(f);
   if (o.json)
-    fmt::print("{}\n", with_schema({{"removed", n}}).dump(2));
+    print_json({{"removed", n}}, kCacheSchemaVersion);
   else
     fmt::print("removed {} entr{}\n", n, n == 1 ? "y" : "ies");
   return 0;
@@ -179,7 +174,7 @@ int run_export(const Options& o, const GlobalOptions& g) {
   }
   const auto pack = s->export_pack(o.filter);
   if (to_stdout) {
-    fmt::print("{}\n", store::pack_to_json(pack).dump(2));
+    print_json(store::pack_to_json(pack));
   } else {
     store::write_pack(o.file, pack);
     std::fprintf(stderr, "wrote %zu entries and %zu op specs to %s\n", pack.entries.size(),
@@ -193,8 +188,7 @@ int run_import(const Options& o, const GlobalOptions& g) {
   auto s = store::Store::open(g.db);
   const auto r = s->import_pack(pack, o.force);
   if (o.json)
-    fmt::print("{}\n",
-               with_schema({{"ops", r.ops}, {"winners", r.winners}, {"kept", r.kept}}).dump(2));
+    print_json({{"ops", r.ops}, {"winners", r.winners}, {"kept", r.kept}}, kCacheSchemaVersion);
   else
     fmt::print("imported {}: {} new winners, {} stored winners kept, {} op specs\n", o.file,
                r.winners, r.kept, r.ops);
@@ -210,7 +204,7 @@ int run_invalidate(const Options& o, const GlobalOptions& g) {
   const store::Environment env = o.stale ? environment(o, g, false) : store::Environment{};
   const auto n = s->invalidate(f, env, o.stale, o.reason);
   if (o.json)
-    fmt::print("{}\n", with_schema({{"invalidated", n}}).dump(2));
+    print_json({{"invalidated", n}}, kCacheSchemaVersion);
   else
     fmt::print("invalidated {} entr{}\n", n, n == 1 ? "y" : "ies");
   return 0;
@@ -237,16 +231,16 @@ int run_stats(const Options& o, const GlobalOptions& g) {
     ++per_arch[e.key.arch];
     if (!env.toolkit.empty() && !store::stale_reason(e.key, env).empty()) ++stale;
   }
-  const nlohmann::json j = with_schema({{"store", s->describe()},
-                                        {"store_schema_version", s->schema_version()},
-                                        {"entries", entries.size()},
-                                        {"invalidated", invalid},
-                                        {"stale", stale},
-                                        {"ops", s->ops().size()},
-                                        {"per_op", per_op},
-                                        {"per_arch", per_arch}});
+  const nlohmann::json j = {{"store", s->describe()},
+                            {"store_schema_version", s->schema_version()},
+                            {"entries", entries.size()},
+                            {"invalidated", invalid},
+                            {"stale", stale},
+                            {"ops", s->ops().size()},
+                            {"per_op", per_op},
+                            {"per_arch", per_arch}};
   if (o.json) {
-    fmt::print("{}\n", j.dump(2));
+    print_json(j, kCacheSchemaVersion);
   } else {
     fmt::print("store      {} (schema {})\n", s->describe(), s->schema_version());
     fmt::print("entries    {} ({} invalidated, {} stale{})\n", entries.size(), invalid, stale,

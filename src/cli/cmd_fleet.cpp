@@ -12,6 +12,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/query.hpp"
 #include "ktune/store/store.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -51,7 +52,7 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
   const auto rep = fleet::top(*st, f, a.limit, fleet::spec_catalog(spec_dirs(a.specs)));
   const ShownNames names(rep, a.names);  // a bad --names fails before anything is printed
   if (a.json) {
-    fmt::print("{}\n", fleet::to_json(rep).dump(2));
+    print_json(fleet::to_json(rep));
     return 0;
   }
   fmt::print("fleet: {} kernels, {} launches, {:.3f} s of GPU time{}\n", rep.kernels, rep.calls,
@@ -105,7 +106,7 @@ int run_diff(const FleetArgs& a, const GlobalOptions& g) {
       fleet::diff(*st, a.builds[0], a.builds[1], {since_timestamp(a.since), a.gpu, "", a.job});
   const ShownNames names(rep, a.names);
   if (a.json) {
-    fmt::print("{}\n", fleet::to_json(rep).dump(2));
+    print_json(fleet::to_json(rep));
     return 0;
   }
   fmt::print("{:>12} {:>12} {:>9}  {}\n", "p50_us " + short_name(rep.build_a, 5),

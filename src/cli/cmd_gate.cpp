@@ -16,9 +16,12 @@
 #include "ktune/gate/history.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/tune/spec_problem.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
+
+constexpr int kGateCacheSchemaVersion = 1;  // `ktune gate cache --json`
 
 struct GateArgs {
   std::string suite, against, commit, label, format = "table", junit, bench, shape;
@@ -70,8 +73,7 @@ int do_check(const GateArgs& a, const GlobalOptions& g) {
                                           {.against = a.against, .store_candidate = !a.no_store});
   if (!a.junit.empty()) write_file_atomic(a.junit, gate::render_junit(r));
   if (a.json) {
-    nlohmann::json j = r;
-    fmt::print("{}\n", j.dump(2));
+    print_json(nlohmann::json(r));
   } else {
     fmt::print("{}", a.format == "markdown" ? gate::render_markdown(r) : gate::render_table(r));
   }
@@ -90,7 +92,7 @@ int do_history(const GateArgs& a, const GlobalOptions& g) {
   const auto points = gate::series(runs);
   const auto changes = gate::history_change_points(points);
   if (a.json)
-    fmt::print("{}\n", gate::history_json(a.bench, points, changes).dump(2));
+    print_json(gate::history_json(a.bench, points, changes));
   else
     fmt::print("{}", gate::render_history(a.bench, points, changes));
   return 0;
@@ -161,7 +163,7 @@ int do_cache(const GateArgs& a, const GlobalOptions& g) {
                        env, false, "ktune gate cache: " + why);
     }
   }
-  if (a.json) fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"entries", out}}.dump(2));
+  if (a.json) print_json({{"entries", out}}, kGateCacheSchemaVersion);
   fmt::print("{} of {} re-checked winners lost their lead{}\n", lost, out.size(),
              lost && !a.invalidate ? " (--invalidate marks them stale in the store)" : "");
   return lost ? 1 : 0;

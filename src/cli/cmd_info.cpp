@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "ktune/cuda/identity.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -53,9 +54,7 @@ const bool registered = register_command(
        return [json] {
          const Identity id = cuda::capture_identity();
          if (*json) {
-           nlohmann::json j = id;
-           j["schema_version"] = kInfoSchemaVersion;
-           fmt::print("{}\n", j.dump(2));
+           print_json(nlohmann::json(id), kInfoSchemaVersion);
          } else {
            print_text(id);
          }

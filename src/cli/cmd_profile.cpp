@@ -313,15 +313,10 @@ const bool registered = register_command(
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
        return [opts, cmd, kernels_only, full, output, opt_in, ingest, ingest_opts, &globals] {
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {
-           const std::string_view mode(env);
-           if (mode != "default" && mode != "kernels" && mode != "full")
-             throw Error(
-                 fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default', "
-                             "'kernels' or 'full', or unset it.",
-                             mode));
+           const trace::TraceMode mode = trace::parse_trace_mode(env);
            if (!*kernels_only && !*full) {
-             *kernels_only = mode == "kernels";
-             *full = mode == "full";
+             *kernels_only = mode == trace::TraceMode::kernels;
+             *full = mode == trace::TraceMode::full;
            }
          }
          opts->kernels_only = *kernels_only;

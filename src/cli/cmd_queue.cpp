@@ -10,6 +10,7 @@
 #include "ktune/fleet/queue.hpp"
 #include "ktune/store/store.hpp"
 #include "ktune/tune/gemm_library.hpp"
+#include "print_json.hpp"
 #include "spec_options.hpp"
 
 namespace ktune::cli {
@@ -52,10 +53,7 @@ int run_add(const QueueArgs& a, const GlobalOptions& g) {
   auto st = store::Store::open(g.db);
   const bool added = store::FleetStore(*st).add_job(job);
   if (a.json)
-    fmt::print("{}\n",
-               nlohmann::json{
-                   {"schema_version", fleet::kQueueSchemaVersion}, {"id", job.id}, {"added", added}}
-                   .dump(2));
+    print_json({{"id", job.id}, {"added", added}}, fleet::kQueueSchemaVersion);
   else
     print_added(job, added);
   return 0;
@@ -66,7 +64,7 @@ int run_ls(const QueueArgs& a, const GlobalOptions& g) {
   const auto jobs = store::FleetStore(*st).jobs();
   const auto now = fleet::now_ms();
   if (a.json) {
-    fmt::print("{}\n", fleet::jobs_json(jobs, now).dump(2));
+    print_json(fleet::jobs_json(jobs, now));
     return 0;
   }
   fmt::print("{:<16} {:<8} {:<28} {:>8} {:>9}  {:<10} {:<6} {:<12} {}\n", "id", "state", "worker",
@@ -111,9 +109,7 @@ int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
     if (!a.json) print_added(job, added);
   }
   if (a.json)
-    fmt::print(
-        "{}\n",
-        nlohmann::json{{"schema_version", fleet::kQueueSchemaVersion}, {"jobs", list}}.dump(2));
+    print_json({{"jobs", list}}, fleet::kQueueSchemaVersion);
   else if (list.empty())
     fmt::print(
         "the backlog is empty: every GEMM problem the fleet ran and every kernel a known spec "

@@ -15,6 +15,7 @@
 #include "ktune/core/progress.hpp"
 #include "ktune/tune/replay.hpp"
 #include "ktune/tune/warm_start.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -132,16 +133,15 @@ int run(const ReplayOptions& o) {
   }
   if (o.json) {
     if (all.size() == 1) {
-      fmt::print("{}\n", all[0].dump(2));
+      print_json(all[0]);
     } else {
       nlohmann::json j;
-      j["schema_version"] = tune::kReplaySchemaVersion;
       j["strategy"] = "all";
       j["space"] = o.t4;
       j["seeds"] = *seeds;
       j["window"] = *window;
       j["comparisons"] = all;
-      fmt::print("{}\n", j.dump(2));
+      print_json(j, tune::kReplaySchemaVersion);
     }
     return 0;
   }

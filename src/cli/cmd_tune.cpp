@@ -28,6 +28,7 @@
 #include "ktune/tune/replay.hpp"
 #include "ktune/tune/spec_problem.hpp"
 #include "ktune/tune/strategy.hpp"
+#include "print_json.hpp"
 #include "spec_options.hpp"
 
 namespace ktune::cli {
@@ -313,7 +314,7 @@ int finish(const TuneArgs& a, const tune::SessionSummary& s, const StoredWinner&
       j["cache"] = {
           {"winner", w.put->winner}, {"reason", w.put->reason}, {"bucket", w.put->bucket}};
     for (const auto& [k, v] : extra.items()) j[k] = v;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
   } else {
     print_summary(s, w, out, compile_threads, restarts);
   }

@@ -7,8 +7,9 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/progress.hpp"
 #include "ktune/cuda/nvrtc.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/spec_problem.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -48,17 +49,8 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
     if (!spec.runnable()) return true;  // enumerated only: ktune lays out and runs CUDA specs
     try {
       const tune::MapScope scope = space.scope(c);
-      const tune::LaunchGeometry g = spec.launch_geometry(scope);
       bench::KernelLaunch l;
-      bool fits = true;
-      for (int d = 0; d < 3; ++d) {
-        if (g.grid[d] < 1 || g.block[d] < 1 || g.grid[d] > 0x7fffffff || g.block[d] > 1024)
-          fits = false;
-        l.grid[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.grid[d], 0, 0x7fffffff));
-        l.block[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.block[d], 0, 1 << 20));
-      }
-      l.dynamic_shared_bytes =
-          static_cast<unsigned>(std::clamp<std::int64_t>(g.shared_memory_bytes, 0, 1LL << 31));
+      const bool fits = tune::set_geometry(l, spec.launch_geometry(scope));
       if (!fits || bench::launch_problem(limits, l)) ++over_limits;
     } catch (const Error& e) {
       layout_error = fmt::format("configuration {}: {}", space.describe(c), e.what());
@@ -117,7 +109,7 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
   report["ok"] = problems.empty();
 
   if (as_json) {
-    fmt::print("{}\n", report.dump(2));
+    print_json(report);
   } else {
     fmt::print(
         "{} ({}): op {}, dtype {}, {} valid configurations of {} ({} over Hopper's "

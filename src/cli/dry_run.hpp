@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::cli {
 

@@ -20,7 +20,7 @@
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/core/version.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/strategy.hpp"
 #include "ktune/tune/t4.hpp"
 

@@ -1,5 +1,6 @@
 #pragma once
-// Test helper: runs the built ktune binary with arguments and captures stdout, stderr and exit code.
+// Test helper: runs the built ktune binary with arguments and captures stdout, stderr and exit
+// code.
 #include <string>
 
 namespace ktune::test {

@@ -13,8 +13,8 @@
 
 #include "datasets.hpp"
 #include "ktune/core/paths.hpp"
-#include "ktune/tune/space.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/space.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/tune/spec_problem.hpp"
 #include "run_ktune.hpp"
 
