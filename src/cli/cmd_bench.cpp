@@ -133,7 +133,8 @@ const bool registered = register_command(
        auto a = std::make_shared<BenchArgs>();
        app.add_option("spec", a->spec, "T1 tuning spec (JSON)")->required();
        app.add_option("--config", a->config, "Parameter values NAME=VALUE,... (others: defaults)");
-       app.add_option("--mode", a->mode, "Timing mode: cold (L2 flushed), hot or graph");
+       app.add_option("--mode", a->mode, "Timing mode: cold (L2 flushed), hot or graph")
+           ->check(parsed_by([](const std::string& v) { bench::parse_mode(v); }));
        app.add_option("--stop", a->stop,
                       "Stop-rule overrides, e.g. min_samples=20,timeout_s=5 (" +
                           stop_rule_defaults(bench::PipelineSettings{}.full) + ")");

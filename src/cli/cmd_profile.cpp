@@ -43,7 +43,9 @@ fs::path self_dir() {
   return ec ? fs::current_path() : exe.parent_path();
 }
 
-fs::path locate_tracer() {
+}  // namespace
+
+std::filesystem::path locate_tracer() {
   if (const char* env = std::getenv("KTUNE_TRACER"); env && *env) {
     std::error_code ec;
     if (!fs::is_regular_file(env, ec))
@@ -61,6 +63,8 @@ fs::path locate_tracer() {
                   "the ktune_tracer target or set KTUNE_TRACER to its path.",
                   dir.string()));
 }
+
+namespace {
 
 // The executable CMD names, as execvp would find it; one sentence when there is none.
 void check_command(const std::string& cmd) {
