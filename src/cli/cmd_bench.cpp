@@ -59,7 +59,7 @@ std::string regex_escape(const std::string& s) {
 // the counters are printed after the measurement.
 int bench_with_counters(const BenchArgs& a, const tune::ProblemSpec& spec) {
   if (a.json || !a.compare.empty())
-    throw Error(
+    throw UsageError(
         "--metrics prints text for one configuration; drop --json and --compare, or run ktune "
         "profile --metrics SET -- ktune bench ... and read the counters from its .ktrace.");
   trace::TracerOptions o;
@@ -152,7 +152,11 @@ const bool registered = register_command(
          if (!a->metrics.empty()) {
            trace::TracerOptions check;
            check.metrics = a->metrics;
-           trace::check_counter_options(check);
+           try {
+             trace::check_counter_options(check);
+           } catch (const Error& e) {
+             throw UsageError(e.what());
+           }
            return bench_with_counters(*a, spec);
          }
          bench::PipelineSettings settings;

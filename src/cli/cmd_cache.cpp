@@ -124,14 +124,24 @@ int run_get(const Options& o, const GlobalOptions& g) {
     throw UsageError(fmt::format(
         "ktune cache get needs --op, --dtype and --shape (e.g. --shape {}).", kShapeExample));
   // A bad flag is named before the store is looked at; the names then need the op's declaration.
-  const auto sizes = parse_named_sizes(o.shape, "--shape", kShapeExample);
-  auto s = store::Store::open(g.db, store::Access::read_only);
-  const auto op = s->get_op(o.filter.op);
-  store::LookupQuery q{
-      o.filter.op, o.filter.dtype,
-      store::shape_of(op ? op->buckets : store::BucketPolicy{}, sizes, o.filter.op, "--shape"),
-      environment(o, g, true)};
-  const auto r = s->lookup(q);
+  // Either way a --shape that cannot be read is a usage error.
+  std::vector<NamedSize> sizes;
+  try {
+    sizes = parse_named_sizes(o.shape, "--shape", kShapeExample);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  const auto s = open_for_listing(g.db);  // no store yet: nothing matches (a miss, exit 3)
+  const auto op = s ? s->get_op(o.filter.op) : std::nullopt;
+  std::vector<std::int64_t> shape;
+  try {
+    shape =
+        store::shape_of(op ? op->buckets : store::BucketPolicy{}, sizes, o.filter.op, "--shape");
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  store::LookupQuery q{o.filter.op, o.filter.dtype, shape, environment(o, g, true)};
+  const auto r = s ? s->lookup(q) : store::LookupResult{};
   if (o.json) {
     fmt::print("{}\n", with_schema(nlohmann::json(r)).dump(2));
   } else if (r.match == store::Match::none) {

@@ -171,12 +171,19 @@ CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
                 std::vector<std::string>* written) {
   if (cmd.empty())
-    throw Error(
+    throw UsageError(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
-  trace::check_range(opts.window.range);
-  trace::check_schedule(opts.window);
-  trace::check_counter_options(opts);
-  trace::check_gemm_shapes(opts);
+  // Settings that cannot work together, from flags or variables alike: a usage error.
+  try {
+    trace::check_range(opts.window.range);
+    trace::check_schedule(opts.window);
+    trace::check_counter_options(opts);
+    trace::check_gemm_shapes(opts);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
@@ -321,7 +328,7 @@ const bool registered = register_command(
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {
            const std::string_view mode(env);
            if (mode != "default" && mode != "kernels" && mode != "full")
-             throw Error(
+             throw UsageError(
                  fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default', "
                              "'kernels' or 'full', or unset it.",
                              mode));

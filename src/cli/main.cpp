@@ -96,8 +96,9 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     while (!what.empty() && (what.back() == '.' || what.back() == '\n')) what.pop_back();
     // CLI11 names the flag before a value check's message, which names it again.
-    if (const auto colon = what.find(": "); colon != std::string::npos && what.rfind("--", 0) == 0 &&
-                                             what.compare(colon + 2, colon, what, 0, colon) == 0)
+    if (const auto colon = what.find(": "); colon != std::string::npos &&
+                                            what.rfind("--", 0) == 0 &&
+                                            what.compare(colon + 2, colon, what, 0, colon) == 0)
       what.erase(0, colon + 2);
     // A flag that no command of the chain knows: name the closest one they do.
     std::string hint;

@@ -79,8 +79,12 @@ tune::ProblemSpec load_spec(const std::string& path, const std::string& grid) {
 
 std::map<std::string, std::int64_t> parse_shape_variables(const std::string& text) {
   std::map<std::string, std::int64_t> out;
-  for (const NamedSize& s : parse_named_sizes(text, "--shape", "n=4096,k=8192"))
-    out[s.name] = s.value;
+  try {
+    for (const NamedSize& s : parse_named_sizes(text, "--shape", "n=4096,k=8192"))
+      out[s.name] = s.value;
+  } catch (const Error& e) {
+    throw UsageError(e.what());  // a value that cannot be read
+  }
   return out;
 }
 
