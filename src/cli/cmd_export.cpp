@@ -108,6 +108,7 @@ const bool registered = register_command(
                "ktune export needs a format: TRACE --chrome (Chrome trace JSON) or --tunableop "
                "(the cached GEMM winners).");
          if (o->trace.empty()) throw UsageError("ktune export --chrome needs a TRACE.");
+         refuse_stdin(o->trace, "a .ktrace (SQLite)");
          analyze::KtraceSource source(o->trace);
          report::ChromeTraceCounts c;
          if (is_stdout(o->output)) {

@@ -52,6 +52,7 @@ int usage_error(const Error& e) {
 }
 
 int do_record(const GateArgs& a, const GlobalOptions& g) {
+  refuse_stdin(a.suite, "a suite (its specs are found beside it)");
   const gate::Suite suite = gate::load_suite(a.suite);
   auto st = store::Store::open(g.db);
   gate::GpuMeasurer m(suite, g.device, st.get());
@@ -72,6 +73,7 @@ int do_record(const GateArgs& a, const GlobalOptions& g) {
 }
 
 int do_check(const GateArgs& a, const GlobalOptions& g) {
+  refuse_stdin(a.suite, "a suite (its specs are found beside it)");
   gate::Suite suite = gate::load_suite(a.suite);
   if (a.threshold > 0) suite.rule.threshold = a.threshold;
   auto st = store::Store::open(g.db);

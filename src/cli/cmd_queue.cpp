@@ -46,6 +46,7 @@ int run_add(const QueueArgs& a, const GlobalOptions& g) {
       throw UsageError(
           "ktune queue add needs a SPEC, or --library cublaslt --op OP --shape m=..,n=..,k=.. "
           "--dtype D.");
+    refuse_stdin(a.spec, "a tuning spec (workers read it at its path)");
     req.shape = parse_shape_variables(a.shape);
   }
   const store::FleetJob job = fleet::make_job(req, now);

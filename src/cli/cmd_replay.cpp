@@ -60,6 +60,7 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
 }
 
 int run(const ReplayOptions& o) {
+  refuse_stdin(o.t4, "a recorded space (T4 or Kernel Tuner cache)");
   const std::vector<std::size_t> budgets = parse_budgets(o.budgets);
   const auto window = parse_count(o.prefetch, 1, kMaxBudget);
   if (!window)

@@ -99,6 +99,7 @@ const bool registered = register_command(
            ->check(CLI::Range(0, 1'000'000));  // unchecked, "-1" wrapped to 2^64 - 1
        add_output_option(app, o->output, "Write the report to this file instead of stdout");
        return [o, &globals] {
+         for (const std::string& trace : o->traces) refuse_stdin(trace, "a .ktrace (SQLite)");
          if (!is_stdout(o->output))
            for (const std::string& trace : o->traces) check_output_path(o->output, {trace});
          const report::Format& format = report::find_format(o->format);

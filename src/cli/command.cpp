@@ -61,6 +61,14 @@ bool is_stdout(const std::string& output) {
   return output.empty() || output == "-";
 }
 
+void refuse_stdin(const std::string& path, const std::string& what) {
+  if (path == "-")
+    throw UsageError(fmt::format(
+        "'-' (stdin) is read only where a command takes a JSON document (cache put, cache "
+        "import); {} is read from its path, so save it to a file and name that.",
+        what));
+}
+
 void emit(const std::string& text, const std::string& output) {
   if (is_stdout(output))
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -63,6 +63,9 @@ CLI::Validator parsed_by(std::function<void(const std::string&)> check);
 // -o,--output FILE: where a command writes what it makes; "-" is stdout.
 CLI::Option* add_output_option(CLI::App& app, std::string& output, const std::string& what);
 bool is_stdout(const std::string& output);
+// "-" names stdin only where a command reads a JSON document (cache put, cache import); a trace,
+// spec, suite or recorded space is read by its path: a UsageError naming `what` otherwise.
+void refuse_stdin(const std::string& path, const std::string& what);
 // Writes `text` to `output` (stdout for "" or "-"), a file atomically.
 void emit(const std::string& text, const std::string& output);
 

@@ -54,6 +54,7 @@ void check_is_spec_file(const std::string& path) {
 }  // namespace
 
 tune::ProblemSpec load_spec(const std::string& path, const std::string& grid) {
+  refuse_stdin(path, "a tuning spec (its kernel files are found beside it)");
   if (!std::filesystem::is_fifo(path) && std::filesystem::is_regular_file(path))
     check_is_spec_file(path);
   tune::ProblemSpec spec = tune::ProblemSpec::load(path);

@@ -190,6 +190,15 @@ TEST_F(Conventions, DashIsStdinForInputs) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["winners"], 1);
   EXPECT_EQ(json::parse(run("cache ls --json" + other).out)["entries"].size(), 1u);
+  // Everything else is read by its path: "-" there is a usage error saying so, never a file "-".
+  for (const std::string& args :
+       {"report -", "export - --chrome", "ingest -", "replay -", "tune - --dry-run", "bench -",
+        "queue add -", "gate check -", "gate record -"}) {
+    const RunResult bad = run(args + db);
+    EXPECT_EQ(bad.exit_code, 2) << args << ": " << bad.err;
+    EXPECT_NE(bad.err.find("'-' (stdin) is read only where"), std::string::npos)
+        << args << ": " << bad.err;
+  }
 }
 
 // 3c. --json on every command a program reads; where --format picks JSON, --json is the same.
