@@ -60,7 +60,7 @@ std::string regex_escape(const std::string& s) {
 // the counters are printed after the measurement.
 int bench_with_counters(const BenchArgs& a, const tune::ProblemSpec& spec) {
   if (a.json || !a.compare.empty())
-    throw Error(
+    throw UsageError(
         "--metrics prints text for one configuration; drop --json and --compare, or run ktune "
         "profile --metrics SET -- ktune bench ... and read the counters from its .ktrace.");
   trace::TracerOptions o;
@@ -134,7 +134,8 @@ const bool registered = register_command(
        auto a = std::make_shared<BenchArgs>();
        app.add_option("spec", a->spec, "T1 tuning spec (JSON)")->required();
        app.add_option("--config", a->config, "Parameter values NAME=VALUE,... (others: defaults)");
-       app.add_option("--mode", a->mode, "Timing mode: cold (L2 flushed), hot or graph");
+       app.add_option("--mode", a->mode, "Timing mode: cold (L2 flushed), hot or graph")
+           ->check(parsed_by([](const std::string& v) { bench::parse_mode(v); }));
        app.add_option("--stop", a->stop,
                       "Stop-rule overrides, e.g. min_samples=20,timeout_s=5 (" +
                           stop_rule_defaults(bench::PipelineSettings{}.full) + ")");
@@ -152,7 +153,11 @@ const bool registered = register_command(
          if (!a->metrics.empty()) {
            trace::TracerOptions check;
            check.metrics = a->metrics;
-           trace::check_counter_options(check);
+           try {
+             trace::check_counter_options(check);
+           } catch (const Error& e) {
+             throw UsageError(e.what());
+           }
            return bench_with_counters(*a, spec);
          }
          bench::PipelineSettings settings;

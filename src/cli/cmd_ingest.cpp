@@ -33,7 +33,8 @@ void add_ingest_options(CLI::App& app, IngestOptions& o) {
 
 int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
                const GlobalOptions& g) {
-  if (traces.empty()) throw Error("ktune ingest needs at least one .ktrace file.");
+  if (traces.empty()) throw UsageError("ktune ingest needs at least one .ktrace file.");
+  for (const std::string& t : traces) refuse_stdin(t, "a .ktrace (SQLite)");
   const fleet::Tags tags = fleet::parse_tags(a.tags);
   auto st = store::Store::open(g.db);
   store::FleetStore fleet(*st);

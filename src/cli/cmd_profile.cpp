@@ -48,7 +48,9 @@ fs::path self_dir() {
   return ec ? fs::current_path() : exe.parent_path();
 }
 
-fs::path locate_tracer() {
+}  // namespace
+
+std::filesystem::path locate_tracer() {
   if (const char* env = std::getenv("KTUNE_TRACER"); env && *env) {
     std::error_code ec;
     if (!fs::is_regular_file(env, ec))
@@ -66,6 +68,8 @@ fs::path locate_tracer() {
                   "the ktune_tracer target or set KTUNE_TRACER to its path.",
                   dir.string()));
 }
+
+namespace {
 
 // The executable CMD names, as execvp would find it; one sentence when there is none.
 void check_command(const std::string& cmd) {
@@ -148,12 +152,19 @@ CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
                 const TraceHandler& on_traces) {
   if (cmd.empty())
-    throw Error(
+    throw UsageError(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
-  trace::check_range(opts.window.range);
-  trace::check_schedule(opts.window);
-  trace::check_counter_options(opts);
-  trace::check_gemm_shapes(opts);
+  // Settings that cannot work together, from flags or variables alike: a usage error.
+  try {
+    trace::check_range(opts.window.range);
+    trace::check_schedule(opts.window);
+    trace::check_counter_options(opts);
+    trace::check_gemm_shapes(opts);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
@@ -313,7 +324,12 @@ const bool registered = register_command(
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
        return [opts, cmd, kernels_only, full, output, opt_in, ingest, ingest_opts, &globals] {
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {
-           const trace::TraceMode mode = trace::parse_trace_mode(env);
+           trace::TraceMode mode;
+           try {
+             mode = trace::parse_trace_mode(env);
+           } catch (const Error& e) {
+             throw UsageError(e.what());  // a bad value, as a flag's would be
+           }
            if (!*kernels_only && !*full) {
              *kernels_only = mode == trace::TraceMode::kernels;
              *full = mode == trace::TraceMode::full;

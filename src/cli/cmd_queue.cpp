@@ -36,17 +36,18 @@ int run_add(const QueueArgs& a, const GlobalOptions& g) {
   fleet::JobRequest req{a.spec, {}, a.arch, a.toolkit, a.budget, 0};
   if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
     if (a.library != "cublaslt")
-      throw Error(fmt::format(
+      throw UsageError(fmt::format(
           "a library job needs --library cublaslt (with --op, --shape and --dtype), not '{}'.",
           a.library));
     if (!a.spec.empty())
-      throw Error("--library queues a library's GEMM search, not a SPEC; drop one of them.");
+      throw UsageError("--library queues a library's GEMM search, not a SPEC; drop one of them.");
     req.gemm = tune::library_problem(a.op, parse_shape_variables(a.shape), a.dtype);
   } else {
     if (a.spec.empty())
-      throw Error(
+      throw UsageError(
           "ktune queue add needs a SPEC, or --library cublaslt --op OP --shape m=..,n=..,k=.. "
           "--dtype D.");
+    refuse_stdin(a.spec, "a tuning spec (workers read it at its path)");
     req.shape = parse_shape_variables(a.shape);
   }
   const store::FleetJob job = fleet::make_job(req, now);
@@ -60,8 +61,8 @@ int run_add(const QueueArgs& a, const GlobalOptions& g) {
 }
 
 int run_ls(const QueueArgs& a, const GlobalOptions& g) {
-  auto st = store::Store::open(g.db, store::Access::read_only);
-  const auto jobs = store::FleetStore(*st).jobs();
+  const auto st = open_for_listing(g.db);
+  const auto jobs = st ? store::FleetStore(*st).jobs() : std::vector<store::FleetJob>{};
   const auto now = fleet::now_ms();
   if (a.json) {
     print_json(fleet::jobs_json(jobs, now));

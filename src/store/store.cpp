@@ -418,7 +418,7 @@ void check_readable(Backend& db) {
   const int v = stored_schema_version(db);
   if (v > Store::kSchemaVersion) refuse_newer(db, v);
   if (v == 0)
-    throw Error(fmt::format(
+    throw NoStoreYet(fmt::format(
         "there is no ktune store at {} yet; check --db, or store something first (ktune cache "
         "put or import, ktune tune).",
         db.describe()));

@@ -12,5 +12,8 @@ struct RunResult {
 
 // `args` is appended to the binary path verbatim (shell syntax); `env` is prefixed ("A=1 B=2").
 RunResult run_ktune(const std::string& args, const std::string& env = {});
+// The same with stdin read from `stdin_path` instead of /dev/null.
+RunResult run_ktune_with_stdin(const std::string& args, const std::string& stdin_path,
+                               const std::string& env = {});
 
 }  // namespace ktune::test
