@@ -32,6 +32,9 @@ work=$out/work
 rm -rf "$work" "$out/runs.jsonl"
 mkdir -p "$work"
 export CUDA_CACHE_DISABLE=1  # every tuner compiles cold
+# cuda-bindings finds NVRTC through these
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export LD_LIBRARY_PATH=$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # Kernel Tuner, offline, in its own environment (only what its GA and brute force import).
 if [[ " $tuners " == *" kt_"* ]]; then

@@ -11,6 +11,7 @@ it, with its timestamp; kt_compare.sh scores the run from that file, so a run st
 still counts what it measured."""
 import random
 import sys
+from pathlib import Path
 
 import numpy
 
@@ -31,8 +32,8 @@ def main():
     kti.tune_kernel = on_driver_api
     options = {} if strategy == "brute_force" else {"max_fevals": int(budget)}
     kti.tune_kernel_T1(
-        spec,
-        cache_filepath=cache,
+        Path(spec),
+        cache_filepath=Path(cache),
         device=0,
         output_T4=False,
         strategy=strategy,
