@@ -93,7 +93,7 @@ class Portfolio final : public Strategy {
 
   const PortfolioOptions opt_;
   std::vector<std::unique_ptr<Strategy>> members_;
-  std::vector<double> quality_;                        // per member, in [0, 1]
+  std::vector<double> quality_;                          // per member, in [0, 1]
   std::unordered_map<std::size_t, std::size_t> origin_;  // pending proposal -> member
   double best_log_ = INFINITY;
 };
@@ -105,8 +105,7 @@ void detail::register_portfolio_strategy() {
                      "the hybrid model and the genetic algorithm search together on shared "
                      "results; the budget goes to whichever is improving (default)",
                      [] {
-                       return std::make_unique<Portfolio>(
-                           PortfolioOptions{{"hybrid", "genetic"}});
+                       return std::make_unique<Portfolio>(PortfolioOptions{{"hybrid", "genetic"}});
                      }});
 }
 

@@ -121,7 +121,8 @@ TEST(Strategy, RecordsEveryOutcomeStatusAndCountsFailuresAsSpent) {
   auto ex = make_strategy("exhaustive");
   // Enumeration order is (x, y) ascending: 6 of the first 7 fail, the 8th is the optimum.
   EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 1).fraction_of_optimum, 2.0 / 2.5);
-  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 2).fraction_of_optimum, 2.0 / 2.5);  // a failure spends one
+  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 2).fraction_of_optimum,
+                   2.0 / 2.5);  // a failure spends one
   EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 8).fraction_of_optimum, 1.0);
   std::set<Status> seen;
   ex->begin(space->index(), 0, 8);
@@ -311,10 +312,9 @@ TEST(Replay, JsonShape) {
   for (const auto& e : j["results"]) {
     std::set<std::string> keys;
     for (const auto& [k, v] : e.items()) keys.insert(k);
-    EXPECT_EQ(keys, (std::set<std::string>{"budget", "mean_fraction_of_optimum",
-                                           "random_mean_fraction_of_optimum",
-                                           "mean_evaluations_to_1pct", "mean_evaluations_to_2pct",
-                                           "runs"}));
+    EXPECT_EQ(keys, (std::set<std::string>{
+                        "budget", "mean_fraction_of_optimum", "random_mean_fraction_of_optimum",
+                        "mean_evaluations_to_1pct", "mean_evaluations_to_2pct", "runs"}));
     EXPECT_GT(e["mean_fraction_of_optimum"].get<double>(), 0.0);
     EXPECT_LE(e["mean_fraction_of_optimum"].get<double>(), 1.0);
     EXPECT_LE(e["random_mean_fraction_of_optimum"].get<double>(), 1.0);

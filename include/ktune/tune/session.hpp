@@ -110,9 +110,9 @@ struct SessionSummary {
   std::size_t compiled = 0;      // how many of them
   StopCause stop = StopCause::budget;
   std::map<Status, std::size_t> counts;
-  std::optional<SessionRecord> best;   // fastest fully measured, verified configuration
+  std::optional<SessionRecord> best;        // fastest fully measured, verified configuration
   std::vector<TimeToSolution> to_solution;  // within 1 % and 2 % of best; empty without a best
-  std::vector<SessionRecord> records;  // in evaluation order
+  std::vector<SessionRecord> records;       // in evaluation order
 };
 
 inline constexpr int kSessionSchemaVersion = 1;         // session.json, results.jsonl lines
