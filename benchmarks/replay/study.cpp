@@ -108,11 +108,11 @@ int main(int argc, char** argv) {
       for (std::size_t j; (j = next++) < cold.size();) {
         const std::size_t t = j / seeds, seed = j % seeds;
         auto a = make_strategy(default_strategy_name());
-        cold[j] = replay_once(*spaces[t].space, *a, seed, budget);
+        cold[j] = replay_once(*spaces[t].space, *a, seed, budget).fraction_of_optimum;
         std::vector<std::size_t> first(
             order[t].begin(), order[t].begin() + static_cast<std::ptrdiff_t>(std::min(
                                                      order[t].size(), warm_start_count(budget))));
-        hot[j] = replay_once(*spaces[t].space, *a, seed, budget, first);
+        hot[j] = replay_once(*spaces[t].space, *a, seed, budget, first).fraction_of_optimum;
       }
     };
     std::vector<std::thread> pool;
@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
     for (std::size_t j; (j = next++) < jobs.size();) {
       auto st = make_strategy(strategies[jobs[j].strategy]);
       score[j] = replay_once(*spaces[jobs[j].space].space, *st, jobs[j].seed,
-                             budgets[jobs[j].budget], {}, window);
+                             budgets[jobs[j].budget], {}, window)
+                     .fraction_of_optimum;
     }
   };
   std::vector<std::thread> pool;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds benchmarks/replay/study.cpp against a build tree's ktune_tune and runs it on every
 # recorded family.  benchmarks/replay/study.sh BUILD_DIR DATASETS_DIR STRATEGIES BUDGETS SEEDS
+# EXTRA_SPACES=DIR adds DIR/<family>/*.T4.json (benchmarks/search/record_spaces.sh's layout), each
+# file a space of its own family.
 set -euo pipefail
 build=$1 data=$2/tuning strategies=$3 budgets=$4 seeds=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,4 +17,9 @@ done
 for family in gemm pnpoly; do
   for f in "$data/kt_$family"/*.json.gz; do args+=("$family=$f"); done
 done
+if [ -n "${EXTRA_SPACES:-}" ]; then
+  for f in "$EXTRA_SPACES"/*/*.T4.json; do
+    [ -e "$f" ] && args+=("$(basename "$(dirname "$f")")=$f")
+  done
+fi
 "$exe" "$strategies" "$budgets" "$seeds" "${THREADS:-$(nproc)}" "${args[@]}"

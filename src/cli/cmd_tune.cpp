@@ -255,6 +255,9 @@ void print_summary(const tune::SessionSummary& s, const StoredWinner& w, const f
     fmt::print("best: {}  median {:.2f} us (+-{:.2f}, {} samples), {}\n", describe(s.best->config),
                s.best->result.time_ns / 1e3, s.best->result.noise_ns / 1e3, s.best->result.samples,
                s.best->result.detail);
+  for (const tune::TimeToSolution& t : s.to_solution)
+    fmt::print("within {:.0f} % of the best after {} evaluations, {:.1f} s\n", t.within * 100,
+               t.evaluations, t.elapsed_s);
   if (w.put)
     fmt::print("cache: {} ({}), bucket {} in {}\n", w.put->winner ? "stored as winner" : "kept",
                w.put->reason, w.put->bucket, w.db);
@@ -558,7 +561,7 @@ const bool registered = register_command(
                       "TF32)");
        app.add_flag("--json", a->json,
                     fmt::format("Print the summary as JSON (schema_version {})",
-                                tune::kSessionSchemaVersion));
+                                tune::kSessionSummarySchemaVersion));
        return [a, budget, time, &globals] {
          return run_tune(*a, budget->count() > 0, time->count() > 0, globals);
        };

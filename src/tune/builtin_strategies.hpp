@@ -7,12 +7,14 @@ void register_basic_strategies();    // exhaustive, random
 void register_genetic_strategy();    // genetic
 void register_annealing_strategy();  // annealing
 void register_model_strategy();      // model, hybrid
+void register_portfolio_strategy();  // portfolio
 
 inline void register_builtin_strategies() {
   register_basic_strategies();
   register_genetic_strategy();
   register_annealing_strategy();
   register_model_strategy();
+  register_portfolio_strategy();
 }
 
 }  // namespace ktune::tune::detail

@@ -214,12 +214,13 @@ Evaluation RecordedSpace::evaluate(std::size_t index) const {
   return outcome_.at(index);
 }
 
-double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget, const std::vector<std::size_t>& first, std::size_t window) {
+ReplayRun replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
+                      std::size_t budget, const std::vector<std::size_t>& first,
+                      std::size_t window) {
   strategy.begin(space.index(), seed, budget);
   if (!first.empty()) strategy.propose_first(first);
   const StopCondition stop{budget};
-  double best = std::numeric_limits<double>::infinity();
+  std::vector<double> times;  // per evaluation; failures NaN
   // As in a tuning session: proposals are made up to `window` ahead of their results.
   std::deque<std::size_t> pending;
   std::size_t proposed = 0;
@@ -233,10 +234,17 @@ double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t
     if (pending.empty()) break;
     const Evaluation e = space.evaluate(pending.front());
     pending.pop_front();
-    if (e.status == Status::ok) best = std::min(best, e.time_ns);
+    times.push_back(e.status == Status::ok ? e.time_ns : std::nan(""));
     strategy.observe(e);
   }
-  return std::isfinite(best) ? space.best_time_ns() / best : 0.0;
+  ReplayRun run;
+  run.seed = seed;
+  const auto to1 = first_within(times, 0.01), to2 = first_within(times, 0.02);
+  if (!to1 || !to2) return run;
+  run.evaluations_to_1pct = *to1 + 1;
+  run.evaluations_to_2pct = *to2 + 1;
+  run.fraction_of_optimum = space.best_time_ns() / times[*first_within(times, 0)];
+  return run;
 }
 
 std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& strategy,
@@ -255,7 +263,7 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
       jobs.push_back({b, s, false});
       jobs.push_back({b, s, true});
     }
-  std::vector<double> score(jobs.size());
+  std::vector<ReplayRun> score(jobs.size());
   std::atomic<std::size_t> next{0}, done{0};
   std::mutex progress_mutex;
   std::exception_ptr error;
@@ -299,10 +307,11 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
 
   std::vector<ReplayResult> out(budgets.size());
   for (std::size_t b = 0; b < budgets.size(); ++b) out[b].budget = budgets[b];
-  for (std::size_t j = 0; j < jobs.size(); ++j) {
+  for (std::size_t j = 0; j < jobs.size(); ++j) {  // jobs are in seed order per budget
     auto& r = out[jobs[j].budget_index];
     (jobs[j].random ? r.random_mean_fraction_of_optimum : r.mean_fraction_of_optimum) +=
-        score[j] / static_cast<double>(seeds);
+        score[j].fraction_of_optimum / static_cast<double>(seeds);
+    if (!jobs[j].random) r.runs.push_back(score[j]);
   }
   return out;
 }
@@ -316,11 +325,25 @@ nlohmann::json replay_json(const std::string& strategy, const std::string& space
   j["seeds"] = seeds;
   j["prefetch"] = window;
   j["results"] = nlohmann::json::array();
-  for (const auto& r : results)
-    j["results"].push_back(
-        {{"budget", r.budget},
-         {"mean_fraction_of_optimum", r.mean_fraction_of_optimum},
-         {"random_mean_fraction_of_optimum", r.random_mean_fraction_of_optimum}});
+  for (const auto& r : results) {
+    nlohmann::json runs = nlohmann::json::array();
+    double to1 = 0, to2 = 0;
+    for (const auto& run : r.runs) {
+      runs.push_back({{"seed", run.seed},
+                      {"fraction_of_optimum", run.fraction_of_optimum},
+                      {"evaluations_to_1pct", run.evaluations_to_1pct},
+                      {"evaluations_to_2pct", run.evaluations_to_2pct}});
+      to1 += static_cast<double>(run.evaluations_to_1pct);
+      to2 += static_cast<double>(run.evaluations_to_2pct);
+    }
+    const double n = std::max<double>(1, static_cast<double>(r.runs.size()));
+    j["results"].push_back({{"budget", r.budget},
+                            {"mean_fraction_of_optimum", r.mean_fraction_of_optimum},
+                            {"random_mean_fraction_of_optimum", r.random_mean_fraction_of_optimum},
+                            {"mean_evaluations_to_1pct", to1 / n},
+                            {"mean_evaluations_to_2pct", to2 / n},
+                            {"runs", std::move(runs)}});
+  }
   return j;
 }
 

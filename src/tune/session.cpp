@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -105,6 +106,18 @@ void write_outputs(const std::filesystem::path& dir, const SessionSummary& s) {
 
 nlohmann::json Evaluator::describe() {
   return nullptr;
+}
+
+std::vector<TimeToSolution> time_to_solution(const std::vector<SessionRecord>& records) {
+  std::vector<double> times;  // what can be the best: fully measured, verified; else NaN
+  for (const SessionRecord& r : records)
+    times.push_back(r.result.status == Status::ok && r.result.full ? r.result.time_ns
+                                                                   : std::nan(""));
+  std::vector<TimeToSolution> out;
+  for (double within : {0.01, 0.02})
+    if (const auto k = first_within(times, within))
+      out.push_back({within, *k + 1, records[*k].elapsed_s});
+  return out;
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -374,6 +387,7 @@ class SessionRun {
 
   void finish() {
     s_.evaluations = s_.records.size();
+    s_.to_solution = time_to_solution(s_.records);
     s_.elapsed_s = elapsed();
     s_.evaluations_per_s =
         s_.elapsed_s > 0 ? static_cast<double>(s_.evaluated_now) / s_.elapsed_s : 0;
@@ -456,7 +470,11 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
     best = {{"sequence", s.best->sequence},      {"config", config_json(s.best->config)},
             {"time_ns", s.best->result.time_ns}, {"noise_ns", s.best->result.noise_ns},
             {"samples", s.best->result.samples}, {"detail", s.best->result.detail}};
-  return {{"schema_version", kSessionSchemaVersion},
+  nlohmann::json to_solution = nlohmann::json::array();
+  for (const TimeToSolution& t : s.to_solution)
+    to_solution.push_back(
+        {{"within", t.within}, {"evaluations", t.evaluations}, {"elapsed_s", t.elapsed_s}});
+  return {{"schema_version", kSessionSummarySchemaVersion},
           {"spec", s.spec},
           {"op", s.op},
           {"strategy", s.strategy},
@@ -474,7 +492,8 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
           {"compile_s_mean", s.compile_s_mean},
           {"stop", to_string(s.stop)},
           {"status_counts", std::move(counts)},
-          {"best", std::move(best)}};
+          {"best", std::move(best)},
+          {"time_to_solution", std::move(to_solution)}};
 }
 
 }  // namespace ktune::tune

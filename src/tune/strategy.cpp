@@ -10,6 +10,17 @@
 
 namespace ktune::tune {
 
+std::optional<std::size_t> first_within(const std::vector<double>& times, double within) {
+  const auto timed = [](double t) { return std::isfinite(t) && t > 0; };
+  double best = INFINITY;
+  for (double t : times)
+    if (timed(t)) best = std::min(best, t);
+  if (!std::isfinite(best)) return std::nullopt;
+  for (std::size_t k = 0; k < times.size(); ++k)
+    if (timed(times[k]) && times[k] <= best * (1 + within)) return k;
+  return std::nullopt;  // unreachable: the best itself qualifies
+}
+
 void Strategy::begin(const IndexedSpace& space, std::uint64_t seed, std::size_t budget) {
   space_ = &space;
   rng_.seed(seed);
@@ -95,6 +106,7 @@ std::optional<std::size_t> Strategy::propose() {
 }
 
 void Strategy::observe(const Evaluation& e) {
+  tried_.insert(e.index);
   history_.push_back(e);
   if (e.status == Status::ok && (!best_ || e.time_ns < history_[*best_].time_ns))
     best_ = history_.size() - 1;
@@ -151,7 +163,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 }
 
 const char* default_strategy_name() {
-  return "hybrid";
+  return "portfolio";
 }
 
 }  // namespace ktune::tune

@@ -1,4 +1,4 @@
-// Model-guided search ("model"), and the default "hybrid" that alternates its global proposals
+// Model-guided search ("model"), and "hybrid", which alternates its global proposals
 // with local ones. It starts from a space-filling design (each proposal the farthest of 32
 // random ones from all proposed so far), so that the first evaluations see every region. A random
 // forest learns log(time) from every evaluation (failures as "slower than anything seen", so the
@@ -49,6 +49,7 @@ class ModelGuided final : public Strategy {
     failed_rows_.clear();
     best_ok_.clear();
     fitted_rows_ = 0;
+    feature_cache_.clear();
   }
 
   std::optional<std::size_t> next() override {
@@ -78,9 +79,8 @@ class ModelGuided final : public Strategy {
     double best_score = -1;
     std::vector<double> f;
     for (std::size_t i : cands) {
-      features(space().at(i), f);
       double mu, sd;
-      forest_.predict(f, mu, sd);
+      forest_.predict(candidate_features(i, f), mu, sd);
       const double score = expected_improvement(best_log - mu, sd);
       if (score > best_score) best_score = score, choice = i;
     }
@@ -123,6 +123,22 @@ class ModelGuided final : public Strategy {
     }
   }
 
+  // A candidate's features. Those of a small space (the whole of which is scanned at every
+  // proposal) are computed once per search: decoding every configuration again at each proposal
+  // was most of a replay's time.
+  const std::vector<double>& candidate_features(std::size_t i, std::vector<double>& scratch) {
+    const std::size_t n = space().size();
+    if (n > opt_.full_scan_limit) {
+      features(space().at(i), scratch);
+      return scratch;
+    }
+    if (feature_cache_.empty()) {
+      feature_cache_.resize(n);
+      for (std::size_t k = 0; k < n; ++k) features(space().at(k), feature_cache_[k]);
+    }
+    return feature_cache_[i];
+  }
+
   std::vector<std::size_t> global_candidates() {
     std::vector<std::size_t> out;
     const std::size_t n = space().size();
@@ -160,6 +176,7 @@ class ModelGuided final : public Strategy {
   std::vector<std::size_t> failed_rows_;
   std::vector<std::pair<double, std::size_t>> best_ok_;  // (time_ns, index), fastest first
   std::size_t fitted_rows_ = 0;                          // rows of the last fit
+  std::vector<std::vector<double>> feature_cache_;       // per position, small spaces only
 };
 
 }  // namespace
@@ -171,7 +188,7 @@ void detail::register_model_strategy() {
                      [] { return std::make_unique<ModelGuided>(ModelOptions{}); }});
   register_strategy({"hybrid",
                      "random-forest model, expected improvement; global proposals alternate with "
-                     "one-parameter moves around the best so far (default)",
+                     "one-parameter moves around the best so far",
                      [] {
                        ModelOptions o;
                        o.local_every = 3;

@@ -58,7 +58,8 @@ TEST(RecordedSpaceRead, ManyParametersKeepEveryConfiguration) {
     EXPECT_EQ(space->evaluate(*pos).time_ns, f.results[i].time_ns);
   }
   EXPECT_THROW((void)space->space().rank(space->index().at(0)), Error);
-  EXPECT_DOUBLE_EQ(replay_once(*space, *make_strategy("exhaustive"), 1, 300), 1.0);  // all 257
+  EXPECT_DOUBLE_EQ(replay_once(*space, *make_strategy("exhaustive"), 1, 300).fraction_of_optimum,
+                   1.0);  // all 257
 }
 
 TEST(RecordedSpaceRead, StreamedT4MatchesTheWholeFileReading) {
@@ -186,7 +187,8 @@ TEST(ReplayCost, ALargeBudgetCostsAboutLinearly) {
     }
   const auto space = RecordedSpace::from_records(f);
   const auto start = std::chrono::steady_clock::now();
-  const double score = replay_once(*space, *make_strategy(default_strategy_name()), 7, 2000);
+  const double score =
+      replay_once(*space, *make_strategy(default_strategy_name()), 7, 2000).fraction_of_optimum;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 20.0);

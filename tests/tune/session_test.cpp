@@ -314,6 +314,31 @@ TEST(Session, TornLastLineIsIgnoredButABadMiddleLineIsNamed) {
   }
 }
 
+// Time to solution counts what could be the best: a faster screened time or a failure does not
+// end it, and each threshold takes the first result within it of the final best.
+TEST(Session, TimeToSolutionIsTheFirstFullResultNearTheFinalBest) {
+  std::vector<SessionRecord> records(6);
+  const double times[] = {5e3, 3e3, 1e3, 0, 2.03e3, 2e3};
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    records[k].sequence = k;
+    records[k].elapsed_s = 10.0 * static_cast<double>(k);
+    records[k].result.time_ns = times[k];
+    records[k].result.full = true;
+  }
+  records[2].result.full = false;  // screened: a rough time, never the best
+  records[2].result.status = Status::slower;
+  records[3].result.status = Status::launch_failed;
+  const auto t = time_to_solution(records);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_DOUBLE_EQ(t[0].within, 0.01);
+  EXPECT_EQ(t[0].evaluations, 6u);  // 2.03 is 1.5 % off 2.00
+  EXPECT_DOUBLE_EQ(t[0].elapsed_s, 50.0);
+  EXPECT_DOUBLE_EQ(t[1].within, 0.02);
+  EXPECT_EQ(t[1].evaluations, 5u);
+  EXPECT_DOUBLE_EQ(t[1].elapsed_s, 40.0);
+  EXPECT_TRUE(time_to_solution({records[3]}).empty());  // nothing timed
+}
+
 TEST(Session, T4AndSummaryShapesArePinned) {
   const ProblemSpec spec = copy_spec();
   TempDir dir("shape");
@@ -323,12 +348,28 @@ TEST(Session, T4AndSummaryShapesArePinned) {
   const json summary = json::parse(read_file(dir.path / "summary.json"));
   std::set<std::string> keys;
   for (const auto& [k, v] : summary.items()) keys.insert(k);
-  EXPECT_EQ(keys,
-            (std::set<std::string>{"schema_version", "spec", "op", "strategy", "seed", "budget",
-                                   "time_limit_s", "shape", "space_size", "evaluations",
-                                   "evaluated_now", "resumed", "elapsed_s", "evaluations_per_s",
-                                   "compiled", "compile_s_mean", "stop", "status_counts", "best"}));
-  EXPECT_EQ(summary["schema_version"], 1);
+  EXPECT_EQ(keys, (std::set<std::string>{"schema_version",
+                                         "spec",
+                                         "op",
+                                         "strategy",
+                                         "seed",
+                                         "budget",
+                                         "time_limit_s",
+                                         "shape",
+                                         "space_size",
+                                         "evaluations",
+                                         "evaluated_now",
+                                         "resumed",
+                                         "elapsed_s",
+                                         "evaluations_per_s",
+                                         "compiled",
+                                         "compile_s_mean",
+                                         "stop",
+                                         "status_counts",
+                                         "best",
+                                         "time_to_solution"}));
+  EXPECT_EQ(summary["schema_version"], kSessionSummarySchemaVersion);
+  EXPECT_EQ(summary["schema_version"], 2);
   EXPECT_EQ(summary["op"], "copy");
   EXPECT_EQ(summary["strategy"], "exhaustive");
   EXPECT_EQ(summary["evaluations"], 30);
@@ -340,6 +381,16 @@ TEST(Session, T4AndSummaryShapesArePinned) {
   ASSERT_TRUE(summary["best"].is_object());
   EXPECT_EQ(summary["best"]["config"]["BLOCK"], s.best->config.at("BLOCK").as_int());
   EXPECT_DOUBLE_EQ(summary["best"]["time_ns"].get<double>(), s.best->result.time_ns);
+  ASSERT_EQ(summary["time_to_solution"].size(), 2u);
+  for (const auto& t : summary["time_to_solution"]) {
+    std::set<std::string> tkeys;
+    for (const auto& [k, v] : t.items()) tkeys.insert(k);
+    EXPECT_EQ(tkeys, (std::set<std::string>{"within", "evaluations", "elapsed_s"}));
+    EXPECT_GE(t["evaluations"].get<std::size_t>(), 1u);
+    EXPECT_LE(t["evaluations"].get<std::size_t>(), s.best->sequence + 1);
+  }
+  EXPECT_DOUBLE_EQ(summary["time_to_solution"][0]["within"].get<double>(), 0.01);
+  EXPECT_DOUBLE_EQ(summary["time_to_solution"][1]["within"].get<double>(), 0.02);
 
   const json t4 = json::parse(read_file(dir.path / "t4.json"));
   EXPECT_EQ(t4["schema_version"], kT4SchemaVersion);

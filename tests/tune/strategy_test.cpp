@@ -59,8 +59,8 @@ TEST(Strategy, RegistryListsEveryStrategyAndRejectsUnknownNames) {
   std::set<std::string> names;
   for (const auto& s : registered_strategies()) names.insert(s.name);
   EXPECT_EQ(names, (std::set<std::string>{"annealing", "exhaustive", "genetic", "hybrid", "model",
-                                          "random"}));
-  EXPECT_STREQ(default_strategy_name(), "hybrid");
+                                          "portfolio", "random"}));
+  EXPECT_STREQ(default_strategy_name(), "portfolio");
   EXPECT_TRUE(names.count(default_strategy_name()));
   try {
     make_strategy("bayes");
@@ -120,9 +120,10 @@ TEST(Strategy, RecordsEveryOutcomeStatusAndCountsFailuresAsSpent) {
   EXPECT_DOUBLE_EQ(space->best_time_ns(), 2.0e6);
   auto ex = make_strategy("exhaustive");
   // Enumeration order is (x, y) ascending: 6 of the first 7 fail, the 8th is the optimum.
-  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 1), 2.0 / 2.5);
-  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 2), 2.0 / 2.5);  // a failure spends one
-  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 8), 1.0);
+  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 1).fraction_of_optimum, 2.0 / 2.5);
+  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 2).fraction_of_optimum,
+                   2.0 / 2.5);  // a failure spends one
+  EXPECT_DOUBLE_EQ(replay_once(*space, *ex, 0, 8).fraction_of_optimum, 1.0);
   std::set<Status> seen;
   ex->begin(space->index(), 0, 8);
   while (auto i = ex->propose()) {
@@ -136,7 +137,7 @@ TEST(Strategy, RecordsEveryOutcomeStatusAndCountsFailuresAsSpent) {
 
 TEST(Strategy, ModelAndHybridBeatRandomOnSyntheticSpaces) {
   // Held out from any tuning: spaces generated here, not the recorded datasets.
-  for (const char* name : {"model", "hybrid"}) {
+  for (const char* name : {"model", "hybrid", "portfolio"}) {
     double model = 0, random = 0;
     for (std::uint64_t s = 0; s < 3; ++s) {
       const auto space = RecordedSpace::from_records(synthetic_space(100 + s));
@@ -302,24 +303,66 @@ TEST(Replay, JsonShape) {
   const auto space = RecordedSpace::from_records(synthetic_space(3));
   const auto r = replay(*space, "genetic", {10, 20}, 3, 1);
   const nlohmann::json j = replay_json("genetic", "synthetic", 3, 1, r);
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], kReplaySchemaVersion);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["strategy"], "genetic");
   EXPECT_EQ(j["prefetch"], 1);
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][1]["budget"], 20);
   for (const auto& e : j["results"]) {
-    EXPECT_EQ(e.size(), 3u);
+    std::set<std::string> keys;
+    for (const auto& [k, v] : e.items()) keys.insert(k);
+    EXPECT_EQ(keys, (std::set<std::string>{
+                        "budget", "mean_fraction_of_optimum", "random_mean_fraction_of_optimum",
+                        "mean_evaluations_to_1pct", "mean_evaluations_to_2pct", "runs"}));
     EXPECT_GT(e["mean_fraction_of_optimum"].get<double>(), 0.0);
     EXPECT_LE(e["mean_fraction_of_optimum"].get<double>(), 1.0);
     EXPECT_LE(e["random_mean_fraction_of_optimum"].get<double>(), 1.0);
+    ASSERT_EQ(e["runs"].size(), 3u);  // one per seed, in seed order
+    double mean = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      const auto& run = e["runs"][k];
+      EXPECT_EQ(run.size(), 4u);
+      EXPECT_EQ(run["seed"], k);
+      EXPECT_LE(run["evaluations_to_2pct"].get<std::size_t>(),
+                run["evaluations_to_1pct"].get<std::size_t>());
+      EXPECT_LE(run["evaluations_to_1pct"].get<std::size_t>(), e["budget"].get<std::size_t>());
+      mean += run["fraction_of_optimum"].get<double>() / 3;
+    }
+    EXPECT_NEAR(mean, e["mean_fraction_of_optimum"].get<double>(), 1e-12);
   }
   // The thread count does not change results.
   const auto r4 = replay(*space, "genetic", {10, 20}, 3, 4);
   EXPECT_EQ(r4[1].mean_fraction_of_optimum, r[1].mean_fraction_of_optimum);
 }
 
-// The CI-sized version of benchmarks/replay: 10 seeds on two recorded spaces, thresholds a bit
-// below the full evaluation's targets (0.98 / 0.99 averaged over six, 0.93 on MI250X).
+// Time to solution in replay: the evaluation after which the run's best so far was first within
+// 1 % / 2 % of its final best, failures counted.
+TEST(Replay, TimeToSolutionCountsEvaluationsToTheRunsOwnBest) {
+  T4File f;
+  f.source = "ladder";
+  const double times[] = {5.0, 0, 2.03, 3.0, 2.0, 9.0};  // 0: failed
+  for (int x = 0; x < 6; ++x) {
+    T4Record r;
+    r.configuration["x"] = x;
+    r.status = times[x] > 0 ? Status::ok : Status::launch_failed;
+    r.time_ns = times[x];
+    f.results.push_back(r);
+  }
+  const auto space = RecordedSpace::from_records(f);
+  auto ex = make_strategy("exhaustive");  // proposes x = 0, 1, 2, ... in order
+  const ReplayRun all = replay_once(*space, *ex, 0, 6);
+  EXPECT_DOUBLE_EQ(all.fraction_of_optimum, 1.0);
+  EXPECT_EQ(all.evaluations_to_1pct, 5u);  // 2.03 is 1.5 % off 2.0
+  EXPECT_EQ(all.evaluations_to_2pct, 3u);
+  const ReplayRun four = replay_once(*space, *ex, 0, 4);  // its own best is 2.03
+  EXPECT_DOUBLE_EQ(four.fraction_of_optimum, 2.0 / 2.03);
+  EXPECT_EQ(four.evaluations_to_1pct, 3u);
+  const ReplayRun none = replay_once(*space, *ex, 0, 0);
+  EXPECT_EQ(none.evaluations_to_1pct, 0u);
+  EXPECT_DOUBLE_EQ(none.fraction_of_optimum, 0.0);
+}
+
 TEST(Replay, DefaultStrategyOnRecordedDedispersionSpaces) {
   KTUNE_REQUIRE_DATASETS();
   double sum100 = 0, sum200 = 0;

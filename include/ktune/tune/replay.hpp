@@ -53,18 +53,27 @@ class RecordedSpace {
   std::size_t unrecorded_ = 0;
 };
 
-// One search of `budget` evaluations; returns best_time_ns() / best found (0 if nothing ran).
-// `first`: warm-start proposals (Strategy::propose_first), none by default. `window`: proposals
-// are made up to this many ahead of their results, as `ktune tune` compiles ahead (--prefetch);
-// 1 proposes each after the previous result.
-double replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
-                   std::size_t budget, const std::vector<std::size_t>& first = {},
-                   std::size_t window = 1);
+// One search, scored.
+struct ReplayRun {
+  std::uint64_t seed = 0;
+  double fraction_of_optimum = 0;  // best_time_ns() / best found; 0 if nothing succeeded
+  // Time to solution: evaluations (counting failures) after which the best found was within 1 % /
+  // 2 % of the run's own final best; 0 if nothing succeeded.
+  std::size_t evaluations_to_1pct = 0, evaluations_to_2pct = 0;
+};
+
+// One search of `budget` evaluations. `first`: warm-start proposals (Strategy::propose_first),
+// none by default. `window`: proposals are made up to this many ahead of their results, as
+// `ktune tune` compiles ahead (--prefetch); 1 proposes each after the previous result.
+ReplayRun replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
+                      std::size_t budget, const std::vector<std::size_t>& first = {},
+                      std::size_t window = 1);
 
 struct ReplayResult {
   std::size_t budget = 0;
   double mean_fraction_of_optimum = 0;
   double random_mean_fraction_of_optimum = 0;  // random search with the same seeds
+  std::vector<ReplayRun> runs;                 // the strategy's, one per seed, in seed order
 };
 
 // Seeds 0..seeds-1 for each budget, run on `threads` threads (results do not depend on it).
@@ -78,9 +87,13 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
                                  const std::vector<std::size_t>& warm_order = {},
                                  std::size_t window = 1);
 
-constexpr int kReplaySchemaVersion = 2;  // 2: "window" is "prefetch", as the flag
+// 3: per-seed runs and the evaluations to within 1 % and 2 % of each run's final best;
+// 2: "window" is "prefetch", as the flag.
+constexpr int kReplaySchemaVersion = 3;
 // {"schema_version", "strategy", "space", "seeds", "prefetch", "results": [{"budget",
-// "mean_fraction_of_optimum", "random_mean_fraction_of_optimum"}]}
+// "mean_fraction_of_optimum", "random_mean_fraction_of_optimum", "mean_evaluations_to_1pct",
+// "mean_evaluations_to_2pct", "runs": [{"seed", "fraction_of_optimum", "evaluations_to_1pct",
+// "evaluations_to_2pct"}]}]}
 nlohmann::json replay_json(const std::string& strategy, const std::string& space, std::size_t seeds,
                            std::size_t window, const std::vector<ReplayResult>& results);
 

@@ -86,6 +86,14 @@ struct SessionRecord {
 };
 
 enum class StopCause { budget, time, exhausted, interrupted, fatal };
+// Time to solution: the first fully measured, verified result within `within` (0.01: 1 %) of the
+// search's final best, as evaluations (its sequence + 1, failures counted) and seconds since the
+// session started (a resumed result keeps the seconds of the process that measured it).
+struct TimeToSolution {
+  double within = 0;
+  std::size_t evaluations = 0;
+  double elapsed_s = 0;
+};
 const char* to_string(StopCause c);
 
 struct SessionSummary {
@@ -103,11 +111,13 @@ struct SessionSummary {
   std::size_t compiled = 0;      // how many of them
   StopCause stop = StopCause::budget;
   std::map<Status, std::size_t> counts;
-  std::optional<SessionRecord> best;   // fastest fully measured, verified configuration
-  std::vector<SessionRecord> records;  // in evaluation order
+  std::optional<SessionRecord> best;        // fastest fully measured, verified configuration
+  std::vector<TimeToSolution> to_solution;  // within 1 % and 2 % of best; empty without a best
+  std::vector<SessionRecord> records;       // in evaluation order
 };
 
-inline constexpr int kSessionSchemaVersion = 1;
+inline constexpr int kSessionSchemaVersion = 1;         // session.json, results.jsonl lines
+inline constexpr int kSessionSummarySchemaVersion = 2;  // summary.json, `ktune tune --json`
 
 // What a session searches when it is not a spec's space: an explicit set of configurations (a
 // library's algorithm candidates), with the names its summary and T4 file carry.
@@ -148,11 +158,14 @@ nlohmann::json record_json(const SessionRecord& r);
 SessionRecord record_from_json(const nlohmann::json& j);
 // {"schema_version": "1.0.0", "metadata": {...}, "results": [...]}: readable by read_t4.
 nlohmann::json session_t4_json(const SessionSummary& s);
-// {"schema_version": 1, "spec", "op", "strategy", "seed", "budget", "time_limit_s", "shape",
+// {"schema_version": 2, "spec", "op", "strategy", "seed", "budget", "time_limit_s", "shape",
 //  "space_size", "evaluations", "evaluated_now", "resumed", "elapsed_s", "evaluations_per_s",
-//  "stop", "status_counts", "best": {"sequence", "config", "time_ns", "noise_ns", "samples"} |
-//  null}
+//  "compiled", "compile_s_mean", "stop", "status_counts", "best": {"sequence", "config",
+//  "time_ns", "noise_ns", "samples", "detail"} | null, "time_to_solution": [{"within",
+//  "evaluations", "elapsed_s"}] (within 0.01 and 0.02; empty without a best)}
 nlohmann::json session_summary_json(const SessionSummary& s);
+// SessionSummary::to_solution of these records (in evaluation order).
+std::vector<TimeToSolution> time_to_solution(const std::vector<SessionRecord>& records);
 
 // When nothing passed: ": 40 of 40 launch_failed (first: ...)", the failure most candidates
 // share, so a spec that cannot work (buffers smaller than the kernel reads, a missing symbol)

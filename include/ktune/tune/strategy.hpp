@@ -25,6 +25,11 @@ struct Evaluation {
   double time_ns = 0;  // meaningful only when has_time(status): ok or slower
 };
 
+// Time to solution: the position (0-based, in evaluation order) of the first of `times` within
+// `within` (0.01: 1 %) of the least of them, i.e. when a search got that close to the best it
+// would end with; nullopt when none is finite and positive (nothing was timed).
+std::optional<std::size_t> first_within(const std::vector<double>& times, double within);
+
 // When a search ends, besides the space running out: after `max_evaluations` (failures count),
 // and, for a session on a GPU, before measuring once `time_limit_s` of wall clock has passed or
 // `interrupt` is set. Replay and the tuning session both stop by it.
@@ -54,6 +59,9 @@ class Strategy {
   // others. warm_start_order() (warm_start.hpp) makes such a list from other GPUs' or shapes'
   // results.
   void propose_first(std::vector<std::size_t> positions);
+  // Another searcher proposed this position (a portfolio's other member): never propose it. A
+  // result observed counts as proposed too.
+  void exclude(std::size_t index) { tried_.insert(index); }
 
   const std::vector<Evaluation>& history() const { return history_; }
   std::size_t tried() const { return tried_.size(); }
