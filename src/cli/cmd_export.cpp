@@ -72,8 +72,8 @@ const bool registered = register_command(
          if (o->chrome.empty())
            throw Error("ktune export needs an output format; add --chrome OUT.json.");
          check_output_path(o->chrome, {o->trace});
-         analyze::KtraceSource source(o->trace);
-         const report::ChromeTraceCounts c = report::export_chrome_trace(source, o->chrome);
+         const auto source = analyze::open_trace(o->trace);
+         const report::ChromeTraceCounts c = report::export_chrome_trace(*source, o->chrome);
          fmt::print(
              "wrote {}: {} kernels, {} memcpys, {} memsets, {} API calls, {} NVTX ranges, {} "
              "launch flows\n",

@@ -118,6 +118,7 @@ std::string render_html(const Analysis& a, const RenderOptions& options) {
       "</style></head><body>\n";
   out += fmt::format("<h1>ktune report</h1>\n<p><code>{}</code></p>\n<p><b>{}</b></p>\n",
                      xml_escape(d::capture_line(a)), xml_escape(d::headline(a)));
+  for (const std::string& note : a.notes) out += fmt::format("<p>{}</p>\n", xml_escape(note));
   const std::string roofline = roofline_svg(a);
   if (roofline.empty()) {
     out += "<h2>Timeline</h2>\n" + timelines(a);

@@ -18,7 +18,9 @@ namespace ktune::report {
 // 4: "gemm_calls" (ktune profile --gemm-shapes) and the backlog's "cublaslt_kernels".
 // 5: GPU time per GEMM problem ("gpu_ns", "timed_calls", "timed"), its "cache_key" and a tune
 //    command for every form.
-inline constexpr int kReportSchemaVersion = 5;
+// 6: each kernel's PyTorch "op" ("op", "op_kernels", "ops"), the CUDA API time table "api", the
+//    per-stream view "streams", and "notes" (what the trace's format cannot hold).
+inline constexpr int kReportSchemaVersion = 6;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all
