@@ -43,11 +43,16 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 5);
+  EXPECT_EQ(j["schema_version"], 6);
   EXPECT_EQ(j["kind"], "ktune.report");
-  EXPECT_EQ(keys(j), (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps",
-                           "gemm_calls", "group_by", "kernels", "kind", "nvtx", "schema_version",
-                           "storms", "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j), (Keys{"api", "backlog", "baseline", "copies", "counters", "devices", "gaps",
+                           "gemm_calls", "group_by", "kernels", "kind", "notes", "nvtx",
+                           "schema_version", "storms", "streams", "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j["api"][0]), (Keys{"api", "count", "max_ns", "mean_ns", "median_ns", "min_ns",
+                                     "name", "share", "stddev_ns", "total_ns"}));
+  EXPECT_EQ(keys(j["streams"][0]), (Keys{"busy_ns", "copies", "copy_bytes", "copy_ns", "device",
+                                         "kernel_ns", "kernels", "share", "stream"}));
+  EXPECT_TRUE(j["notes"].is_array());
   EXPECT_EQ(keys(j["gemm_calls"]),
             (Keys{"calls", "gpu_ns", "recorded", "shapes", "timed", "timed_calls"}));
   EXPECT_EQ(j["gemm_calls"]["recorded"], false);
@@ -64,7 +69,7 @@ TEST(ReportJson, ShapeIsPinned) {
                                      "kernel_count", "kernel_time_ns", "window_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]),
             (Keys{"count", "distinct_shapes", "launch", "max_ns", "mean_ns", "median_ns", "min_ns",
-                  "name", "share", "stddev_ns", "total_ns"}));
+                  "name", "op", "op_kernels", "ops", "share", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]["launch"]),
             (Keys{"block", "grid", "registers_per_thread", "shared_mem_bytes"}));
   EXPECT_EQ(keys(j["devices"][0]),
@@ -292,7 +297,7 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
       test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
-  EXPECT_EQ(json::parse(r.out)["schema_version"], 5);
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 6);
 }
 
 TEST(ReportFormats, AreRegisteredByName) {

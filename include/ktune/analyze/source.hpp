@@ -123,6 +123,8 @@ class KinetoSource : private detail::KinetoConversion, public KtraceSource {
   explicit KinetoSource(const std::filesystem::path& path)
       : KinetoConversion(path), KtraceSource(ktrace) {}
   std::vector<std::string> notes() const override { return lacks; }
+  // The temporary .ktrace the records were written to; removed with the source.
+  const std::filesystem::path& ktrace_path() const { return ktrace; }
 };
 
 inline constexpr std::uint64_t kKinetoEpochNs = 1'000'000'000'000;  // 1000 s
