@@ -509,6 +509,18 @@ TEST(FleetStoreSchema, OlderStoreReadOnlyHasNoFleetRatherThanAnError) {
   fs::remove(path);
 }
 
+// ingest reads a PyTorch profiler trace as it reads a .ktrace: every kernel counted once.
+TEST_P(FleetStoreTest, IngestReadsAPyTorchProfilerTrace) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  const auto r = fleet::ingest_file(
+      f, fs::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch/torch_block.json", {});
+  EXPECT_EQ(r.kernel_records, 45u);
+  EXPECT_EQ(r.aggregates, 15u);  // 14 names, one of them at two launch shapes
+  EXPECT_EQ(f.run_count(), 1);
+  EXPECT_FALSE(fleet::top(*st, {}, 20, {}).rows.empty());
+}
+
 TEST(FleetIngest, BadTagsAndBadTracesAreOneSentence) {
   EXPECT_THROW(fleet::parse_tags({"job"}), Error);
   EXPECT_THROW(fleet::parse_tags({"=x"}), Error);

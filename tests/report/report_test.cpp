@@ -1,5 +1,6 @@
 #include "ktune/report/report.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -298,6 +299,39 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
   EXPECT_EQ(json::parse(r.out)["schema_version"], 6);
+}
+
+// A PyTorch profiler trace is reported like a .ktrace, its op column and the note on what it lacks
+// included; a damaged one is one sentence and exit 1, in every format.
+TEST(ReportCli, ReadsAPyTorchProfilerTraceAndRefusesADamagedOne) {
+  const auto fixtures = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch";
+  const auto text = test::run_ktune("report " + (fixtures / "torch_block.json").string());
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  for (const char* want : {"a PyTorch profiler trace", "45 kernels (14 names)", "Op",
+                           "aten::native_layer_norm", "aten::addmm (3 of 6)", "CUDA API calls",
+                           "cudaLaunchKernelExC", "no hardware counters"})
+    EXPECT_NE(text.out.find(want), std::string::npos) << want << "\n" << text.out;
+  const auto gz = test::run_ktune("report --format json " +
+                                  (fixtures / "torch_streams.json.gz").string());
+  EXPECT_EQ(gz.exit_code, 0) << gz.err;
+  const json j = json::parse(gz.out);
+  EXPECT_EQ(j["streams"].size(), 2u);
+  EXPECT_EQ(j["trace"]["mode"], "torch.profiler");
+  for (const char* format : {"md", "html"})
+    EXPECT_EQ(test::run_ktune(std::string("report --format ") + format + " " +
+                              (fixtures / "torch_streams.json").string())
+                  .exit_code,
+              0);
+
+  const auto bad = std::filesystem::temp_directory_path() / "ktune-report-bad-kineto.json";
+  std::ofstream(bad) << R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1,)"
+                     << R"( "dur": 1, "args": {"grid": [1, -2, 1]}}]})";
+  const auto r = test::run_ktune("report " + bad.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("field \"args.grid[1]\" must be a whole number"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  std::filesystem::remove(bad);
 }
 
 TEST(ReportFormats, AreRegisteredByName) {
