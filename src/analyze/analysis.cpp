@@ -64,8 +64,8 @@ const char* to_string(GapCause cause) {
 
 namespace {
 // What emit_nvtx appends to an op's name, in the order it appends them.
-constexpr std::string_view kTorchDecorations[] = {", seq = ", ", op_id = ", ", sizes = ",
-                                                  ", input_op_ids = "};
+constexpr std::string_view kTorchDecorations[] = {
+    ", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
 }  // namespace
 
 bool is_op_range(const trace::NvtxRangeRecord& r) {
@@ -383,9 +383,9 @@ class Analyzer {
     sync_ = std::move(sync);
     for (std::size_t i = 0; i < out_.api.size(); ++i) {
       out_.api[i].duration_ns = summarize(durations[i]);
-      out_.api[i].share = api_ns > 0 ? static_cast<double>(out_.api[i].total_ns) /
-                                           static_cast<double>(api_ns)
-                                     : 0.0;
+      out_.api[i].share =
+          api_ns > 0 ? static_cast<double>(out_.api[i].total_ns) / static_cast<double>(api_ns)
+                     : 0.0;
     }
     std::stable_sort(out_.api.begin(), out_.api.end(),
                      [](auto& a, auto& b) { return a.total_ns > b.total_ns; });

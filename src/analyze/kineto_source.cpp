@@ -59,8 +59,8 @@ enum class Arg {
   count
 };
 constexpr std::array<std::string_view, static_cast<int>(Arg::count)> kArgNames = {
-    "correlation",   "device", "context",  "stream",        "registers per thread",
-    "shared memory", "bytes",  "cbid",     "graph id",      "graph node id",
+    "correlation",   "device", "context", "stream",   "registers per thread",
+    "shared memory", "bytes",  "cbid",    "graph id", "graph node id",
     "grid",          "block"};
 
 template <typename E, std::size_t N>
@@ -86,8 +86,8 @@ struct Event {
 
 // What the trace held, for the metadata and the notes.
 struct Seen {
-  std::uint64_t events = 0, kernels = 0, memcpys = 0, memsets = 0, runtime = 0, driver = 0,
-                ops = 0, annotations = 0, syncs = 0;
+  std::uint64_t events = 0, kernels = 0, memcpys = 0, memsets = 0, runtime = 0, driver = 0, ops = 0,
+                annotations = 0, syncs = 0;
   std::string schema_version;
 };
 
@@ -113,10 +113,9 @@ std::optional<std::int64_t> microseconds_to_ns(const Scalar& v) {
       if (t.find_first_of("eE") == std::string::npos) {
         const bool negative = !t.empty() && t[0] == '-';
         const std::size_t dot = t.find('.');
-        const std::string_view whole =
-            std::string_view(t).substr(negative ? 1 : 0, dot == std::string::npos
-                                                             ? std::string::npos
-                                                             : dot - (negative ? 1 : 0));
+        const std::string_view whole = std::string_view(t).substr(
+            negative ? 1 : 0,
+            dot == std::string::npos ? std::string::npos : dot - (negative ? 1 : 0));
         std::int64_t us = 0;
         auto [p, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), us);
         if (ec != std::errc() || p != whole.data() + whole.size() || us > kMaxUs)
@@ -189,10 +188,10 @@ class Converter {
           "{}: the JSON ends early, at byte {}: the trace is cut short; export it again with "
           "torch.profiler's export_chrome_trace.",
           path_, position));
-    throw Error(fmt::format(
-        "{}: not valid JSON at byte {}; a PyTorch profiler trace is the JSON that "
-        "export_chrome_trace writes (.json or .json.gz).",
-        path_, position));
+    throw Error(
+        fmt::format("{}: not valid JSON at byte {}; a PyTorch profiler trace is the JSON that "
+                    "export_chrome_trace writes (.json or .json.gz).",
+                    path_, position));
   }
 
   void set_file(CompressedFile* file) { file_ = file; }
@@ -251,7 +250,8 @@ class Converter {
     if (!in_events_) return true;
     if (depth_ == 2) throw event_error("", "is not an event object");
     if (depth_ == 3) {
-      if (const int f = index_of<Field>(kFieldNames, field_); f >= 0) event_.fields[f] = std::move(s);
+      if (const int f = index_of<Field>(kFieldNames, field_); f >= 0)
+        event_.fields[f] = std::move(s);
     } else if (depth_ == 4 && in_args_) {
       if (const int a = index_of<Arg>(kArgNames, arg_); a >= 0) event_.args[a] = std::move(s);
     } else if (depth_ == 5 && in_args_ && dim_ >= 0) {
@@ -331,8 +331,7 @@ class Converter {
       }
     };
     const std::string key = spell(pid) + "\x1f" + spell(tid);
-    return threads_.try_emplace(key, static_cast<std::uint32_t>(threads_.size() + 1))
-        .first->second;
+    return threads_.try_emplace(key, static_cast<std::uint32_t>(threads_.size() + 1)).first->second;
   }
   std::uint32_t process(const Scalar& pid) { return intern(pid, Scalar{}); }
 
@@ -344,11 +343,11 @@ class Converter {
       if (v.kind == Scalar::Kind::absent) throw event_error(name, "is missing");
       const auto ns = microseconds_to_ns(v);
       if (!ns)
-        throw event_error(
-            name, v.kind == Scalar::Kind::integer || v.kind == Scalar::Kind::unsigned_integer ||
-                          v.kind == Scalar::Kind::floating
-                      ? "is out of range for a time in microseconds"
-                      : "must be a number of microseconds");
+        throw event_error(name, v.kind == Scalar::Kind::integer ||
+                                        v.kind == Scalar::Kind::unsigned_integer ||
+                                        v.kind == Scalar::Kind::floating
+                                    ? "is out of range for a time in microseconds"
+                                    : "must be a number of microseconds");
       return *ns;
     };
     const std::int64_t ts = read(Field::ts), dur = read(Field::dur);
@@ -428,8 +427,7 @@ class Converter {
     if (name.rfind("Memcpy ", 0) == 0) {
       const std::size_t space = name.find(' ', 7);
       c.kind = name.substr(7, space == std::string::npos ? std::string::npos : space - 7);
-      const std::size_t open = name.find('('), arrow = name.find(" -> "),
-                        shut = name.rfind(')');
+      const std::size_t open = name.find('('), arrow = name.find(" -> "), shut = name.rfind(')');
       if (open != std::string::npos && arrow != std::string::npos && shut != std::string::npos &&
           open < arrow && arrow < shut) {
         c.src_memory = lower(name.substr(open + 1, arrow - open - 1));

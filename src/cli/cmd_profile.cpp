@@ -186,8 +186,7 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   trace::check_counter_options(opts);
   trace::check_gemm_shapes(opts);
   if (opts.torch_ops && opts.kernels_only)
-    throw Error(
-        "--ops needs NVTX records, which --kernels-only leaves out; drop one of the two.");
+    throw Error("--ops needs NVTX records, which --kernels-only leaves out; drop one of the two.");
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
   const fs::path ops_hook = opts.torch_ops ? locate_torch_ops_hook() : fs::path();
@@ -221,8 +220,7 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
     if (!ops_hook.empty()) {
       // First on the path, so Python imports ktune's sitecustomize, which runs the user's own.
       const char* old = std::getenv("PYTHONPATH");
-      const std::string path =
-          old && *old ? ops_hook.string() + ":" + old : ops_hook.string();
+      const std::string path = old && *old ? ops_hook.string() + ":" + old : ops_hook.string();
       ::setenv("PYTHONPATH", path.c_str(), 1);
     }
     ::execvp(argv[0], argv.data());

@@ -67,14 +67,16 @@ int emit(const std::string& text, const std::string& output) {
 
 const bool registered = register_command(
     {"report",
-     "Summarise a .ktrace or a PyTorch profiler trace: top kernels, GPU busy/idle, gap causes, roofline verdicts, what to "
+     "Summarise a .ktrace or a PyTorch profiler trace: top kernels, GPU busy/idle, gap causes, "
+     "roofline verdicts, what to "
      "tune next",
      30, [](CLI::App& app, const GlobalOptions& globals) -> Runner {
        auto o = std::make_shared<ReportOptions>();
-       app.add_option("traces", o->traces,
-                      "The .ktrace file written by ktune profile, or a PyTorch profiler trace (the JSON "
-                      "export_chrome_trace writes, .json or .json.gz); with two, OLD NEW: NEW is "
-                      "reported and compared with OLD; with --merge, the ranks of one job")
+       app.add_option(
+              "traces", o->traces,
+              "The .ktrace file written by ktune profile, or a PyTorch profiler trace (the JSON "
+              "export_chrome_trace writes, .json or .json.gz); with two, OLD NEW: NEW is "
+              "reported and compared with OLD; with --merge, the ranks of one job")
            ->required();
        app.add_flag("--merge", o->merge,
                     "Report the traces as the ranks of one job (run.*.ktrace), each rank's GPUs "

@@ -16,8 +16,8 @@ CompressedFile::CompressedFile(const std::filesystem::path& path, std::string wh
     : path_(path.string()), what_(std::move(what)) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw Error(fmt::format("cannot read {}: it is not a regular file; give the path of {}.",
-                            path_, what_));
+    throw Error(fmt::format("cannot read {}: it is not a regular file; give the path of {}.", path_,
+                            what_));
   compressed_ = std::filesystem::file_size(path, ec);
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f)
@@ -35,8 +35,8 @@ std::size_t CompressedFile::read(char* buf, unsigned size) {
   const int n = gzread(f, buf, size);
   if (n < 0) {
     int code = 0;
-    throw Error(fmt::format("{}: cannot decompress ({}); the file is damaged or truncated.",
-                            path_, gzerror(f, &code)));
+    throw Error(fmt::format("{}: cannot decompress ({}); the file is damaged or truncated.", path_,
+                            gzerror(f, &code)));
   }
   inflated_ += static_cast<std::uint64_t>(n);
   piece_ += static_cast<std::uint64_t>(n);
@@ -48,8 +48,8 @@ std::size_t CompressedFile::read(char* buf, unsigned size) {
         path_, kMaxRatio, compressed_));
   if (piece_ > (whole_ ? kMaxWholeBytes : kMaxPieceBytes))
     throw Error(fmt::format(
-        "{}: holds more than {} MiB {}; ktune does not read it (a damaged or hostile file).",
-        path_, (whole_ ? kMaxWholeBytes : kMaxPieceBytes) >> 20,
+        "{}: holds more than {} MiB {}; ktune does not read it (a damaged or hostile file).", path_,
+        (whole_ ? kMaxWholeBytes : kMaxPieceBytes) >> 20,
         whole_ ? "in all" : "between two of its records"));
   return static_cast<std::size_t>(n);
 }

@@ -296,11 +296,12 @@ std::string op_text(const analyze::KernelGroup& g) {
 std::vector<std::string> kernel_row(const analyze::KernelGroup& g, analyze::NameStyle names,
                                     bool with_op) {
   const Summary& s = g.duration_ns;
-  std::vector<std::string> row = {d::percent(g.share),     d::duration(static_cast<double>(g.total_ns)),
-                                  std::to_string(s.count), d::duration(s.mean),
-                                  d::duration(s.median),   d::duration(s.min),
-                                  d::duration(s.max),      d::duration(s.stddev),
-                                  d::shape_text(g)};
+  std::vector<std::string> row = {
+      d::percent(g.share),     d::duration(static_cast<double>(g.total_ns)),
+      std::to_string(s.count), d::duration(s.mean),
+      d::duration(s.median),   d::duration(s.min),
+      d::duration(s.max),      d::duration(s.stddev),
+      d::shape_text(g)};
   if (with_op) row.push_back(op_text(g));
   row.push_back(analyze::shown_name(g.name, names));
   return row;
@@ -364,11 +365,10 @@ std::string capture_line(const Analysis& a) {
   const auto& m = a.metadata;
   std::string cmd = m.command_line.empty() ? std::string("(command unknown)")
                                            : fmt::format("{}", fmt::join(m.command_line, " "));
-  std::string line =
-      m.mode == "torch.profiler"
-          ? fmt::format("a PyTorch profiler trace, {}", m.tracer_version)
-          : fmt::format("{} (pid {}, started {})", cmd, m.pid,
-                        m.started_at.empty() ? "?" : m.started_at);
+  std::string line = m.mode == "torch.profiler"
+                         ? fmt::format("a PyTorch profiler trace, {}", m.tracer_version)
+                         : fmt::format("{} (pid {}, started {})", cmd, m.pid,
+                                       m.started_at.empty() ? "?" : m.started_at);
   if (!m.mode.empty() && m.mode != "torch.profiler") line += fmt::format("; mode {}", m.mode);
   const auto recorded = [&](std::string_view kind) {
     return std::find(m.records.begin(), m.records.end(), kind) != m.records.end();
@@ -404,7 +404,7 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
                               a.kernels.size())
                 : ""};
   const bool with_op = std::any_of(a.kernels.begin(), a.kernels.end(),
-                                  [](const analyze::KernelGroup& g) { return !g.op.empty(); });
+                                   [](const analyze::KernelGroup& g) { return !g.op.empty(); });
   k.header = kKernelHeader;
   if (with_op) k.header.insert(k.header.end() - 1, "Op");
   for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i)
@@ -493,9 +493,10 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
   }
 
   if (a.streams.size() > 1 || (!a.streams.empty() && a.streams.front().copies > 0)) {
-    Section st{"Streams", "Kernel time, how long the stream was busy with kernels, and its copies."};
-    st.header = {"Device", "Stream", "Kernels", "Kernel time", "Share", "Busy", "Copies",
-                 "Copy bytes", "Copy time"};
+    Section st{"Streams",
+               "Kernel time, how long the stream was busy with kernels, and its copies."};
+    st.header = {"Device", "Stream", "Kernels",    "Kernel time", "Share",
+                 "Busy",   "Copies", "Copy bytes", "Copy time"};
     for (const auto& s : a.streams)
       st.rows.push_back({std::to_string(s.device), std::to_string(s.stream),
                          std::to_string(s.kernels), d::duration(static_cast<double>(s.kernel_ns)),

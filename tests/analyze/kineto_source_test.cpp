@@ -53,16 +53,16 @@ TEST(KinetoSource, ReadsTheRealBlockTraceWithEveryKernelAndItsOp) {
     kernels_by_op[g.op] += static_cast<int>(g.op_kernels);
   }
   EXPECT_EQ(kernels_by_op, (std::map<std::string, int>{{"aten::_softmax", 3},
-                                                      {"aten::add", 3},
-                                                      {"aten::addmm", 3},
-                                                      {"aten::bmm", 3},
-                                                      {"aten::copy_", 6},
-                                                      {"aten::div", 3},
-                                                      {"aten::gelu", 3},
-                                                      {"aten::mm", 9},
-                                                      {"aten::mul", 3},
-                                                      {"aten::native_layer_norm", 3},
-                                                      {"aten::sum", 3}}));
+                                                       {"aten::add", 3},
+                                                       {"aten::addmm", 3},
+                                                       {"aten::bmm", 3},
+                                                       {"aten::copy_", 6},
+                                                       {"aten::div", 3},
+                                                       {"aten::gelu", 3},
+                                                       {"aten::mm", 9},
+                                                       {"aten::mul", 3},
+                                                       {"aten::native_layer_norm", 3},
+                                                       {"aten::sum", 3}}));
   // One cuBLAS kernel is launched by aten::addmm (3) and by aten::bmm (3): the tie goes to the
   // first name, with the count saying it is not the only op.
   const auto shared = std::find_if(a.kernels.begin(), a.kernels.end(),

@@ -307,12 +307,12 @@ TEST(ReportCli, ReadsAPyTorchProfilerTraceAndRefusesADamagedOne) {
   const auto fixtures = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch";
   const auto text = test::run_ktune("report " + (fixtures / "torch_block.json").string());
   EXPECT_EQ(text.exit_code, 0) << text.err;
-  for (const char* want : {"a PyTorch profiler trace", "45 kernels (14 names)", "Op",
-                           "aten::native_layer_norm", "aten::addmm (3 of 6)", "CUDA API calls",
-                           "cudaLaunchKernelExC", "no hardware counters"})
+  for (const char* want :
+       {"a PyTorch profiler trace", "45 kernels (14 names)", "Op", "aten::native_layer_norm",
+        "aten::addmm (3 of 6)", "CUDA API calls", "cudaLaunchKernelExC", "no hardware counters"})
     EXPECT_NE(text.out.find(want), std::string::npos) << want << "\n" << text.out;
-  const auto gz = test::run_ktune("report --format json " +
-                                  (fixtures / "torch_streams.json.gz").string());
+  const auto gz =
+      test::run_ktune("report --format json " + (fixtures / "torch_streams.json.gz").string());
   EXPECT_EQ(gz.exit_code, 0) << gz.err;
   const json j = json::parse(gz.out);
   EXPECT_EQ(j["streams"].size(), 2u);

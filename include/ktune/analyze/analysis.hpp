@@ -160,13 +160,13 @@ struct Analysis {
   std::vector<NvtxGroup> nvtx;    // by total_ns, descending
   std::vector<CopyGroup> copies;  // by total_ns, descending
   std::size_t api_call_count = 0;
-  std::vector<ApiGroup> api;          // by total_ns, descending
-  std::vector<StreamUsage> streams;   // by device, then stream
-  std::vector<std::string> notes;     // what the trace's format cannot hold (TraceSource::notes)
-  trace::SkippedRecords skipped;  // records left out: their times could not be placed
-  CounterAnalysis counters;       // the counter tier's verdicts; empty without counters
-  TimelineFindings timeline;      // copy/compute overlap, collectives, serialized kernels
-  GemmCalls gemm;                 // cuBLASLt's GEMM calls (ktune profile --gemm-shapes)
+  std::vector<ApiGroup> api;         // by total_ns, descending
+  std::vector<StreamUsage> streams;  // by device, then stream
+  std::vector<std::string> notes;    // what the trace's format cannot hold (TraceSource::notes)
+  trace::SkippedRecords skipped;     // records left out: their times could not be placed
+  CounterAnalysis counters;          // the counter tier's verdicts; empty without counters
+  TimelineFindings timeline;         // copy/compute overlap, collectives, serialized kernels
+  GemmCalls gemm;                    // cuBLASLt's GEMM calls (ktune profile --gemm-shapes)
   std::int64_t busy_ns() const;
   std::int64_t window_ns() const;
 };
