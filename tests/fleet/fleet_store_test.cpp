@@ -99,7 +99,9 @@ TEST_P(FleetStoreTest, BadTracesInAListCostNoValidOne) {
     const auto results = fleet::ingest_files(f, paths, {}, threads, [&](const auto&) { ++seen; });
     EXPECT_EQ(seen, 6);
     EXPECT_NE(results[0].error.find("missing.ktrace"), std::string::npos) << results[0].error;
-    EXPECT_NE(results[1].error.find("not a .ktrace"), std::string::npos) << results[1].error;
+    EXPECT_NE(results[1].error.find("is neither a .ktrace nor a PyTorch profiler trace"),
+              std::string::npos)
+        << results[1].error;
     for (std::size_t i = 2; i < results.size(); ++i) EXPECT_EQ(results[i].error, "") << i;
     EXPECT_EQ(f.run_count(), 4);
   }
