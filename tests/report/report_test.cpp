@@ -44,7 +44,7 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 6);
+  EXPECT_EQ(j["schema_version"], 7);
   EXPECT_EQ(j["kind"], "ktune.report");
   EXPECT_EQ(keys(j), (Keys{"api", "backlog", "baseline", "copies", "counters", "devices", "gaps",
                            "gemm_calls", "group_by", "kernels", "kind", "notes", "nvtx",
@@ -69,8 +69,9 @@ TEST(ReportJson, ShapeIsPinned) {
   EXPECT_EQ(keys(j["totals"]), (Keys{"api_calls", "busy_ns", "busy_pct", "idle_ns", "idle_pct",
                                      "kernel_count", "kernel_time_ns", "window_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]),
-            (Keys{"count", "distinct_shapes", "launch", "max_ns", "mean_ns", "median_ns", "min_ns",
-                  "name", "op", "op_kernels", "ops", "share", "stddev_ns", "total_ns"}));
+            (Keys{"count", "display_name", "distinct_shapes", "launch", "max_ns", "mean_ns",
+                  "median_ns", "min_ns", "name", "op", "op_kernels", "ops", "share", "stddev_ns",
+                  "total_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]["launch"]),
             (Keys{"block", "grid", "registers_per_thread", "shared_mem_bytes"}));
   EXPECT_EQ(keys(j["devices"][0]),
@@ -298,7 +299,7 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
       test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
-  EXPECT_EQ(json::parse(r.out)["schema_version"], 6);
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 7);
 }
 
 // A PyTorch profiler trace is reported like a .ktrace, its op column and the note on what it lacks

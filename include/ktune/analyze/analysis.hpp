@@ -44,7 +44,8 @@ struct KernelGroup {
   std::int64_t total_ns = 0;
   double share = 0;  // of all kernel GPU time, 0..1
   Summary duration_ns;
-  // The PyTorch op that launched the group's kernels (op_range_name): the one that launched most
+  double q1_ns = 0, q3_ns = 0;  // quartiles of the launch durations (ktune report OLD NEW's noise)
+  // The PyTorch op that launched the group's kernels (is_op_range): the one that launched most
   // of them, op_kernels of them, out of `ops` distinct ops; "" and 0: no kernel's launch was
   // inside an op.
   std::string op;
