@@ -62,6 +62,30 @@ const char* to_string(GapCause cause) {
   return name_of(kGapCauseNames, cause);
 }
 
+namespace {
+// What emit_nvtx appends to an op's name, in the order it appends them.
+constexpr std::string_view kTorchDecorations[] = {
+    ", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
+}  // namespace
+
+bool is_op_range(const trace::NvtxRangeRecord& r) {
+  if (r.domain == kTorchOpDomain) return true;
+  return r.domain.empty() && (r.name.find(kTorchDecorations[0]) != std::string::npos ||
+                              r.name.find(kTorchDecorations[1]) != std::string::npos);
+}
+
+std::string range_name(const trace::NvtxRangeRecord& r) {
+  if (r.domain == kTorchOpDomain) return r.name;
+  std::string name = r.name;
+  if (r.domain.empty()) {
+    std::size_t cut = std::string::npos;
+    for (std::string_view d : kTorchDecorations) cut = std::min(cut, name.find(d));
+    if (cut != std::string::npos) name.resize(cut);
+    return name;
+  }
+  return r.domain + ":" + name;
+}
+
 double DeviceUtilization::busy_fraction() const {
   return window_ns() > 0 ? static_cast<double>(busy_ns) / static_cast<double>(window_ns()) : 0.0;
 }
@@ -143,6 +167,7 @@ struct Launch {
   std::uint32_t correlation_id;
   std::int64_t start_ns, end_ns;
   int nvtx_group;  // innermost NVTX range around the call, -1: none
+  int op;          // innermost PyTorch op around the call (Analyzer::op_names_), -1: none
   // The cuBLASLt GEMM call (GemmTimer's event) this launch followed on its thread, -1: none.
   std::int64_t gemm_event = -1;
 };
@@ -159,7 +184,7 @@ struct NvtxThread {
     std::int64_t start_ns, end_ns;
     int group;
   };
-  std::vector<Range> ranges;  // by start
+  std::vector<Range> ranges;  // by start; an enclosing range before a range it encloses
   std::size_t next = 0;
   std::vector<Range> open;
 
@@ -172,6 +197,7 @@ struct NvtxThread {
 
 struct GroupState {
   KernelGroup group;
+  std::unordered_map<int, std::size_t> ops;  // op index -> kernels it launched
   std::vector<double> durations_ns;
   std::vector<LaunchShape> shapes;  // distinct, up to kMaxShapesCounted
 };
@@ -263,6 +289,7 @@ class Analyzer {
   Analysis run() {
     out_.metadata = src_.metadata();
     out_.origin_ns = ns(src_.origin_ns().value_or(0));
+    out_.notes = src_.notes();
     read_nvtx();
     read_gemm_events();
     read_api_calls();
@@ -278,9 +305,16 @@ class Analyzer {
  private:
   void read_nvtx() {
     std::unordered_map<std::string, int> index;
+    std::unordered_map<std::string, int> ops;
     std::vector<std::vector<double>> durations;
     src_.nvtx_ranges([&](const trace::NvtxRangeRecord& r) {
-      std::string name = r.domain.empty() ? r.name : r.domain + ":" + r.name;
+      std::string name = range_name(r);
+      if (is_op_range(r)) {
+        auto [op, fresh] = ops.emplace(name, static_cast<int>(op_names_.size()));
+        if (fresh) op_names_.push_back(name);
+        op_threads_[{r.process_id, r.thread_id}].ranges.push_back(
+            {ns(r.start_ns), ns(r.end_ns), op->second});
+      }
       auto [it, fresh] = index.emplace(std::move(name), static_cast<int>(out_.nvtx.size()));
       if (fresh) {
         out_.nvtx.push_back({it->first});
@@ -294,6 +328,11 @@ class Analyzer {
     });
     for (std::size_t i = 0; i < out_.nvtx.size(); ++i)
       out_.nvtx[i].duration_ns = summarize(durations[i]);
+    // Ops that start together (a profiler trace's microseconds): the longer one encloses.
+    for (auto& [key, thread] : op_threads_)
+      std::stable_sort(thread.ranges.begin(), thread.ranges.end(), [](auto& a, auto& b) {
+        return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+      });
   }
 
   // The GEMM calls, for read_api_calls to tie launches to.
@@ -302,19 +341,35 @@ class Analyzer {
   }
 
   void read_api_calls() {
-    std::unordered_map<std::string, ApiRole> roles;
+    struct Function {
+      ApiRole role;
+      std::size_t group;
+    };
+    std::unordered_map<std::string, Function> functions;
+    std::vector<std::vector<double>> durations;
     std::vector<Interval> sync;
+    std::int64_t api_ns = 0;
     src_.api_calls([&](const trace::ApiRecord& a) {
       ++out_.api_call_count;
-      auto it = roles.find(a.name);
-      if (it == roles.end()) it = roles.emplace(a.name, api_role(a.name)).first;
-      const ApiRole role = it->second;
+      auto it = functions.find(a.name);
+      if (it == functions.end()) {
+        it = functions.emplace(a.name, Function{api_role(a.name), out_.api.size()}).first;
+        out_.api.push_back({a.name, a.api});
+        durations.emplace_back();
+      }
+      const ApiRole role = it->second.role;
+      const std::int64_t d = std::max<std::int64_t>(0, ns(a.end_ns) - ns(a.start_ns));
+      add_to(out_.api[it->second.group].total_ns, d);
+      add_to(api_ns, d);
+      durations[it->second.group].push_back(static_cast<double>(d));
       if (role == ApiRole::synchronize) sync.push_back({ns(a.start_ns), ns(a.end_ns)});
       if ((role == ApiRole::launch || role == ApiRole::copy) && a.correlation_id != 0) {
-        int nvtx = -1;
+        int nvtx = -1, op = -1;
         if (auto t = nvtx_threads_.find({a.process_id, a.thread_id}); t != nvtx_threads_.end())
           nvtx = t->second.innermost(ns(a.start_ns));
-        launches_.push_back({a.correlation_id, ns(a.start_ns), ns(a.end_ns), nvtx,
+        if (auto t = op_threads_.find({a.process_id, a.thread_id}); t != op_threads_.end())
+          op = t->second.innermost(ns(a.start_ns));
+        launches_.push_back({a.correlation_id, ns(a.start_ns), ns(a.end_ns), nvtx, op,
                              role == ApiRole::launch && !gemm_.empty()
                                  ? gemm_.on_launch(a.process_id, a.thread_id, a.start_ns)
                                  : -1});
@@ -327,6 +382,14 @@ class Analyzer {
     if (!std::is_sorted(launches_.begin(), launches_.end(), by_id))
       std::sort(launches_.begin(), launches_.end(), by_id);
     sync_ = std::move(sync);
+    for (std::size_t i = 0; i < out_.api.size(); ++i) {
+      out_.api[i].duration_ns = summarize(durations[i]);
+      out_.api[i].share =
+          api_ns > 0 ? static_cast<double>(out_.api[i].total_ns) / static_cast<double>(api_ns)
+                     : 0.0;
+    }
+    std::stable_sort(out_.api.begin(), out_.api.end(),
+                     [](auto& a, auto& b) { return a.total_ns > b.total_ns; });
   }
 
   void read_syncs() {
@@ -339,20 +402,24 @@ class Analyzer {
   void read_copies() {
     std::map<int, std::vector<Interval>> per_device;
     std::map<std::string, CopyGroup> groups;
-    auto add = [&](const std::string& kind, std::uint32_t device, std::uint64_t bytes,
-                   std::uint64_t start, std::uint64_t end) {
+    auto add = [&](const std::string& kind, std::uint32_t device, std::uint32_t stream,
+                   std::uint64_t bytes, std::uint64_t start, std::uint64_t end) {
       per_device[static_cast<int>(device)].push_back({ns(start), ns(end)});
+      StreamState& st = stream_state(static_cast<int>(device), stream);
+      ++st.usage.copies;
+      st.usage.copy_bytes += bytes;
+      add_to(st.usage.copy_ns, std::max<std::int64_t>(0, ns(end) - ns(start)));
       CopyGroup& g = groups.try_emplace(kind, CopyGroup{kind}).first->second;
       ++g.count;
       g.bytes += bytes;
       add_to(g.total_ns, std::max<std::int64_t>(0, ns(end) - ns(start)));
     };
     src_.memcpys([&](const trace::MemcpyRecord& c) {
-      add(c.kind, c.device_id, c.bytes, c.start_ns, c.end_ns);
+      add(c.kind, c.device_id, c.stream_id, c.bytes, c.start_ns, c.end_ns);
     });
     const std::string memset = "memset";
     src_.memsets([&](const trace::MemsetRecord& c) {
-      add(memset, c.device_id, c.bytes, c.start_ns, c.end_ns);
+      add(memset, c.device_id, c.stream_id, c.bytes, c.start_ns, c.end_ns);
     });
     for (auto& [device, v] : per_device) copies_by_device_[device] = merge(std::move(v));
     for (auto& [kind, g] : groups) out_.copies.push_back(g);
@@ -385,6 +452,19 @@ class Analyzer {
     if (!fresh && opt_.group_by == GroupBy::name && g.shapes.size() < kMaxShapesCounted &&
         std::find(g.shapes.begin(), g.shapes.end(), s) == g.shapes.end())
       g.shapes.push_back(s);
+    return it->second;
+  }
+
+  struct StreamState {
+    StreamUsage usage;
+    std::int64_t busy_start = 0, busy_end = INT64_MIN;
+  };
+  StreamState& stream_state(int device, std::uint32_t stream) {
+    auto [it, fresh] = streams_.try_emplace({device, stream});
+    if (fresh) {
+      it->second.usage.device = device;
+      it->second.usage.stream = stream;
+    }
     return it->second;
   }
 
@@ -493,6 +573,18 @@ class Analyzer {
       add_to(out_.nvtx[launch->nvtx_group].kernel_gpu_ns, duration);
     }
     if (launch && launch->gemm_event >= 0) gemm_.on_kernel(launch->gemm_event, k, duration);
+    if (launch && launch->op >= 0) ++g.ops[launch->op];
+
+    StreamState& st = stream_state(static_cast<int>(k.device_id), k.stream_id);
+    ++st.usage.kernels;
+    add_to(st.usage.kernel_ns, duration);
+    if (start > st.busy_end) {
+      if (st.busy_end > st.busy_start) add_to(st.usage.busy_ns, st.busy_end - st.busy_start);
+      st.busy_start = start;
+      st.busy_end = end;
+    } else {
+      st.busy_end = std::max(st.busy_end, end);
+    }
 
     ++d.util.kernels;
     if (start > d.busy_end) {
@@ -533,7 +625,24 @@ class Analyzer {
     trim_storms();
     out_.storms = std::move(storms_);
 
+    for (auto& [key, st] : streams_) {
+      if (st.busy_end > st.busy_start) add_to(st.usage.busy_ns, st.busy_end - st.busy_start);
+      st.usage.share = out_.kernel_total_ns > 0 ? static_cast<double>(st.usage.kernel_ns) /
+                                                      static_cast<double>(out_.kernel_total_ns)
+                                                : 0.0;
+      out_.streams.push_back(st.usage);
+    }
+
     for (GroupState& g : groups_) {
+      // The op that launched most of the group's kernels; a tie goes to the first name in
+      // alphabetical order, so the choice never depends on hash order.
+      for (const auto& [op, count] : g.ops)
+        if (count > g.group.op_kernels ||
+            (count == g.group.op_kernels && op_names_[op] < g.group.op)) {
+          g.group.op = op_names_[op];
+          g.group.op_kernels = count;
+        }
+      g.group.ops = g.ops.size();
       g.group.duration_ns = summarize(g.durations_ns);
       std::sort(g.durations_ns.begin(), g.durations_ns.end());
       if (!g.durations_ns.empty()) {
@@ -573,6 +682,9 @@ class Analyzer {
   const AnalysisOptions& opt_;
   Analysis out_;
   std::map<ThreadKey, NvtxThread> nvtx_threads_;
+  std::map<ThreadKey, NvtxThread> op_threads_;  // PyTorch ops only (is_op_range)
+  std::vector<std::string> op_names_;
+  std::map<std::pair<int, std::uint32_t>, StreamState> streams_;
   std::vector<Launch> launches_;
   std::vector<Interval> sync_;
   std::map<int, std::vector<Interval>> copies_by_device_;

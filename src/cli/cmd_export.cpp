@@ -108,8 +108,9 @@ const bool registered = register_command(
                "ktune export needs a format: TRACE --chrome (Chrome trace JSON) or --tunableop "
                "(the cached GEMM winners).");
          if (o->trace.empty()) throw UsageError("ktune export --chrome needs a TRACE.");
-         refuse_stdin(o->trace, "a .ktrace (SQLite)");
-         analyze::KtraceSource source(o->trace);
+         refuse_stdin(o->trace, "a trace (.ktrace or a PyTorch profiler trace)");
+         const auto opened = analyze::open_trace(o->trace);
+         analyze::TraceSource& source = *opened;
          report::ChromeTraceCounts c;
          if (is_stdout(o->output)) {
            c = report::write_chrome_trace(source, std::cout);

@@ -33,8 +33,10 @@ void add_ingest_options(CLI::App& app, IngestOptions& o) {
 
 int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
                const GlobalOptions& g) {
-  if (traces.empty()) throw UsageError("ktune ingest needs at least one .ktrace file.");
-  for (const std::string& t : traces) refuse_stdin(t, "a .ktrace (SQLite)");
+  if (traces.empty())
+    throw UsageError(
+        "ktune ingest needs at least one trace: a .ktrace or a PyTorch profiler trace.");
+  for (const std::string& t : traces) refuse_stdin(t, "a trace (.ktrace or a PyTorch profiler trace)");
   const fleet::Tags tags = fleet::parse_tags(a.tags);
   auto st = store::Store::open(g.db);
   store::FleetStore fleet(*st);
@@ -83,11 +85,15 @@ int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
 namespace {
 
 const bool registered = register_command(
-    {"ingest", "Push per-kernel aggregates of .ktrace files into the (fleet) store", 32,
-     [](CLI::App& app, const GlobalOptions& globals) -> Runner {
+    {"ingest",
+     "Push per-kernel aggregates of traces (.ktrace or PyTorch profiler JSON) into the (fleet) "
+     "store",
+     32, [](CLI::App& app, const GlobalOptions& globals) -> Runner {
        auto traces = std::make_shared<std::vector<std::string>>();
        auto a = std::make_shared<IngestOptions>();
-       app.add_option("traces", *traces, ".ktrace files")->required();
+       app.add_option("traces", *traces,
+                      ".ktrace files or PyTorch profiler traces (.json, .json.gz)")
+           ->required();
        add_ingest_options(app, *a);
        app.add_flag("--json", a->json,
                     fmt::format("JSON output (schema_version {})", kIngestSchemaVersion));

@@ -48,6 +48,18 @@ fs::path self_dir() {
   return ec ? fs::current_path() : exe.parent_path();
 }
 
+// The folder holding ktune's sitecustomize.py for --ops: beside the binary in a build tree, under
+// share/ktune in an installed one.
+fs::path locate_torch_ops_hook() {
+  const fs::path dir = self_dir();
+  for (const fs::path& p : {dir / "torch_ops", dir / "../share/ktune/torch_ops"})
+    if (fs::is_regular_file(p / "sitecustomize.py")) return fs::canonical(p);
+  throw Error(
+      fmt::format("--ops needs ktune's torch_ops/sitecustomize.py, which is not beside the ktune "
+                  "binary ({}) nor in ../share/ktune; reinstall ktune, or profile without --ops.",
+                  dir.string()));
+}
+
 }  // namespace
 
 std::filesystem::path locate_tracer() {
@@ -165,8 +177,12 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
+  if (opts.torch_ops && opts.kernels_only)
+    throw UsageError(
+        "--ops needs NVTX records, which --kernels-only leaves out; drop one of the two.");
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
+  const fs::path ops_hook = opts.torch_ops ? locate_torch_ops_hook() : fs::path();
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
     std::fprintf(stderr,
                  "ktune: CUDA_INJECTION64_PATH was set to %s (another tool?); ktune's tracer "
@@ -194,6 +210,12 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
     for (const auto& [name, value] : trace::options_to_env(opts))
       ::setenv(name.c_str(), value.c_str(), 1);
     ::setenv("CUDA_INJECTION64_PATH", tracer.c_str(), 1);
+    if (!ops_hook.empty()) {
+      // First on the path, so Python imports ktune's sitecustomize, which runs the user's own.
+      const char* old = std::getenv("PYTHONPATH");
+      const std::string path = old && *old ? ops_hook.string() + ":" + old : ops_hook.string();
+      ::setenv("PYTHONPATH", path.c_str(), 1);
+    }
     ::execvp(argv[0], argv.data());
     const int err = errno;
     (void)!::write(pipefd[1], &err, sizeof err);
@@ -299,6 +321,7 @@ const bool registered = register_command(
        setting_option(app, "driver-api", opts->driver_api);
        // Costly and opt-in on its own: --full does not turn it on (docs/profiling.md).
        setting_flag(app, "gemm-shapes", opts->gemm_shapes);
+       setting_flag(app, "ops", opts->torch_ops);
        // The opt-in kinds, which --full turns on unless one was given (flag or variable).
        const std::vector<std::pair<CLI::Option*, bool*>> opt_in = {
            {setting_flag(app, "memsets", opts->memset_records), &opts->memset_records},

@@ -52,20 +52,23 @@ analyze::Ceilings stored_ceilings(const trace::TraceMetadata& metadata, const st
 
 analyze::Analysis analyze_file(const std::string& path, analyze::AnalysisOptions options,
                                const std::string& db) {
-  analyze::KtraceSource source(path);
-  options.ceilings = stored_ceilings(source.metadata(), db);
-  return analyze::analyze(source, options);
+  const auto source = analyze::open_trace(path);
+  options.ceilings = stored_ceilings(source->metadata(), db);
+  return analyze::analyze(*source, options);
 }
 
 const bool registered = register_command(
     {"report",
-     "Summarise a .ktrace: top kernels, GPU busy/idle, gap causes, roofline verdicts, what to "
+     "Summarise a .ktrace or a PyTorch profiler trace: top kernels, GPU busy/idle, gap causes, "
+     "roofline verdicts, what to "
      "tune next",
      30, [](CLI::App& app, const GlobalOptions& globals) -> Runner {
        auto o = std::make_shared<ReportOptions>();
-       app.add_option("traces", o->traces,
-                      "The .ktrace file written by ktune profile; with two, OLD NEW: NEW is "
-                      "reported and compared with OLD; with --merge, the ranks of one job")
+       app.add_option(
+              "traces", o->traces,
+              "The .ktrace file written by ktune profile, or a PyTorch profiler trace (the JSON "
+              "export_chrome_trace writes, .json or .json.gz); with two, OLD NEW: NEW is "
+              "reported and compared with OLD; with --merge, the ranks of one job")
            ->required();
        app.add_flag("--merge", o->merge,
                     "Report the traces as the ranks of one job (run.*.ktrace), each rank's GPUs "

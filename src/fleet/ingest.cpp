@@ -258,7 +258,8 @@ using Clock = std::chrono::steady_clock;
 
 RunAggregates read_file(const std::filesystem::path& path, const Tags& tags, IngestResult& out) {
   const auto t0 = Clock::now();
-  const trace::KtraceReader reader(path);
+  const auto source = analyze::open_trace(path);  // a .ktrace or a PyTorch profiler trace
+  const trace::KtraceReader& reader = source->reader();
   RunAggregator aggregator;
   reader.kernels([&](const trace::KernelRecord& k) { aggregator.add(k); },
                  trace::VisitOrder::stored, trace::KernelColumns::launch);

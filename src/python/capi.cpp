@@ -168,8 +168,8 @@ int ktune_report_json(const char* path, const char* by, char** out) {
   return guarded(__func__, [&] {
     analyze::AnalysisOptions options;
     options.group_by = analyze::parse_group_by(text(by, "by"));
-    analyze::KtraceSource source(text(path, "path"));
-    hand_out(report::to_json(analyze::analyze(source, options)).dump(), out);
+    const auto source = analyze::open_trace(text(path, "path"));
+    hand_out(report::to_json(analyze::analyze(*source, options)).dump(), out);
   });
 }
 

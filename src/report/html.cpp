@@ -141,6 +141,7 @@ std::string render_html(const Analysis& a, const RenderOptions& o) {
       "</style></head><body>\n";
   out += fmt::format("<h1>ktune report</h1>\n<p><code>{}</code></p>\n<p><b>{}</b></p>\n",
                      xml_escape(d::capture_line(a)), xml_escape(d::headline(a)));
+  for (const std::string& note : a.notes) out += fmt::format("<p>{}</p>\n", xml_escape(note));
   // A comparison with a baseline leads: it is what `ktune report OLD NEW` was asked for.
   for (const d::Section& s : d::comparison_sections(a, o, names)) out += section_html(s);
   const std::string roofline = roofline_html(a, names);

@@ -20,7 +20,7 @@ const std::vector<Format>& formats() {
   static const std::vector<Format> all = {
       {"text", "tables for a terminal", render_text},
       {"md", "markdown for a pull request", render_markdown},
-      {"json", "JSON for tools (schema_version 6)", render_json},
+      {"json", "JSON for tools (schema_version 7)", render_json},
       {"html", "one self-contained HTML file with SVG charts", render_html},
       {"contract", "the profile contract in markdown (bottleneck, root cause, top 3 fixes)",
        render_contract},
@@ -128,7 +128,10 @@ json kernels_json(const Analysis& a, const analyze::NameTable& names) {
               {"share", g.share},
               {"total_ns", g.total_ns},
               {"distinct_shapes", g.distinct_shapes},
-              {"launch", shape_json(g.shape)}};
+              {"launch", shape_json(g.shape)},
+              {"op", g.op},
+              {"op_kernels", g.op_kernels},
+              {"ops", g.ops}};
     add_durations(k, g.duration_ns);
     kernels.push_back(std::move(k));
   }
@@ -175,6 +178,31 @@ json nvtx_json(const Analysis& a) {
     nvtx.push_back(std::move(r));
   }
   return nvtx;
+}
+
+json api_json(const Analysis& a) {
+  json api = json::array();
+  for (const auto& g : a.api) {
+    json r = {{"name", g.name}, {"api", g.api}, {"total_ns", g.total_ns}, {"share", g.share}};
+    add_durations(r, g.duration_ns);
+    api.push_back(std::move(r));
+  }
+  return api;
+}
+
+json streams_json(const Analysis& a) {
+  json streams = json::array();
+  for (const auto& s : a.streams)
+    streams.push_back({{"device", s.device},
+                       {"stream", s.stream},
+                       {"kernels", s.kernels},
+                       {"kernel_ns", s.kernel_ns},
+                       {"busy_ns", s.busy_ns},
+                       {"share", s.share},
+                       {"copies", s.copies},
+                       {"copy_bytes", s.copy_bytes},
+                       {"copy_ns", s.copy_ns}});
+  return streams;
 }
 
 json copies_json(const Analysis& a) {
@@ -239,6 +267,9 @@ json to_json(const Analysis& a) {
           {"storms", storms_json(a)},
           {"nvtx", nvtx_json(a)},
           {"copies", copies_json(a)},
+          {"api", api_json(a)},
+          {"streams", streams_json(a)},
+          {"notes", a.notes},
           {"backlog", backlog_json(a)},
           {"counters", d::counters_json(a.counters)},
           {"timeline", timeline_json(a)},
@@ -263,15 +294,27 @@ std::string render_json(const Analysis& a, const RenderOptions& o) {
 
 namespace {
 
-// Columns of the kernel table, shared by text and markdown.
-std::vector<std::string> kernel_row(const analyze::KernelGroup& g,
-                                    const analyze::NameTable& names) {
+// "aten::mm"; with other ops launching some of the group's kernels, how many this one launched:
+// "aten::mm (12 of 16)"; "-" when no launch was inside an op.
+std::string op_text(const analyze::KernelGroup& g) {
+  if (g.op.empty()) return "-";
+  if (g.op_kernels == g.duration_ns.count) return g.op;
+  return fmt::format("{} ({} of {})", g.op, g.op_kernels, g.duration_ns.count);
+}
+
+// Columns of the kernel table, shared by text and markdown; with ops, the Op column before Name.
+std::vector<std::string> kernel_row(const analyze::KernelGroup& g, const analyze::NameTable& names,
+                                    bool with_op) {
   const Summary& s = g.duration_ns;
-  return {d::percent(g.share),     d::duration(static_cast<double>(g.total_ns)),
-          std::to_string(s.count), d::duration(s.mean),
-          d::duration(s.median),   d::duration(s.min),
-          d::duration(s.max),      d::duration(s.stddev),
-          d::shape_text(g),        names(g.name)};
+  std::vector<std::string> row = {
+      d::percent(g.share),     d::duration(static_cast<double>(g.total_ns)),
+      std::to_string(s.count), d::duration(s.mean),
+      d::duration(s.median),   d::duration(s.min),
+      d::duration(s.max),      d::duration(s.stddev),
+      d::shape_text(g)};
+  if (with_op) row.push_back(op_text(g));
+  row.push_back(names(g.name));
+  return row;
 }
 const std::vector<std::string> kKernelHeader = {"Time", "Total", "Count",  "Mean",       "Median",
                                                 "Min",  "Max",   "StdDev", "Grid Block", "Name"};
@@ -332,9 +375,11 @@ std::string capture_line(const Analysis& a) {
   const auto& m = a.metadata;
   std::string cmd = m.command_line.empty() ? std::string("(command unknown)")
                                            : fmt::format("{}", fmt::join(m.command_line, " "));
-  std::string line =
-      fmt::format("{} (pid {}, started {})", cmd, m.pid, m.started_at.empty() ? "?" : m.started_at);
-  if (!m.mode.empty()) line += fmt::format("; mode {}", m.mode);
+  std::string line = m.mode == "torch.profiler"
+                         ? fmt::format("a PyTorch profiler trace, {}", m.tracer_version)
+                         : fmt::format("{} (pid {}, started {})", cmd, m.pid,
+                                       m.started_at.empty() ? "?" : m.started_at);
+  if (!m.mode.empty() && m.mode != "torch.profiler") line += fmt::format("; mode {}", m.mode);
   const auto recorded = [&](std::string_view kind) {
     return std::find(m.records.begin(), m.records.end(), kind) != m.records.end();
   };
@@ -380,9 +425,12 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool wi
                 ? fmt::format("Top {} of {}; --format json lists them all.", o.top_kernels,
                               a.kernels.size())
                 : ""};
+  const bool with_op = std::any_of(a.kernels.begin(), a.kernels.end(),
+                                   [](const analyze::KernelGroup& g) { return !g.op.empty(); });
   k.header = kKernelHeader;
+  if (with_op) k.header.insert(k.header.end() - 1, "Op");
   for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i)
-    k.rows.push_back(kernel_row(a.kernels[i], names));
+    k.rows.push_back(kernel_row(a.kernels[i], names, with_op));
   out.push_back(k);
   for (Section& s : counter_sections(a, o)) out.push_back(std::move(s));
 
@@ -465,6 +513,32 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool wi
     out.push_back(n);
   }
 
+  if (a.streams.size() > 1 || (!a.streams.empty() && a.streams.front().copies > 0)) {
+    Section st{"Streams",
+               "Kernel time, how long the stream was busy with kernels, and its copies."};
+    st.header = {"Device", "Stream", "Kernels",    "Kernel time", "Share",
+                 "Busy",   "Copies", "Copy bytes", "Copy time"};
+    for (const auto& s : a.streams)
+      st.rows.push_back({std::to_string(s.device), std::to_string(s.stream),
+                         std::to_string(s.kernels), d::duration(static_cast<double>(s.kernel_ns)),
+                         d::percent(s.share), d::duration(static_cast<double>(s.busy_ns)),
+                         std::to_string(s.copies), d::bytes(s.copy_bytes),
+                         d::duration(static_cast<double>(s.copy_ns))});
+    out.push_back(st);
+  }
+
+  if (!a.api.empty()) {
+    Section api{"CUDA API calls",
+                fmt::format("{} host calls; time is on the calling CPU thread.", a.api_call_count)};
+    api.header = {"Time", "Total", "Calls", "Mean", "Median", "Max", "Function"};
+    for (const auto& g : a.api)
+      api.rows.push_back({d::percent(g.share), d::duration(static_cast<double>(g.total_ns)),
+                          std::to_string(g.duration_ns.count), d::duration(g.duration_ns.mean),
+                          d::duration(g.duration_ns.median), d::duration(g.duration_ns.max),
+                          g.name});
+    out.push_back(api);
+  }
+
   if (!a.copies.empty()) {
     Section c{"Copies and memsets", ""};
     c.header = {"Kind", "Count", "Bytes", "GPU time"};
@@ -509,6 +583,7 @@ using detail::text_table;
 
 std::string render_text(const Analysis& a, const RenderOptions& o) {
   std::string out = fmt::format("ktune report: {}\n{}\n", capture_line(a), headline(a));
+  for (const std::string& note : a.notes) out += note + "\n";
   for (const Section& s : sections(a, o)) {
     out += "\n" + s.title + "\n";
     if (!s.note.empty()) out += "  " + s.note + "\n";
@@ -520,6 +595,7 @@ std::string render_text(const Analysis& a, const RenderOptions& o) {
 std::string render_markdown(const Analysis& a, const RenderOptions& o) {
   std::string out =
       fmt::format("## ktune report\n\n`{}`\n\n**{}**\n", md_cell(capture_line(a)), headline(a));
+  for (const std::string& note : a.notes) out += "\n" + md_cell(note) + "\n";
   for (const Section& s : sections(a, o)) {
     out += "\n### " + s.title + "\n\n";
     if (!s.note.empty()) out += s.note + "\n\n";

@@ -35,6 +35,7 @@ const std::vector<TracerSetting> kSettings = {
     {"latency", "--latency", "KTUNE_TRACE_LATENCY", "0 or 1", "0", "kernels' queued and submitted timestamps"},
     {"overhead", "--overhead", "KTUNE_TRACE_OVERHEAD", "0 or 1", "0", "CUPTI's own overhead records"},
     {"gemm-shapes", "--gemm-shapes", "KTUNE_TRACE_GEMM_SHAPES", "0 or 1", "0", "cuBLASLt's GEMM calls (shape, layout, batch, types, epilogue, algorithm), each with its thread and time, so the report gives every GEMM problem its GPU time and tune command; each GEMM call costs a few microseconds more (docs/profiling.md)"},
+    {"ops", "--ops", "KTUNE_TRACE_OPS", "0 or 1", "0", "PyTorch ops: a Python program gets PyTorch's NVTX op ranges turned on (ktune's sitecustomize.py on PYTHONPATH, no shapes), so each kernel names the op that launched it (docs/profiling.md)"},
     {"metrics", "--metrics", "KTUNE_TRACE_METRICS", "set or list", "", "hardware counters for selected launches: a set (roofline, memory, stalls, compute, full) or comma-separated metric names; none: activity tier only"},
     {"kernel", "--kernel", "KTUNE_TRACE_KERNEL", "regex", "", "counters only for kernels whose mangled or demangled name matches; none: every kernel"},
     {"launch-skip", "--launch-skip", "KTUNE_TRACE_LAUNCH_SKIP", "count", "0", "skip this many matching launches of each kernel first"},
@@ -236,6 +237,7 @@ TracerOptions options_from_env(const GetEnv& get) {
   o.latency_timestamps = parse_flag(get, env("latency"), defaults.latency_timestamps);
   o.overhead_records = parse_flag(get, env("overhead"), defaults.overhead_records);
   o.gemm_shapes = parse_flag(get, env("gemm-shapes"), false);
+  o.torch_ops = parse_flag(get, env("ops"), false);
   o.root_pid = parse_number(get, env("root-pid"), std::int64_t{0}, std::int64_t{0}, "a process id");
   if (const char* v = get(env("metrics")); v && *v) o.metrics = v;
   if (const char* v = get(env("kernel")); v && *v) o.counters.kernel_regex = v;
@@ -284,6 +286,7 @@ std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOpti
   flag(env("latency"), o.latency_timestamps, defaults.latency_timestamps);
   flag(env("overhead"), o.overhead_records, defaults.overhead_records);
   flag(env("gemm-shapes"), o.gemm_shapes, defaults.gemm_shapes);
+  flag(env("ops"), o.torch_ops, defaults.torch_ops);
   return out;
 }
 

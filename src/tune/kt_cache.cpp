@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/compressed.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/tune/t4.hpp"
 
@@ -122,7 +123,7 @@ KtCache parse_kt_cache(const nlohmann::json& j, const std::string& source) {
 }
 
 KtCache read_kt_cache(const std::filesystem::path& path) {
-  const std::string text = read_maybe_compressed(path);
+  const std::string text = read_maybe_compressed(path, "a T4 or cache file");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

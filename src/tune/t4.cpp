@@ -1,7 +1,5 @@
 #include "ktune/tune/t4.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/core/compressed.hpp"
 #include "ktune/core/error.hpp"
 
 namespace ktune::tune {
@@ -54,84 +53,6 @@ std::optional<Status> status_from_t4_invalidity(std::string_view s) {
   for (const auto& [status, word] : kT4Invalidity)
     if (s == word) return status;  // the first match: "correct" is ok
   return std::nullopt;
-}
-
-namespace {
-
-// Bounds on what one file may inflate to. Real T4 and cache JSON compresses 10 to 50 times; a
-// 2 MB file that inflated to 2 GiB took 4.2 GB to read. Past kMaxInflatedBytes a file must also
-// keep to kMaxRatio, and no stretch between two records may pass kMaxPieceBytes (what the JSON
-// parser can be made to hold while streaming), nor a file read whole kMaxWholeBytes.
-constexpr std::uint64_t kMaxInflatedBytes = std::uint64_t{256} << 20;
-constexpr std::uint64_t kMaxRatio = 200;
-constexpr std::uint64_t kMaxPieceBytes = std::uint64_t{64} << 20;
-constexpr std::uint64_t kMaxWholeBytes = std::uint64_t{512} << 20;
-
-// A gzip/zlib or plain file read through zlib (gzread passes plain files through), with the
-// bounds above enforced as bytes come out.
-class Inflater {
- public:
-  explicit Inflater(const std::filesystem::path& path) : path_(path.string()) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-      throw Error(
-          fmt::format("cannot read {}: it is not a regular file; give the path of a T4 "
-                      "or cache file.",
-                      path_));
-    compressed_ = std::filesystem::file_size(path, ec);
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_)
-      throw Error(fmt::format("cannot open {}; check the path and that it is readable.", path_));
-    gzbuffer(file_, 1 << 17);
-  }
-  ~Inflater() { gzclose(file_); }
-  Inflater(const Inflater&) = delete;
-  Inflater& operator=(const Inflater&) = delete;
-
-  // Up to `size` bytes into `buf`; 0 at the end.
-  std::size_t read(char* buf, unsigned size) {
-    const int n = gzread(file_, buf, size);
-    if (n < 0) {
-      int code = 0;
-      throw Error(fmt::format("{}: cannot decompress ({}); the file is damaged or truncated.",
-                              path_, gzerror(file_, &code)));
-    }
-    inflated_ += static_cast<std::uint64_t>(n);
-    piece_ += static_cast<std::uint64_t>(n);
-    if (inflated_ > kMaxInflatedBytes &&
-        inflated_ > kMaxRatio * std::max<std::uint64_t>(compressed_, 1))
-      throw Error(fmt::format(
-          "{}: inflates to more than {} times its {} bytes, far past what T4 or cache JSON "
-          "compresses; ktune does not read it (a damaged or hostile file).",
-          path_, kMaxRatio, compressed_));
-    if (piece_ > (whole_ ? kMaxWholeBytes : kMaxPieceBytes))
-      throw Error(fmt::format(
-          "{}: holds more than {} MiB {}; ktune does not read it (a damaged or hostile file).",
-          path_, (whole_ ? kMaxWholeBytes : kMaxPieceBytes) >> 20,
-          whole_ ? "in all" : "between two of its records"));
-    return static_cast<std::size_t>(n);
-  }
-  // A record ended: what came before it is no longer held.
-  void record_boundary() { piece_ = 0; }
-  // The whole file is held at once (no records to stream).
-  void whole() { whole_ = true; }
-
- private:
-  std::string path_;
-  gzFile file_ = nullptr;
-  std::uint64_t compressed_ = 0, inflated_ = 0, piece_ = 0;
-  bool whole_ = false;
-};
-
-}  // namespace
-
-std::string read_maybe_compressed(const std::filesystem::path& path) {
-  Inflater in(path);
-  in.whole();
-  std::string out;
-  char buf[1 << 16];
-  while (const std::size_t n = in.read(buf, sizeof buf)) out.append(buf, n);
-  return out;
 }
 
 namespace {
@@ -213,25 +134,6 @@ std::string time_unit_of(const nlohmann::json& metadata) {
   return "";
 }
 
-// A read-only std::streambuf over a gzip/zlib or plain file, so the JSON parser can stream it.
-class GzStreamBuf : public std::streambuf {
- public:
-  explicit GzStreamBuf(const std::filesystem::path& path) : in_(path) {}
-  Inflater& inflater() { return in_; }
-
- protected:
-  int_type underflow() override {
-    const std::size_t n = in_.read(buf_, sizeof buf_);
-    if (n == 0) return traits_type::eof();
-    setg(buf_, buf_, buf_ + n);
-    return traits_type::to_int_type(buf_[0]);
-  }
-
- private:
-  Inflater in_;
-  char buf_[1 << 16];
-};
-
 }  // namespace
 
 T4File parse_t4(const nlohmann::json& j, const std::string& source) {
@@ -252,7 +154,7 @@ T4File parse_t4(const nlohmann::json& j, const std::string& source) {
 double for_each_t4_record(const std::filesystem::path& path,
                           const std::function<void(T4Record&&, std::size_t)>& visit) {
   const std::string source = path.string();
-  GzStreamBuf buf(path);
+  CompressedStreamBuf buf(path, "a T4 or cache file");
   std::istream in(&buf);
   std::string top_key;
   bool saw_results = false;
@@ -278,7 +180,7 @@ double for_each_t4_record(const std::filesystem::path& path,
     }
     if (depth == 1 &&
         (event == Event::object_end || event == Event::array_end || event == Event::value))
-      buf.inflater().record_boundary();
+      buf.file().record_boundary();
     if (top_key != "results") {
       if (depth == 1 && event == Event::object_end && top_key == "metadata")
         scale = ns_per_unit(time_unit_of(parsed), source);
@@ -289,7 +191,7 @@ double for_each_t4_record(const std::filesystem::path& path,
         (event == Event::object_end || event == Event::array_end || event == Event::value)) {
       visit(parse_t4_record(parsed, next, source, scale), next);
       ++next;
-      buf.inflater().record_boundary();
+      buf.file().record_boundary();
       return false;
     }
     return true;

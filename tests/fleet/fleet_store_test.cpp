@@ -99,7 +99,9 @@ TEST_P(FleetStoreTest, BadTracesInAListCostNoValidOne) {
     const auto results = fleet::ingest_files(f, paths, {}, threads, [&](const auto&) { ++seen; });
     EXPECT_EQ(seen, 6);
     EXPECT_NE(results[0].error.find("missing.ktrace"), std::string::npos) << results[0].error;
-    EXPECT_NE(results[1].error.find("not a .ktrace"), std::string::npos) << results[1].error;
+    EXPECT_NE(results[1].error.find("is neither a .ktrace nor a PyTorch profiler trace"),
+              std::string::npos)
+        << results[1].error;
     for (std::size_t i = 2; i < results.size(); ++i) EXPECT_EQ(results[i].error, "") << i;
     EXPECT_EQ(f.run_count(), 4);
   }
@@ -508,6 +510,18 @@ TEST(FleetStoreSchema, OlderStoreReadOnlyHasNoFleetRatherThanAnError) {
   EXPECT_TRUE(fleet::top(*st, {}, 20, {}).rows.empty());
   st.reset();
   fs::remove(path);
+}
+
+// ingest reads a PyTorch profiler trace as it reads a .ktrace: every kernel counted once.
+TEST_P(FleetStoreTest, IngestReadsAPyTorchProfilerTrace) {
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  const auto r = fleet::ingest_file(
+      f, fs::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch/torch_block.json", {});
+  EXPECT_EQ(r.kernel_records, 45u);
+  EXPECT_EQ(r.aggregates, 15u);  // 14 names, one of them at two launch shapes
+  EXPECT_EQ(f.run_count(), 1);
+  EXPECT_FALSE(fleet::top(*st, {}, 20, {}).rows.empty());
 }
 
 // fleet top cut full names at 45 characters: seven rows read

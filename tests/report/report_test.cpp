@@ -1,5 +1,6 @@
 #include "ktune/report/report.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -43,11 +44,16 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 6);
+  EXPECT_EQ(j["schema_version"], 7);
   EXPECT_EQ(j["kind"], "ktune.report");
-  EXPECT_EQ(keys(j), (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps",
-                           "gemm_calls", "group_by", "kernels", "kind", "nvtx", "schema_version",
-                           "storms", "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j), (Keys{"api", "backlog", "baseline", "copies", "counters", "devices", "gaps",
+                           "gemm_calls", "group_by", "kernels", "kind", "notes", "nvtx",
+                           "schema_version", "storms", "streams", "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j["api"][0]), (Keys{"api", "count", "max_ns", "mean_ns", "median_ns", "min_ns",
+                                     "name", "share", "stddev_ns", "total_ns"}));
+  EXPECT_EQ(keys(j["streams"][0]), (Keys{"busy_ns", "copies", "copy_bytes", "copy_ns", "device",
+                                         "kernel_ns", "kernels", "share", "stream"}));
+  EXPECT_TRUE(j["notes"].is_array());
   EXPECT_EQ(keys(j["gemm_calls"]),
             (Keys{"calls", "gpu_ns", "recorded", "shapes", "timed", "timed_calls"}));
   EXPECT_EQ(j["gemm_calls"]["recorded"], false);
@@ -62,9 +68,9 @@ TEST(ReportJson, ShapeIsPinned) {
   EXPECT_TRUE(j["counters"]["kernels"].empty());
   EXPECT_EQ(keys(j["totals"]), (Keys{"api_calls", "busy_ns", "busy_pct", "idle_ns", "idle_pct",
                                      "kernel_count", "kernel_time_ns", "window_ns"}));
-  EXPECT_EQ(keys(j["kernels"][0]),
-            (Keys{"count", "display_name", "distinct_shapes", "launch", "max_ns", "mean_ns",
-                  "median_ns", "min_ns", "name", "share", "stddev_ns", "total_ns"}));
+  EXPECT_EQ(keys(j["kernels"][0]), (Keys{"count", "display_name", "distinct_shapes", "launch",
+                                         "max_ns", "mean_ns", "median_ns", "min_ns", "name", "op",
+                                         "op_kernels", "ops", "share", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]["launch"]),
             (Keys{"block", "grid", "registers_per_thread", "shared_mem_bytes"}));
   EXPECT_EQ(keys(j["devices"][0]),
@@ -292,7 +298,40 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
       test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
-  EXPECT_EQ(json::parse(r.out)["schema_version"], 6);
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 7);
+}
+
+// A PyTorch profiler trace is reported like a .ktrace, its op column and the note on what it lacks
+// included; a damaged one is one sentence and exit 1, in every format.
+TEST(ReportCli, ReadsAPyTorchProfilerTraceAndRefusesADamagedOne) {
+  const auto fixtures = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch";
+  const auto text = test::run_ktune("report " + (fixtures / "torch_block.json").string());
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  for (const char* want :
+       {"a PyTorch profiler trace", "45 kernels (14 names)", "Op", "aten::native_layer_norm",
+        "aten::addmm (3 of 6)", "CUDA API calls", "cudaLaunchKernelExC", "no hardware counters"})
+    EXPECT_NE(text.out.find(want), std::string::npos) << want << "\n" << text.out;
+  const auto gz =
+      test::run_ktune("report --format json " + (fixtures / "torch_streams.json.gz").string());
+  EXPECT_EQ(gz.exit_code, 0) << gz.err;
+  const json j = json::parse(gz.out);
+  EXPECT_EQ(j["streams"].size(), 2u);
+  EXPECT_EQ(j["trace"]["mode"], "torch.profiler");
+  for (const char* format : {"md", "html"})
+    EXPECT_EQ(test::run_ktune(std::string("report --format ") + format + " " +
+                              (fixtures / "torch_streams.json").string())
+                  .exit_code,
+              0);
+
+  const auto bad = std::filesystem::temp_directory_path() / "ktune-report-bad-kineto.json";
+  std::ofstream(bad) << R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1,)"
+                     << R"( "dur": 1, "args": {"grid": [1, -2, 1]}}]})";
+  const auto r = test::run_ktune("report " + bad.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("field \"args.grid[1]\" must be a whole number"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  std::filesystem::remove(bad);
 }
 
 TEST(ReportFormats, AreRegisteredByName) {

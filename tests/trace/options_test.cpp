@@ -181,6 +181,20 @@ TEST(Options, BadValuesNameTheVariable) {
 
 // --gemm-shapes: one row of the settings table gives the flag and the variable; --full does not
 // turn it on (it costs every GEMM call), and it reaches the tracer only when on.
+TEST(Options, TorchOpsIsOptInAndRoundTrips) {
+  const TracerSetting& s = tracer_setting("ops");
+  EXPECT_STREQ(s.flag, "--ops");
+  EXPECT_STREQ(s.env, "KTUNE_TRACE_OPS");
+  EXPECT_FALSE(options_from_env(env_of({})).torch_ops);
+  const TracerOptions on = options_from_env(env_of({{"KTUNE_TRACE_OPS", "1"}}));
+  EXPECT_TRUE(on.torch_ops);
+  std::map<std::string, std::string> vars;
+  for (const auto& [k, v] : options_to_env(on)) vars[k] = v;
+  // sitecustomize.py reads exactly this spelling.
+  EXPECT_EQ(vars.at("KTUNE_TRACE_OPS"), "1");
+  for (const auto& [k, v] : options_to_env(TracerOptions{})) EXPECT_NE(k, "KTUNE_TRACE_OPS");
+}
+
 TEST(Options, GemmShapesIsOptInAndRoundTrips) {
   const TracerSetting& s = tracer_setting("gemm-shapes");
   EXPECT_STREQ(s.flag, "--gemm-shapes");

@@ -111,6 +111,31 @@ TEST(ProfileCli, ExitCodeIsTheCommands) {
   EXPECT_EQ(killed.exit_code, 128 + 15);
 }
 
+// --ops puts the folder of ktune's sitecustomize.py first on the command's PYTHONPATH (the
+// user's own entries after it) and says so to the hook; it needs NVTX, so not with --kernels-only.
+TEST(ProfileCli, OpsPutsTheTorchHookFirstOnPythonPath) {
+  test::TempDir dir;
+  const auto r =
+      run_ktune("profile --ops -o " + (dir.path / "o.ktrace").string() +
+                    " -- sh -c 'echo PYTHONPATH=$PYTHONPATH; env | grep KTUNE_TRACE_OPS'",
+                "PYTHONPATH=/users/own");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("PYTHONPATH=([^:\n]*):/users/own\n")))
+      << r.out;
+  EXPECT_TRUE(
+      std::filesystem::is_regular_file(std::filesystem::path(m[1].str()) / "sitecustomize.py"))
+      << m[1];
+  EXPECT_NE(r.out.find("KTUNE_TRACE_OPS=1"), std::string::npos) << r.out;
+  const auto without = run_ktune(
+      "profile -o " + (dir.path / "p.ktrace").string() + " -- sh -c 'echo PYTHONPATH=$PYTHONPATH'",
+      "PYTHONPATH=/users/own");
+  EXPECT_NE(without.out.find("PYTHONPATH=/users/own\n"), std::string::npos) << without.out;
+  const auto both = run_ktune("profile --ops --kernels-only -- true");
+  EXPECT_EQ(both.exit_code, 1);
+  expect_one_sentence(both.err, "--ops needs NVTX records");
+}
+
 TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
   test::TempDir dir;
   const auto r = run_ktune(

@@ -45,6 +45,11 @@ struct KernelGroup {
   double share = 0;  // of all kernel GPU time, 0..1
   Summary duration_ns;
   double q1_ns = 0, q3_ns = 0;  // quartiles of the launch durations (ktune report OLD NEW's noise)
+  // The PyTorch op that launched the group's kernels (is_op_range): the one that launched most
+  // of them, op_kernels of them, out of `ops` distinct ops; "" and 0: no kernel's launch was
+  // inside an op.
+  std::string op;
+  std::size_t op_kernels = 0, ops = 0;
 };
 
 enum class GapCause { launch_bound, synchronization, copies, unattributed };
@@ -101,6 +106,36 @@ struct NvtxGroup {
   std::int64_t kernel_gpu_ns = 0;  // their GPU time
 };
 
+// One host API function (cudaLaunchKernel, cudaMemcpyAsync, ...): its calls' host time.
+struct ApiGroup {
+  std::string name;
+  std::string api;  // "runtime" or "driver"
+  std::int64_t total_ns = 0;
+  double share = 0;  // of all API call time, 0..1
+  Summary duration_ns;
+};
+
+// One stream of one device: the kernels and copies it ran.
+struct StreamUsage {
+  int device = 0;
+  std::uint32_t stream = 0;
+  std::size_t kernels = 0;
+  std::int64_t kernel_ns = 0;  // kernel GPU time, summed
+  std::int64_t busy_ns = 0;    // union of its kernel intervals
+  double share = 0;            // kernel_ns of all kernel GPU time, 0..1
+  std::size_t copies = 0;      // memcpys and memsets
+  std::uint64_t copy_bytes = 0;
+  std::int64_t copy_ns = 0;
+};
+
+// A range's name as the report groups it: PyTorch's NVTX decorations (", seq = 12, op_id = 40,
+// sizes = [...]", which emit_nvtx appends) cut off, a profiler trace's ops (kTorchOpDomain) by
+// their name alone, other domains as "domain:name".
+std::string range_name(const trace::NvtxRangeRecord& r);
+// Whether the range is a PyTorch op: a profiler trace's cpu_op, or a range that carries
+// emit_nvtx's op_id or seq decoration.
+bool is_op_range(const trace::NvtxRangeRecord& r);
+
 struct CopyGroup {
   std::string kind;  // the tracer's memcpy kind ("HtoD", ...) or "memset"
   std::size_t count = 0;
@@ -126,10 +161,13 @@ struct Analysis {
   std::vector<NvtxGroup> nvtx;    // by total_ns, descending
   std::vector<CopyGroup> copies;  // by total_ns, descending
   std::size_t api_call_count = 0;
-  trace::SkippedRecords skipped;  // records left out: their times could not be placed
-  CounterAnalysis counters;       // the counter tier's verdicts; empty without counters
-  TimelineFindings timeline;      // copy/compute overlap, collectives, serialized kernels
-  GemmCalls gemm;                 // cuBLASLt's GEMM calls (ktune profile --gemm-shapes)
+  std::vector<ApiGroup> api;         // by total_ns, descending
+  std::vector<StreamUsage> streams;  // by device, then stream
+  std::vector<std::string> notes;    // what the trace's format cannot hold (TraceSource::notes)
+  trace::SkippedRecords skipped;     // records left out: their times could not be placed
+  CounterAnalysis counters;          // the counter tier's verdicts; empty without counters
+  TimelineFindings timeline;         // copy/compute overlap, collectives, serialized kernels
+  GemmCalls gemm;                    // cuBLASLt's GEMM calls (ktune profile --gemm-shapes)
   std::int64_t busy_ns() const;
   std::int64_t window_ns() const;
 };

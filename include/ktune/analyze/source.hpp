@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ktune/trace/ktrace.hpp"
 
@@ -39,6 +40,9 @@ class TraceSource {
   virtual std::optional<std::uint64_t> origin_ns() = 0;
   // Records the visits so far left out for unusable times (a hand-built trace: none).
   virtual trace::SkippedRecords skipped() const { return {}; }
+  // Sentences on what this kind of trace cannot hold (a PyTorch profiler trace has no counters),
+  // for the report to print; none for a .ktrace.
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 // A whole trace held in memory: hand-built traces in tests and small programs. The constructor
@@ -82,11 +86,54 @@ class KtraceSource : public TraceSource {
   std::optional<std::uint64_t> origin_ns() override;
   trace::SkippedRecords skipped() const override { return reader_.skipped(); }
   const trace::TraceCounts& counts() const { return counts_; }
+  // The reader itself, for visits with the trace module's own options (ingest's lean kernel pass).
+  const trace::KtraceReader& reader() const { return reader_; }
 
  private:
   trace::KtraceReader reader_;
   trace::TraceCounts counts_;
 };
+
+// The domain a PyTorch op's range is given when read from a profiler trace (a Kineto cpu_op): ops
+// are told from user ranges by it, or, in ktune's own traces, by PyTorch's NVTX decorations.
+inline constexpr const char* kTorchOpDomain = "torch.op";
+
+// A PyTorch profiler (Kineto) trace: the Chrome trace-event JSON that torch.profiler's
+// export_chrome_trace writes, gzip-compressed or not. Opening reads it once, streaming (one event
+// held at a time, the bounds of core/compressed.hpp), into a temporary .ktrace that the visits then
+// read like any other, so a trace of hundreds of MB is never held in memory and the records come
+// in start order. What maps to what is in docs/report.md ("PyTorch profiler traces"). Times are
+// Kineto's microseconds, read from the number's text to the nanosecond, counted from
+// kKinetoEpochNs so that a ts of 0 stays a known time. A file that is not such a trace, or an
+// event field of the wrong type or range, is a ktune::Error naming the file, the event and the
+// field. The temporary file is removed with the source.
+namespace detail {
+// Converts the JSON into the temporary .ktrace before KtraceSource opens it (a base class, so it is
+// built first and removed last).
+struct KinetoConversion {
+  explicit KinetoConversion(const std::filesystem::path& json);
+  ~KinetoConversion();
+  KinetoConversion(const KinetoConversion&) = delete;
+  KinetoConversion& operator=(const KinetoConversion&) = delete;
+  std::filesystem::path ktrace;
+  std::vector<std::string> lacks;  // KinetoSource::notes
+};
+}  // namespace detail
+
+class KinetoSource : private detail::KinetoConversion, public KtraceSource {
+ public:
+  explicit KinetoSource(const std::filesystem::path& path)
+      : KinetoConversion(path), KtraceSource(ktrace) {}
+  std::vector<std::string> notes() const override { return lacks; }
+  // The temporary .ktrace the records were written to; removed with the source.
+  const std::filesystem::path& ktrace_path() const { return ktrace; }
+};
+
+inline constexpr std::uint64_t kKinetoEpochNs = 1'000'000'000'000;  // 1000 s
+
+// Opens a trace by its content, not its name: a .ktrace (SQLite) or a PyTorch profiler trace (JSON,
+// optionally gzipped). A file that is neither is a ktune::Error saying which two it could be.
+std::unique_ptr<KtraceSource> open_trace(const std::filesystem::path& path);
 
 // The name a report shows: the record's own rule (trace::KernelRecord::display_name).
 inline const std::string& display_name(const trace::KernelRecord& k) {

@@ -22,7 +22,9 @@ namespace ktune::report {
 // compares
 //    per launch: each kernel's launches before and now, the change of the median, its noise and a
 //    verdict (docs/report.md).
-inline constexpr int kReportSchemaVersion = 6;
+// 7: each kernel's PyTorch "op" ("op", "op_kernels", "ops"), the CUDA API time table "api", the
+//    per-stream view "streams", and "notes" (what the trace's format cannot hold).
+inline constexpr int kReportSchemaVersion = 7;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all

@@ -48,6 +48,9 @@ struct TracerOptions {
   // cuBLASLt's GEMM calls, from cuBLASLt's own log (trace/cublaslt_log.hpp): ktune profile turns
   // the log on for the program and files the calls into each process's trace after it exits.
   bool gemm_shapes = false;
+  // PyTorch's NVTX op ranges (emit_nvtx without shapes), turned on inside a Python program by
+  // ktune profile's sitecustomize.py; the analysis names each kernel's op from them.
+  bool torch_ops = false;
   void set_full() { memset_records = sync_records = latency_timestamps = overhead_records = true; }
   std::int64_t root_pid = 0;  // the process ktune profile started; 0: this process is the root
   // The counter tier: a metric set or list (trace/metrics.hpp); empty: activity tier only.

@@ -49,9 +49,6 @@ struct NotT4 : Error {
   using Error::Error;
 };
 
-// Reads a whole file, inflating it when it is gzip/zlib-compressed (plain files pass through).
-std::string read_maybe_compressed(const std::filesystem::path& path);
-
 // T4's own version, a string as the community format writes it; every file that is ktune's own
 // format (session.json, results.jsonl lines, summary.json) carries an integer schema_version.
 constexpr const char* kT4SchemaVersion = "1.0.0";
