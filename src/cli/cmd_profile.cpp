@@ -374,7 +374,7 @@ const bool registered = register_command(
            try {
              run_ingest(traces, *ingest_opts, globals);
            } catch (const Error& e) {
-             std::fprintf(stderr, "ktune: traces were not ingested: %s\n", e.what());
+             std::fprintf(stderr, "ktune: the traces were not ingested: %s\n", e.what());
              failed = true;
            }
          });
