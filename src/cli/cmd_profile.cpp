@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "ceilings.hpp"
 #include "command.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/trace/ktrace.hpp"
@@ -165,7 +166,7 @@ CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
 }  // namespace
 
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
-                std::vector<std::string>* written) {
+                const std::string& db, std::vector<std::string>* written) {
   if (cmd.empty())
     throw Error(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
@@ -251,6 +252,17 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
           static_cast<unsigned long long>(c.counters),
           static_cast<unsigned long long>(c.metadata.dropped_records),
           c.metadata.complete ? "" : " (cut short: holds what was recorded)");
+      // The ceilings it was profiled under travel with it, so its roofline reads the same on
+      // every machine. A store that cannot be read costs the trace its ceilings, not the run.
+      try {
+        const auto ceilings = resolve_ceilings(c.metadata, db);
+        trace::write_ktrace_ceilings(p, ceilings);
+        if (!ceilings.empty())
+          std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n",
+                       ceilings.front().source.c_str());
+      } catch (const Error& e) {
+        std::fprintf(stderr, "ktune: trace %s has no ceilings: %s\n", p.c_str(), e.what());
+      }
     } catch (const Error& e) {
       std::fprintf(stderr, "ktune: trace %s is unreadable: %s\n", p.c_str(), e.what());
     }
@@ -333,9 +345,9 @@ const bool registered = register_command(
          opts->output = *output;
          if (opts->window.job_id.empty())
            if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) opts->window.job_id = s;
-         if (!*ingest) return run_profile(*opts, *cmd);
+         if (!*ingest) return run_profile(*opts, *cmd, globals.db);
          std::vector<std::string> traces;
-         const int code = run_profile(*opts, *cmd, &traces);
+         const int code = run_profile(*opts, *cmd, globals.db, &traces);
          if (traces.empty()) return code;
          // The command's exit code stands; a failed ingest makes a clean exit a failure.
          try {

@@ -34,10 +34,11 @@ bool register_command(CommandSpec spec);
 const std::vector<CommandSpec>& registered_commands();
 
 // ktune profile's run: `cmd` with the tracer injected and `opts` handed over; prints the traces it
-// left (and adds them to `traces`, when given) and returns the command's exit code
+// left (and adds them to `traces`, when given), files into each the ceilings of its GPUs (the
+// calibration in store `db`, else the datasheet) and returns the command's exit code
 // (cmd_profile.cpp). ktune bench --metrics uses it too.
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
-                std::vector<std::string>* traces = nullptr);
+                const std::string& db, std::vector<std::string>* traces = nullptr);
 
 // ktune ingest's options and run (cmd_ingest.cpp); ktune profile --ingest runs it on the traces
 // its command left.

@@ -18,7 +18,10 @@ namespace ktune::report {
 // 4: "gemm_calls" (ktune profile --gemm-shapes) and the backlog's "cublaslt_kernels".
 // 5: GPU time per GEMM problem ("gpu_ns", "timed_calls", "timed"), its "cache_key" and a tune
 //    command for every form.
-inline constexpr int kReportSchemaVersion = 5;
+// 6: the counter tier's stalls ("stalls", "stall_cause", "warp_cycles_per_issue"), "library" and
+//    "tune_command", the time of the profiled shape ("shape_launches", "shape_total_ns"), the
+//    "issue-bound" verdict, and the ceilings' "kind" and "origin".
+inline constexpr int kReportSchemaVersion = 6;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all
