@@ -314,6 +314,7 @@ const bool registered = register_command(
        setting_option(app, "kernel", c.kernel_regex);
        setting_option(app, "launch-skip", c.launch_skip);
        setting_option(app, "launch-count", c.launch_count);
+       setting_option(app, "launch-shapes", c.launch_shapes)->check(CLI::PositiveNumber);
        setting_option(app, "every", c.every)->check(CLI::PositiveNumber);
        setting_option(app, "max-kernels", c.max_kernels);
        setting_option(app, "time-box", c.time_box_s)->check(CLI::NonNegativeNumber);
