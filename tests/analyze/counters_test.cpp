@@ -427,7 +427,7 @@ TEST(Counters, StallsRefineALatencyVerdict) {
 TEST(Counters, LibraryKernelStallsGiveNoSourceEdit) {
   CounterTraceBuilder b;
   stalls::launch(b, 20, {{"long_scoreboard", 6.0}, {"selected", 1.0}}, 3.0);
-  b.t.kernels.back().name = "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN";
+  b.t.kernels.back().name = b.t.kernels.back().demangled_name = "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN";
   const KernelDerivation d = only(run(b));
   EXPECT_EQ(d.library, "cuBLAS");
   EXPECT_EQ(d.stall_cause, StallCause::memory_latency);

@@ -43,7 +43,7 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 5);
+  EXPECT_EQ(j["schema_version"], 6);
   EXPECT_EQ(j["kind"], "ktune.report");
   EXPECT_EQ(keys(j), (Keys{"backlog", "baseline", "copies", "counters", "devices", "gaps",
                            "gemm_calls", "group_by", "kernels", "kind", "nvtx", "schema_version",
@@ -292,7 +292,7 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
       test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
-  EXPECT_EQ(json::parse(r.out)["schema_version"], 5);
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 6);
 }
 
 TEST(ReportFormats, AreRegisteredByName) {
