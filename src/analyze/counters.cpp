@@ -221,8 +221,9 @@ void decide(KernelDerivation& d, Reader& r) {
       d.dram_pct || d.memory_pct
           ? std::optional<double>(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0)))
           : std::nullopt;
-  // Counted FLOP of zero (a copy, a conversion): whatever keeps the SM busy, it is not math.
-  const bool no_math = d.flop && *d.flop <= 0;
+  // Counted FLOP of zero (a copy, a conversion): whatever keeps the SM busy, it is not math. A
+  // busy tensor pipe is math even where no ceiling turned it into FLOP.
+  const bool no_math = d.flop && *d.flop <= 0 && d.tensor_pct.value_or(0) < 1;
   if (!memory && !d.stalls.empty()) {
     // A stall profile: issue activity stands for the SM, the stalls for the rest.
     if (compute && *compute >= kBoundPct)
@@ -386,7 +387,7 @@ void explain(KernelDerivation& d, const Ceilings& c) {
                     : !top_cause.empty()                                   ? top_cause
                                                                            : "SM throughput";
       d.root_cause = with_stalls(fmt::format(
-          "The SM is at {}% of peak (tensor pipe {}), with {}{}. Math throughput bounds it: "
+          "The SM is at {} of peak (tensor pipe {}), with {}{}. Math throughput bounds it: "
           "fewer or cheaper instructions (tensor cores, lower precision) is what speeds it up.",
           percent_or_unknown(d.sm_pct), percent_or_unknown(d.tensor_pct), intensity, ridge));
       break;

@@ -65,7 +65,9 @@ std::string stalls_cell(const KernelDerivation& k) {
 // Which launch the counters were taken on: its grid and block, its duration, and how much of the
 // kernel's time launches of that shape own.
 std::string profiled_launch_cell(const KernelDerivation& k) {
-  return fmt::format("{} x{} at {}; that shape: {} launches, {}", shape_cell(k.shape), k.launches,
+  return fmt::format("grid {} block {}, {} profiled at {} each; launches of that shape: {}, {} "
+                     "in all",
+                     d::dim3(k.shape.grid), d::dim3(k.shape.block), k.launches,
                      d::duration(k.duration_ns), k.shape_launches,
                      d::duration(double(k.shape_total_ns)));
 }
@@ -79,6 +81,7 @@ std::string verdict_cell(const KernelDerivation& k) {
 
 std::string ceilings_line(const analyze::Ceilings& c) {
   if (c.empty()) return "none: the trace carries none and this machine has no calibration";
+  if (c.origin == analyze::CeilingsOrigin::none) return c.source;
   return fmt::format("{}; from the {}", c.source, analyze::to_string(c.origin));
 }
 

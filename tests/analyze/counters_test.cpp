@@ -267,6 +267,21 @@ TEST(Counters, ZeroFlopKernelBelowEveryPeakIsLatencyBound) {
   EXPECT_EQ(only(run(b)).bottleneck, Bottleneck::latency);
 }
 
+// An mma.sync kernel under the roofline set counts no GMMA ops, and without ceilings its busy
+// tensor pipe gives no FLOP estimate: still math, so compute-bound, not issue-bound.
+TEST(Counters, ABusyTensorPipeIsMathEvenWithoutACeiling) {
+  CounterTraceBuilder b;
+  b.launch("hmma_gemm(Params)", 500, 264, 256, 128, 0,
+           {{m::kDuration, 500'000},
+            {m::kIssueActivePct, 70},
+            {m::kDramThroughputPct, 20},
+            {m::kDramBytesRead, 1e8},
+            {m::kFp32Fma, 0},
+            {m::kTensorGmmaBf16Ops, 0},
+            {m::kTensorPipePct, 75}});
+  EXPECT_EQ(only(run(b, {})).bottleneck, Bottleneck::compute);
+}
+
 // A cuDNN kernel limited by its registers: the user cannot cap them with __launch_bounds__; the
 // change is another engine.
 TEST(Counters, LibraryKernelGetsAnAlgorithmNotASourceEdit) {
