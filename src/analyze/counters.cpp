@@ -133,8 +133,7 @@ const StallShare* top_stall(const KernelDerivation& d) {
 std::string stall_list(const KernelDerivation& d, std::size_t n) {
   std::string out;
   for (std::size_t i = 0; i < d.stalls.size() && i < n; ++i)
-    out += fmt::format("{}{} {:.0f}%", i ? ", " : "", d.stalls[i].reason,
-                       100 * d.stalls[i].share);
+    out += fmt::format("{}{} {:.0f}%", i ? ", " : "", d.stalls[i].reason, 100 * d.stalls[i].share);
   return out;
 }
 
@@ -186,9 +185,10 @@ void decide_from_stalls(KernelDerivation& d, Reader& r, bool no_math) {
       return;
     case StallCause::memory_latency:
       d.bottleneck = Bottleneck::latency;
-      r.cannot("memory latency-bound from the stalls; whether DRAM bandwidth is saturated "
-               "(memory-bound) is not known",
-               metric::kDramThroughputPct);
+      r.cannot(
+          "memory latency-bound from the stalls; whether DRAM bandwidth is saturated "
+          "(memory-bound) is not known",
+          metric::kDramThroughputPct);
       return;
     case StallCause::synchronisation:
     case StallCause::dependency:
@@ -228,7 +228,7 @@ void decide(KernelDerivation& d, Reader& r) {
     // A stall profile: issue activity stands for the SM, the stalls for the rest.
     if (compute && *compute >= kBoundPct)
       d.bottleneck = !no_math && d.stall_cause == StallCause::compute_pipe ? Bottleneck::compute
-                                                                          : Bottleneck::issue;
+                                                                           : Bottleneck::issue;
     else
       decide_from_stalls(d, r, no_math);
     return;
@@ -360,10 +360,10 @@ void explain(KernelDerivation& d, const Ceilings& c) {
             "The warps wait for a memory unit's queue, which is throughput, not latency.");
         break;
       }
-      d.key_issue = d.stall_cause == StallCause::shared_memory ||
-                            d.stall_cause == StallCause::memory_queue
-                        ? top_cause
-                        : "DRAM bandwidth";
+      d.key_issue =
+          d.stall_cause == StallCause::shared_memory || d.stall_cause == StallCause::memory_queue
+              ? top_cause
+              : "DRAM bandwidth";
       d.root_cause = with_stalls(fmt::format(
           "Memory throughput is at {}% of peak{}, with {}{}. The kernel waits on data: only "
           "moving fewer bytes (fusion, narrower types, reuse) makes it much faster.",
@@ -384,8 +384,8 @@ void explain(KernelDerivation& d, const Ceilings& c) {
       break;
     case Bottleneck::compute:
       d.key_issue = d.tensor_pct && *d.tensor_pct >= threshold::kBoundPct ? "tensor pipe"
-                    : !top_cause.empty()                                   ? top_cause
-                                                                           : "SM throughput";
+                    : !top_cause.empty()                                  ? top_cause
+                                                                          : "SM throughput";
       d.root_cause = with_stalls(fmt::format(
           "The SM is at {} of peak (tensor pipe {}), with {}{}. Math throughput bounds it: "
           "fewer or cheaper instructions (tensor cores, lower precision) is what speeds it up.",
@@ -433,8 +433,7 @@ void explain(KernelDerivation& d, const Ceilings& c) {
 // The one thing a user can change about a library's kernel: which algorithm runs. Its gain is
 // what the bounding unit leaves below a practical 90 % (no tuned kernel runs a unit at its peak);
 // without throughput counters, the cycles the top stall takes.
-void library_opportunity(const KernelDerivation& d, double busiest,
-                         std::vector<Opportunity>& all) {
+void library_opportunity(const KernelDerivation& d, double busiest, std::vector<Opportunity>& all) {
   const StallShare* top = top_stall(d);
   if (busiest > 0)
     all.push_back({std::string(library_advice(d.library)),
@@ -456,15 +455,16 @@ void stall_opportunities(const KernelDerivation& d, double headroom,
     const double issue = d.sm_pct.value_or(0);
     const double memory = std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0));
     const double after = issue > 0 ? std::max(0.5, memory / issue) : 1;
-    all.push_back({"Fewer instructions per element: wider (128-bit) loads and stores, less index "
-                   "arithmetic and fewer conversions per value",
-                   trigger(metric::kIssueActivePct, issue), std::clamp(1 - after, 0.0, 1.0)});
+    all.push_back(
+        {"Fewer instructions per element: wider (128-bit) loads and stores, less index "
+         "arithmetic and fewer conversions per value",
+         trigger(metric::kIssueActivePct, issue), std::clamp(1 - after, 0.0, 1.0)});
   }
   if (!top || d.stall_cause == StallCause::none) return;
-  const bool fits = d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::unknown ||
-                    (d.bottleneck == Bottleneck::memory &&
-                     (d.stall_cause == StallCause::shared_memory ||
-                      d.stall_cause == StallCause::memory_queue));
+  const bool fits =
+      d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::unknown ||
+      (d.bottleneck == Bottleneck::memory &&
+       (d.stall_cause == StallCause::shared_memory || d.stall_cause == StallCause::memory_queue));
   if (!fits) return;
   const char* action = nullptr;
   switch (d.stall_cause) {
@@ -497,7 +497,8 @@ void stall_opportunities(const KernelDerivation& d, double headroom,
           "independent work)";
       break;
     case StallCause::instruction_fetch:
-      action = "A smaller, straighter hot loop: less unrolling or inlining, fewer divergent branches";
+      action =
+          "A smaller, straighter hot loop: less unrolling or inlining, fewer divergent branches";
       break;
     case StallCause::issue:
     case StallCause::other:

@@ -24,7 +24,9 @@ const Model kModels[] = {
 }  // namespace
 
 std::optional<DatasheetCeilings> datasheet_ceilings(std::string_view device_name) {
-  const auto has = [&](std::string_view s) { return device_name.find(s) != std::string_view::npos; };
+  const auto has = [&](std::string_view s) {
+    return device_name.find(s) != std::string_view::npos;
+  };
   for (const Model& m : kModels)
     if (has(m.needle) && has(m.also)) return m.figures;
   return std::nullopt;

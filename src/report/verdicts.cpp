@@ -65,11 +65,11 @@ std::string stalls_cell(const KernelDerivation& k) {
 // Which launch the counters were taken on: its grid and block, its duration, and how much of the
 // kernel's time launches of that shape own.
 std::string profiled_launch_cell(const KernelDerivation& k) {
-  return fmt::format("grid {} block {}, {} profiled at {} each; launches of that shape: {}, {} "
-                     "in all",
-                     d::dim3(k.shape.grid), d::dim3(k.shape.block), k.launches,
-                     d::duration(k.duration_ns), k.shape_launches,
-                     d::duration(double(k.shape_total_ns)));
+  return fmt::format(
+      "grid {} block {}, {} profiled at {} each; launches of that shape: {}, {} "
+      "in all",
+      d::dim3(k.shape.grid), d::dim3(k.shape.block), k.launches, d::duration(k.duration_ns),
+      k.shape_launches, d::duration(double(k.shape_total_ns)));
 }
 
 std::string verdict_cell(const KernelDerivation& k) {
@@ -167,8 +167,8 @@ std::vector<Section> counter_sections(const Analysis& a, const RenderOptions& o)
                         "counters were taken on. Stalls: share of the warps' cycles. "
                         "docs/analysis.md explains the verdicts.",
                         c.profiled_launches, ceilings_line(c.ceilings))};
-  v.header = {"Kernel",    "Launch",     "Launches",  "Duration", "TC %", "DRAM %",
-              "Occupancy", "Bottleneck", "Key issue", "Top stalls"};
+  v.header = {"Kernel", "Launch",    "Launches",   "Duration",  "TC %",
+              "DRAM %", "Occupancy", "Bottleneck", "Key issue", "Top stalls"};
   for (std::size_t i = 0; i < c.kernels.size() && i < o.top_kernels; ++i) {
     const auto& k = c.kernels[i];
     v.rows.push_back({analyze::shown_name(k.name, o.names), shape_cell(k.shape),
@@ -300,9 +300,8 @@ json counters_json(const analyze::CounterAnalysis& c) {
     j["opportunities"] = ops;
     json stalls = json::array();
     for (const auto& st : k.stalls)
-      stalls.push_back({{"reason", st.reason},
-                        {"warps_per_issue", st.warps_per_issue},
-                        {"share", st.share}});
+      stalls.push_back(
+          {{"reason", st.reason}, {"warps_per_issue", st.warps_per_issue}, {"share", st.share}});
     j["stalls"] = stalls;
     kernels.push_back(std::move(j));
   }
@@ -373,9 +372,10 @@ std::string render_contract(const Analysis& a, const RenderOptions& o) {
                                                   rate(c.ceilings.bf16_flop_per_s, "FLOP/s"),
                                                   rate(c.ceilings.fp16_flop_per_s, "FLOP/s"),
                                                   ceilings_line(c.ceilings))});
-  config.push_back({"Counters", c.empty() ? std::string("none: profile with --metrics roofline,stalls")
-                                          : fmt::format("{} profiled launches of {} kernels",
-                                                        c.profiled_launches, c.kernels.size())});
+  config.push_back({"Counters", c.empty()
+                                    ? std::string("none: profile with --metrics roofline,stalls")
+                                    : fmt::format("{} profiled launches of {} kernels",
+                                                  c.profiled_launches, c.kernels.size())});
   config.push_back({"GPU time", fmt::format("{} in {} kernels; busy {}",
                                             d::duration(double(a.kernel_total_ns)), a.kernel_count,
                                             d::percent(d::fraction(a.busy_ns(), a.window_ns())))});
@@ -394,14 +394,14 @@ std::string render_contract(const Analysis& a, const RenderOptions& o) {
           k = &x;
           break;
         }
-    stages.push_back(
-        {std::to_string(i + 1), analyze::shown_name(g.name, o.names), d::percent(g.share),
-         std::to_string(g.duration_ns.count), d::duration(g.duration_ns.median),
-         k && k->flop_per_s ? rate(*k->flop_per_s, "FLOP/s") : "-",
-         k && k->dram_bytes_per_s ? rate(*k->dram_bytes_per_s, "B/s") : "-",
-         k ? pct_cell(k->tensor_pct) : "-", k ? pct_cell(k->dram_pct) : "-",
-         k ? occupancy_cell(*k) : "-", k ? verdict_cell(*k) : "not profiled",
-         k ? stalls_cell(*k) : "-"});
+    stages.push_back({std::to_string(i + 1), analyze::shown_name(g.name, o.names),
+                      d::percent(g.share), std::to_string(g.duration_ns.count),
+                      d::duration(g.duration_ns.median),
+                      k && k->flop_per_s ? rate(*k->flop_per_s, "FLOP/s") : "-",
+                      k && k->dram_bytes_per_s ? rate(*k->dram_bytes_per_s, "B/s") : "-",
+                      k ? pct_cell(k->tensor_pct) : "-", k ? pct_cell(k->dram_pct) : "-",
+                      k ? occupancy_cell(*k) : "-", k ? verdict_cell(*k) : "not profiled",
+                      k ? stalls_cell(*k) : "-"});
   }
   out += d::md_table({"#", "Kernel", "Time", "Launches", "Median", "FLOP/s", "DRAM B/s", "TC %",
                       "DRAM %", "Occupancy", "Bottleneck", "Top stalls"},

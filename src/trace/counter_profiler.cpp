@@ -17,9 +17,9 @@
 
 #include <fmt/format.h>
 
+#include "decode.hpp"
 #include "ktune/cuda/cupti.hpp"
 #include "ktune/trace/metrics.hpp"
-#include "decode.hpp"
 #include "launch_selector.hpp"
 
 namespace ktune::trace {

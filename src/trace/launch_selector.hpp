@@ -45,8 +45,8 @@ class LaunchSelector {
  private:
   struct Kernel {
     bool matches = false;
-    std::uint64_t seen = 0;      // matching launches so far
-    std::uint64_t profiled = 0;  // of them, profiled
+    std::uint64_t seen = 0;             // matching launches so far
+    std::uint64_t profiled = 0;         // of them, profiled
     std::uint64_t largest_threads = 0;  // of the profiled launches
     std::uint64_t shapes = 0;           // profiled sizes, each kShapeGrowth x the one before
   };

@@ -224,21 +224,22 @@ TEST(Counters, DamagedLaunchDimensionsDoNotOverflow) {
 // change is fewer instructions per element.
 TEST(Counters, ZeroFlopKernelIsNeverComputeBound) {
   CounterTraceBuilder b;
-  b.launch("void at::native::vectorized_elementwise_kernel<4, CopyFunctor<c10::BFloat16, float> >"
-           "(int, CopyFunctor, at::detail::Array<char*, 2>)",
-           24.4, 131072, 128, 24, 0,
-           {{m::kDuration, 24'400},
-            {m::kIssueActivePct, 71},
-            {m::kDramThroughputPct, 19},
-            {m::kDramBytesRead, 6.7e7},
-            {m::kDramBytesWrite, 3.4e7},
-            {m::kFp32Fma, 0},
-            {m::kFp32Add, 0},
-            {m::kFp32Mul, 0},
-            {m::kFp16Fma, 0},
-            {m::kTensorGmmaBf16Ops, 0},
-            {m::kTensorPipePct, 0},
-            {m::kAchievedOccupancyPct, 80}});
+  b.launch(
+      "void at::native::vectorized_elementwise_kernel<4, CopyFunctor<c10::BFloat16, float> >"
+      "(int, CopyFunctor, at::detail::Array<char*, 2>)",
+      24.4, 131072, 128, 24, 0,
+      {{m::kDuration, 24'400},
+       {m::kIssueActivePct, 71},
+       {m::kDramThroughputPct, 19},
+       {m::kDramBytesRead, 6.7e7},
+       {m::kDramBytesWrite, 3.4e7},
+       {m::kFp32Fma, 0},
+       {m::kFp32Add, 0},
+       {m::kFp32Mul, 0},
+       {m::kFp16Fma, 0},
+       {m::kTensorGmmaBf16Ops, 0},
+       {m::kTensorPipePct, 0},
+       {m::kAchievedOccupancyPct, 80}});
   const KernelDerivation d = only(run(b));
   EXPECT_EQ(d.bottleneck, Bottleneck::issue);
   EXPECT_EQ(d.key_issue, "instruction issue");
@@ -287,8 +288,7 @@ TEST(Counters, ABusyTensorPipeIsMathEvenWithoutACeiling) {
 TEST(Counters, LibraryKernelGetsAnAlgorithmNotASourceEdit) {
   CounterTraceBuilder b;
   trace::KernelRecord& k =
-      b.launch("void cudnn::fusion::compute_attention_fwd<128, 64>(Params)", 300, 1056, 256, 255,
-               0,
+      b.launch("void cudnn::fusion::compute_attention_fwd<128, 64>(Params)", 300, 1056, 256, 255, 0,
                {{m::kDuration, 300'000},
                 {m::kSmThroughputPct, 34},
                 {m::kMemoryThroughputPct, 45},
@@ -327,8 +327,8 @@ namespace stalls {
 // each state; the rest of the reasons share `rest` evenly.
 void launch(CounterTraceBuilder& b, double issue_pct,
             std::initializer_list<std::pair<std::string_view, double>> reasons, double rest = 0) {
-  std::vector<std::pair<std::string, double>> values = {{std::string(m::kDuration), 200'000},
-                                                        {std::string(m::kIssueActivePct), issue_pct}};
+  std::vector<std::pair<std::string, double>> values = {
+      {std::string(m::kDuration), 200'000}, {std::string(m::kIssueActivePct), issue_pct}};
   const std::size_t others = std::size(m::kStallReasons) - reasons.size();
   for (std::string_view reason : m::kStallReasons) {
     double v = rest / static_cast<double>(others);
@@ -336,8 +336,10 @@ void launch(CounterTraceBuilder& b, double issue_pct,
       if (name == reason) v = value;
     values.emplace_back(fmt::format("{}{}{}", m::kStallPrefix, reason, m::kStallSuffix), v);
   }
-  trace::KernelRecord& k = b.launch("stencil(float const*, float*, int)", 200, 2112, 256, 32, 0, {});
-  for (const auto& [name, value] : values) b.t.counters.push_back({0, k.correlation_id, name, value});
+  trace::KernelRecord& k =
+      b.launch("stencil(float const*, float*, int)", 200, 2112, 256, 32, 0, {});
+  for (const auto& [name, value] : values)
+    b.t.counters.push_back({0, k.correlation_id, name, value});
 }
 }  // namespace stalls
 
@@ -427,8 +429,10 @@ TEST(Counters, NoDominantStallLeavesTheVerdictOpenAndSaysWhy) {
 TEST(Counters, StallsRefineALatencyVerdict) {
   CounterTraceBuilder b;
   stalls::launch(b, 25, {{"barrier", 7.0}, {"selected", 1.0}}, 2.0);
-  b.t.counters.push_back({0, b.t.kernels.back().correlation_id, std::string(m::kDramThroughputPct), 30});
-  b.t.counters.push_back({0, b.t.kernels.back().correlation_id, std::string(m::kMemoryThroughputPct), 35});
+  b.t.counters.push_back(
+      {0, b.t.kernels.back().correlation_id, std::string(m::kDramThroughputPct), 30});
+  b.t.counters.push_back(
+      {0, b.t.kernels.back().correlation_id, std::string(m::kMemoryThroughputPct), 35});
   const KernelDerivation d = only(run(b));
   EXPECT_EQ(d.bottleneck, Bottleneck::latency);
   EXPECT_EQ(d.stall_cause, StallCause::synchronisation);
@@ -442,7 +446,8 @@ TEST(Counters, StallsRefineALatencyVerdict) {
 TEST(Counters, LibraryKernelStallsGiveNoSourceEdit) {
   CounterTraceBuilder b;
   stalls::launch(b, 20, {{"long_scoreboard", 6.0}, {"selected", 1.0}}, 3.0);
-  b.t.kernels.back().name = b.t.kernels.back().demangled_name = "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN";
+  b.t.kernels.back().name = b.t.kernels.back().demangled_name =
+      "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN";
   const KernelDerivation d = only(run(b));
   EXPECT_EQ(d.library, "cuBLAS");
   EXPECT_EQ(d.stall_cause, StallCause::memory_latency);

@@ -11,12 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "counter_samples.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/report/chrome_trace.hpp"
 #include "ktune/report/report.hpp"
 #include "run_ktune.hpp"
-#include "counter_samples.hpp"
 #include "trace_builder.hpp"
 
 namespace ktune::report {
@@ -223,7 +223,8 @@ TEST(Cli, ReportComparesOldWithNewAndPrintsTheContract) {
       "report " + old_trace.string() + " " + new_trace.string() + " --format contract", env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"# Profile contract", "## Stages", "No counters in this trace",
-                        "none: the trace carries none and this machine has no calibration", "## vs baseline", "| +0.0 % |"})
+                        "none: the trace carries none and this machine has no calibration",
+                        "## vs baseline", "| +0.0 % |"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   r = test::run_ktune(
       "report " + old_trace.string() + " " + new_trace.string() + " --format json --names full",

@@ -165,9 +165,10 @@ TEST(ReportCounters, StallReasonsAreShownWithTheirShares) {
                         "latency-bound (memory latency)", "2112x1x1 256x1x1"})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   const std::string md = render_contract(a, {});
-  for (const char* s : {"| Top stalls |", "long_scoreboard 60%, wait 15%, selected 10%",
-                        "profiled launch: grid 2112x1x1 block 256x1x1, 1 profiled at 200.00 us each; "
-                        "launches of that shape: 1, 200.00 us in all"})
+  for (const char* s :
+       {"| Top stalls |", "long_scoreboard 60%, wait 15%, selected 10%",
+        "profiled launch: grid 2112x1x1 block 256x1x1, 1 profiled at 200.00 us each; "
+        "launches of that shape: 1, 200.00 us in all"})
     EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
 }
 

@@ -204,9 +204,8 @@ TEST(Decode, LaunchSizeFromRuntimeAndDriverLaunchParameters) {
   cudaLaunchKernel_v7000_params runtime{};
   runtime.gridDim = {131072, 1, 1};
   runtime.blockDim = {128, 1, 1};
-  LaunchSize s =
-      launch_size(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                  &runtime);
+  LaunchSize s = launch_size(CUPTI_CB_DOMAIN_RUNTIME_API,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime);
   EXPECT_EQ(s.blocks, 131072u);
   EXPECT_EQ(s.threads_per_block, 128u);
 
@@ -244,10 +243,10 @@ TEST(Decode, LaunchSizeFromRuntimeAndDriverLaunchParameters) {
       launch_size(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &no_config)
           .threads(),
       0u);
-  EXPECT_EQ(launch_size(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-                        &runtime)
-                .threads(),
-            0u);
+  EXPECT_EQ(
+      launch_size(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &runtime)
+          .threads(),
+      0u);
   EXPECT_EQ(launch_size(CUPTI_CB_DOMAIN_RUNTIME_API,
                         CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, nullptr)
                 .threads(),

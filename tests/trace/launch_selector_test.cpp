@@ -98,7 +98,7 @@ TEST(LaunchSelector, UnknownSizesAndUnmatchedKernelsAreNeverGrown) {
   c.kernel_regex = "gemm";
   LaunchSelector s(c);
   EXPECT_EQ(picks_sized(s, "copy", {1, 1000}), "..");  // not matched
-  EXPECT_TRUE(s.select("gemm", {}));                    // size unknown: the scheduled launch
+  EXPECT_TRUE(s.select("gemm", {}));                   // size unknown: the scheduled launch
   EXPECT_FALSE(s.select("gemm", {}));
   EXPECT_TRUE(s.select("gemm", {64, 128}));  // the first size it can read is larger than none
   EXPECT_FALSE(s.select("gemm", {100, 128}));

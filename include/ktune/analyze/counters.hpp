@@ -146,8 +146,8 @@ struct KernelDerivation {
   std::string name;  // full demangled name
   LaunchShape shape;
   std::uint32_t device_id = 0;
-  std::size_t launches = 0;    // profiled launches aggregated
-  double duration_ns = 0;      // mean per profiled launch (counter tier, else activity tier)
+  std::size_t launches = 0;  // profiled launches aggregated
+  double duration_ns = 0;    // mean per profiled launch (counter tier, else activity tier)
   // Every launch of the kernel with this shape, profiled or not, and their GPU time: with shapes
   // of one kernel profiled apart, the analysis reads the one that owns the most time.
   std::size_t shape_launches = 0;
@@ -168,7 +168,7 @@ struct KernelDerivation {
   // Every collected stall reason, largest share first; empty without the stalls set.
   std::vector<StallShare> stalls;
   std::optional<double> warp_cycles_per_issue;  // the sum of the reasons
-  StallCause stall_cause = StallCause::none;     // the top reason's, when it holds enough
+  StallCause stall_cause = StallCause::none;    // the top reason's, when it holds enough
   // The library the kernel belongs to ("cuBLAS", "cuDNN", "CUTLASS", "flash-attention", ...):
   // its code is not the user's, so the advice is another algorithm, never a source edit. "":
   // the user's own kernel (or one ktune does not recognise).

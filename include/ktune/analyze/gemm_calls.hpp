@@ -78,9 +78,9 @@ class GemmTimer {
   };
   std::vector<trace::GemmEventRecord> events_;
   std::map<ThreadKey, std::vector<std::size_t>> threads_;
-  std::vector<std::uint8_t> launches_;  // per event
-  std::vector<bool> timed_;             // per event
-  std::vector<std::int64_t> gpu_ns_;    // per gemm_calls row
+  std::vector<std::uint8_t> launches_;             // per event
+  std::vector<bool> timed_;                        // per event
+  std::vector<std::int64_t> gpu_ns_;               // per gemm_calls row
   std::vector<std::vector<std::string>> kernels_;  // per gemm_calls row, each name once
 };
 

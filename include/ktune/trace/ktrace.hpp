@@ -211,9 +211,9 @@ struct TraceMetadata {
   bool complete = false;  // the tracer closed the file (false: cut short by a crash or kill -9)
   std::optional<Identity> identity;  // ktune info's identity block, as captured in the process
   TraceWindow window;
-  std::uint64_t dropped_records = 0;  // total of the drops table
-  std::uint64_t capped_records = 0;   // not written because window.max_records was reached
-  std::string tracer_version;         // ktune version (commit) of the tracer
+  std::uint64_t dropped_records = 0;    // total of the drops table
+  std::uint64_t capped_records = 0;     // not written because window.max_records was reached
+  std::string tracer_version;           // ktune version (commit) of the tracer
   std::vector<TraceCeilings> ceilings;  // one per traced GPU that has any; empty before version 5
 };
 
