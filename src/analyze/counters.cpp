@@ -394,11 +394,12 @@ void explain(KernelDerivation& d, const Ceilings& c) {
     case Bottleneck::issue:
       d.key_issue = "instruction issue";
       d.root_cause = with_stalls(fmt::format(
-          "Instruction issue is at {} of peak while the kernel does {} math (memory {}): the "
-          "schedulers are busy with address arithmetic, conversions, loads and stores. Fewer "
-          "instructions per byte (wider loads and stores, less index math) is what speeds it up.",
+          "Instruction issue is at {} of peak {} (memory {}): the schedulers are busy with "
+          "address arithmetic, conversions, loads and stores. Fewer instructions per byte (wider "
+          "loads and stores, less index math) is what speeds it up.",
           percent_or_unknown(d.sm_pct),
-          d.flop && *d.flop <= 0 ? std::string("no floating-point") : std::string("little"),
+          d.flop && *d.flop <= 0 ? "while the kernel does no floating-point math"
+                                 : "and no math pipe is what the warps wait on",
           percent_or_unknown(memory_side)));
       break;
     case Bottleneck::latency: {

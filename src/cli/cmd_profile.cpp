@@ -19,9 +19,9 @@
 
 #include <fmt/format.h>
 
-#include "ceilings.hpp"
 #include "command.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/report/ceilings.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/options.hpp"
 
@@ -255,7 +255,7 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
       // The ceilings it was profiled under travel with it, so its roofline reads the same on
       // every machine. A store that cannot be read costs the trace its ceilings, not the run.
       try {
-        const auto ceilings = resolve_ceilings(c.metadata, db);
+        const auto ceilings = report::resolve_ceilings(c.metadata, db);
         trace::write_ktrace_ceilings(p, ceilings);
         if (!ceilings.empty())
           std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n",

@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "ceilings.hpp"
 #include "command.hpp"
 #include "ktune/analyze/analysis.hpp"
 #include "ktune/analyze/merge.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
+#include "ktune/report/ceilings.hpp"
 #include "ktune/report/report.hpp"
 
 namespace ktune::cli {
@@ -28,7 +28,7 @@ struct ReportOptions {
 analyze::Analysis analyze_file(const std::string& path, analyze::AnalysisOptions options,
                                const std::string& db) {
   analyze::KtraceSource source(path);
-  options.ceilings = report_ceilings(source.metadata(), db);
+  options.ceilings = report::report_ceilings(source.metadata(), db);
   return analyze::analyze(source, options);
 }
 
@@ -84,7 +84,7 @@ const bool registered = register_command(
            std::vector<trace::Trace> ranks;
            for (const std::string& path : o->traces) ranks.push_back(trace::read_ktrace(path));
            analyze::MemorySource source(analyze::merge_ranks(std::move(ranks)));
-           options.ceilings = report_ceilings(source.metadata(), globals.db);
+           options.ceilings = report::report_ceilings(source.metadata(), globals.db);
            return emit(format.render(analyze::analyze(source, options), render), o->output);
          }
          if (o->traces.size() > 2)

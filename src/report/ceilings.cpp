@@ -1,6 +1,7 @@
-#include "ceilings.hpp"
+#include "ktune/report/ceilings.hpp"
 
 #include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -8,7 +9,7 @@
 #include "ktune/core/paths.hpp"
 #include "ktune/store/store.hpp"
 
-namespace ktune::cli {
+namespace ktune::report {
 
 std::vector<trace::TraceCeilings> resolve_ceilings(const trace::TraceMetadata& metadata,
                                                    const std::string& db) {
@@ -62,4 +63,4 @@ analyze::Ceilings report_ceilings(const trace::TraceMetadata& metadata, const st
   return c;
 }
 
-}  // namespace ktune::cli
+}  // namespace ktune::report
