@@ -236,6 +236,7 @@ class Timeline {
 struct DeviceState {
   DeviceUtilization util;
   std::int64_t busy_start = 0, busy_end = 0;
+  std::int64_t last_start = INT64_MIN;  // kernels arrive in start order on each device
   Timeline timeline;
   std::vector<Interval> copies;  // merged
   // The storm being watched: consecutive kernels shorter than their launch overhead.
@@ -469,12 +470,14 @@ class Analyzer {
 
   void on_kernel(const trace::KernelRecord& k) {
     const std::int64_t start = ns(k.start_ns), end = std::max(start, ns(k.end_ns));
-    if (start < last_start_)
+    const int dev = static_cast<int>(k.device_id);
+    DeviceState& d = device(dev, start);
+    if (start < d.last_start)
       throw Error(fmt::format(
-          "kernel '{}' starts before the kernel read before it, so the trace is not in start "
-          "order; re-record it with this ktune.",
-          display_name(k)));
-    last_start_ = start;
+          "kernel '{}' starts before the kernel read before it on device {}, so the trace is not "
+          "in start order; re-record it with this ktune.",
+          display_name(k), dev));
+    d.last_start = start;
     const std::int64_t duration = end - start;
     ++out_.kernel_count;
     add_to(out_.kernel_total_ns, duration);
@@ -491,8 +494,6 @@ class Analyzer {
     }
     if (launch && launch->gemm_event >= 0) gemm_.on_kernel(launch->gemm_event, k, duration);
 
-    const int dev = static_cast<int>(k.device_id);
-    DeviceState& d = device(dev, start);
     ++d.util.kernels;
     if (start > d.busy_end) {
       add_to(d.util.busy_ns, d.busy_end - d.busy_start);
@@ -534,6 +535,11 @@ class Analyzer {
 
     for (GroupState& g : groups_) {
       g.group.duration_ns = summarize(g.durations_ns);
+      std::sort(g.durations_ns.begin(), g.durations_ns.end());
+      if (!g.durations_ns.empty()) {
+        g.group.q1_ns = quantile_sorted(g.durations_ns, 0.25);
+        g.group.q3_ns = quantile_sorted(g.durations_ns, 0.75);
+      }
       g.group.distinct_shapes = g.shapes.size();
       g.group.share = out_.kernel_total_ns > 0 ? static_cast<double>(g.group.total_ns) /
                                                      static_cast<double>(out_.kernel_total_ns)
@@ -575,7 +581,6 @@ class Analyzer {
   std::map<int, DeviceState> devices_;
   std::priority_queue<Gap, std::vector<Gap>, LongerGap> largest_gaps_;  // shortest on top
   std::vector<Storm> storms_;
-  std::int64_t last_start_ = INT64_MIN;
   GemmTimer gemm_;  // --gemm-shapes: each call and the kernels it launched
 };
 

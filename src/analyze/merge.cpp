@@ -3,132 +3,219 @@
 #include <algorithm>
 #include <map>
 
-namespace ktune::analyze {
-namespace {
+#include "ktune/core/error.hpp"
 
-// Offsets that make one rank's process-local ids unique in the merged trace.
-struct Shift {
+namespace ktune::analyze {
+
+struct MergedSource::Rank {
+  std::unique_ptr<TraceSource> source;
   std::map<std::uint32_t, std::uint32_t> device;  // rank's device id -> merged id
   std::uint32_t correlation = 0, context = 0, stream = 0, process = 0;
+  std::uint64_t gemm_call = 0;  // GEMM call rows of the ranks before
+
   std::uint32_t dev(std::uint32_t d) const {
     const auto it = device.find(d);
     return it == device.end() ? d : it->second;
   }
+  std::uint32_t corr(std::uint32_t c) const { return c == 0 ? 0 : c + correlation; }
+  template <typename Record>
+  Record gpu_side(Record r) const {
+    r.device_id = dev(r.device_id);
+    r.context_id += context;
+    r.stream_id += stream;
+    r.correlation_id = corr(r.correlation_id);
+    return r;
+  }
 };
 
-template <typename Record>
-void shift_common(Record& r, const Shift& s) {
-  r.device_id = s.dev(r.device_id);
-  r.context_id += s.context;
-  r.stream_id += s.stream;
-  if (r.correlation_id != 0) r.correlation_id += s.correlation;
+namespace {
+
+// The largest id of each kind one rank uses, and every device id it mentions.
+struct Used {
+  std::vector<std::uint32_t> devices;
+  std::uint32_t correlation = 0, context = 0, stream = 0, process = 0;
+  std::uint64_t gemm_calls = 0;
+
+  template <typename Record>
+  void gpu_side(const Record& r) {
+    devices.push_back(r.device_id);
+    correlation = std::max(correlation, r.correlation_id);
+    context = std::max(context, r.context_id);
+    stream = std::max(stream, r.stream_id);
+  }
+};
+
+Used scan(TraceSource& s) {
+  Used u;
+  s.kernels([&](const trace::KernelRecord& r) { u.gpu_side(r); });
+  s.memcpys([&](const trace::MemcpyRecord& r) { u.gpu_side(r); });
+  s.memsets([&](const trace::MemsetRecord& r) { u.gpu_side(r); });
+  s.api_calls([&](const trace::ApiRecord& r) {
+    u.correlation = std::max(u.correlation, r.correlation_id);
+    u.process = std::max(u.process, r.process_id);
+  });
+  s.syncs([&](const trace::SyncRecord& r) {
+    u.correlation = std::max(u.correlation, r.correlation_id);
+    u.context = std::max(u.context, r.context_id);
+    u.stream = std::max(u.stream, r.stream_id);
+  });
+  s.nvtx_ranges(
+      [&](const trace::NvtxRangeRecord& r) { u.process = std::max(u.process, r.process_id); });
+  s.counters([&](const trace::CounterRecord& r) {
+    u.devices.push_back(r.device_id);
+    u.correlation = std::max(u.correlation, r.correlation_id);
+  });
+  s.gemm_events(
+      [&](const trace::GemmEventRecord& r) { u.process = std::max(u.process, r.process_id); });
+  s.gemm_calls([&](const trace::GemmCallRecord&) { ++u.gemm_calls; });
+  if (const auto& id = s.metadata().identity)
+    for (const auto& d : id->devices) u.devices.push_back(std::uint32_t(d.ordinal));
+  std::sort(u.devices.begin(), u.devices.end());
+  u.devices.erase(std::unique(u.devices.begin(), u.devices.end()), u.devices.end());
+  return u;
 }
 
-template <typename Record>
-void append(std::vector<Record>& to, std::vector<Record>& from) {
-  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+// Adds one to an id maximum without wrapping: the next rank's ids start after it.
+std::uint32_t after(std::uint32_t base, std::uint32_t used) {
+  const std::uint64_t next = std::uint64_t(base) + used + 1;
+  if (next > UINT32_MAX)
+    throw Error(
+        "the ranks given to --merge use more ids than one merged trace can hold; report fewer "
+        "ranks at once.");
+  return std::uint32_t(next);
 }
 
 }  // namespace
 
-trace::Trace merge_ranks(std::vector<trace::Trace> ranks) {
-  trace::Trace out;
-  if (ranks.empty()) return out;
-  out.metadata = ranks.front().metadata;
-  out.metadata.complete = true;
-  out.metadata.dropped_records = out.metadata.capped_records = 0;
-  out.metadata.command_line.clear();
-  if (out.metadata.identity) out.metadata.identity->devices.clear();
+MergedSource::MergedSource(std::vector<std::unique_ptr<TraceSource>> ranks) {
+  metadata_.complete = true;
+  std::uint32_t devices = 0;
+  // The first free id of each kind.
+  std::uint32_t correlation = 0, context = 0, stream = 0, process = 0;
+  std::uint64_t gemm_call = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    Rank r;
+    r.source = std::move(ranks[i]);
+    r.correlation = correlation;
+    r.context = context;
+    r.stream = stream;
+    r.process = process;
+    r.gemm_call = gemm_call;
+    const Used u = scan(*r.source);
+    for (std::uint32_t d : u.devices) r.device[d] = devices++;
 
-  Shift next;                        // the first free id of each kind (its device map unused)
-  std::uint32_t merged_devices = 0;  // devices of the ranks merged so far
-  for (trace::Trace& t : ranks) {
-    Shift s = next;
-    // Devices: every id the rank mentions, in order, gets the next merged id.
-    std::vector<std::uint32_t> ids;
-    const auto note = [&](std::uint32_t d) { ids.push_back(d); };
-    for (const auto& k : t.kernels) note(k.device_id);
-    for (const auto& m : t.memcpys) note(m.device_id);
-    for (const auto& m : t.memsets) note(m.device_id);
-    for (const auto& c : t.counters) note(c.device_id);
-    if (t.metadata.identity)
-      for (const auto& d : t.metadata.identity->devices) note(std::uint32_t(d.ordinal));
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    for (std::uint32_t id : ids) s.device[id] = merged_devices++;
-
-    std::uint32_t max_corr = 0, max_ctx = 0, max_stream = 0, max_pid = 0;
-    // Kernels, copies and memsets: the GPU-side records, with the same ids to shift.
-    const auto gpu_side = [&](auto& records) {
-      for (auto& r : records) {
-        max_corr = std::max(max_corr, r.correlation_id);
-        max_ctx = std::max(max_ctx, r.context_id);
-        max_stream = std::max(max_stream, r.stream_id);
-        shift_common(r, s);
-      }
-    };
-    gpu_side(t.kernels);
-    gpu_side(t.memcpys);
-    gpu_side(t.memsets);
-    for (auto& a : t.api_calls) {
-      max_corr = std::max(max_corr, a.correlation_id);
-      max_pid = std::max(max_pid, a.process_id);
-      if (a.correlation_id != 0) a.correlation_id += s.correlation;
-      a.process_id += s.process;
+    const trace::TraceMetadata& m = r.source->metadata();
+    if (i == 0) {
+      metadata_ = m;
+      metadata_.command_line.clear();
+      metadata_.records.clear();
+      metadata_.complete = true;
+      metadata_.dropped_records = metadata_.capped_records = 0;
+      if (metadata_.identity) metadata_.identity->devices.clear();
     }
-    for (auto& y : t.syncs) {
-      max_corr = std::max(max_corr, y.correlation_id);
-      max_ctx = std::max(max_ctx, y.context_id);
-      max_stream = std::max(max_stream, y.stream_id);
-      y.context_id += s.context;
-      y.stream_id += s.stream;
-      if (y.correlation_id != 0) y.correlation_id += s.correlation;
-    }
-    for (auto& n : t.nvtx_ranges) {
-      max_pid = std::max(max_pid, n.process_id);
-      n.process_id += s.process;
-    }
-    for (auto& o : t.overheads)
-      if (o.correlation_id != 0) o.correlation_id += s.correlation;
-    for (auto& d : t.drops) {
-      d.context_id += s.context;
-      d.stream_id += s.stream;
-    }
-    for (auto& c : t.counters) {
-      max_corr = std::max(max_corr, c.correlation_id);
-      c.device_id = s.dev(c.device_id);
-      if (c.correlation_id != 0) c.correlation_id += s.correlation;
-    }
-
-    if (t.metadata.identity) {
-      if (!out.metadata.identity) out.metadata.identity = Identity{};
-      for (DeviceIdentity d : t.metadata.identity->devices) {
-        d.ordinal = int(s.dev(std::uint32_t(d.ordinal)));
-        out.metadata.identity->devices.push_back(d);
+    if (m.identity) {
+      if (!metadata_.identity) metadata_.identity = Identity{};
+      for (DeviceIdentity d : m.identity->devices) {
+        d.ordinal = int(r.dev(std::uint32_t(d.ordinal)));
+        metadata_.identity->devices.push_back(d);
       }
     }
-    if (!out.metadata.command_line.empty()) out.metadata.command_line.push_back("+");
-    append(out.metadata.command_line, t.metadata.command_line);
-    out.metadata.complete = out.metadata.complete && t.metadata.complete;
-    out.metadata.dropped_records += t.metadata.dropped_records;
-    out.metadata.capped_records += t.metadata.capped_records;
+    if (!metadata_.command_line.empty()) metadata_.command_line.push_back("+");
+    metadata_.command_line.insert(metadata_.command_line.end(), m.command_line.begin(),
+                                  m.command_line.end());
+    for (const std::string& kind : m.records)
+      if (std::find(metadata_.records.begin(), metadata_.records.end(), kind) ==
+          metadata_.records.end())
+        metadata_.records.push_back(kind);
+    metadata_.complete = metadata_.complete && m.complete;
+    metadata_.dropped_records += m.dropped_records;
+    metadata_.capped_records += m.capped_records;
 
-    append(out.kernels, t.kernels);
-    append(out.memcpys, t.memcpys);
-    append(out.memsets, t.memsets);
-    append(out.api_calls, t.api_calls);
-    append(out.syncs, t.syncs);
-    append(out.nvtx_ranges, t.nvtx_ranges);
-    append(out.overheads, t.overheads);
-    append(out.drops, t.drops);
-    append(out.counters, t.counters);
-
-    next.correlation = s.correlation + max_corr + 1;
-    next.context = s.context + max_ctx + 1;
-    next.stream = s.stream + max_stream + 1;
-    next.process = s.process + max_pid + 1;
+    correlation = after(r.correlation, u.correlation);
+    context = after(r.context, u.context);
+    stream = after(r.stream, u.stream);
+    process = after(r.process, u.process);
+    gemm_call = r.gemm_call + u.gemm_calls;
+    ranks_.push_back(std::move(r));
   }
-  return out;
+}
+
+MergedSource::~MergedSource() = default;
+
+void MergedSource::kernels(const Visitor<trace::KernelRecord>& visit) {
+  for (const Rank& r : ranks_) r.source->kernels([&](const auto& k) { visit(r.gpu_side(k)); });
+}
+void MergedSource::memcpys(const Visitor<trace::MemcpyRecord>& visit) {
+  for (const Rank& r : ranks_) r.source->memcpys([&](const auto& m) { visit(r.gpu_side(m)); });
+}
+void MergedSource::memsets(const Visitor<trace::MemsetRecord>& visit) {
+  for (const Rank& r : ranks_) r.source->memsets([&](const auto& m) { visit(r.gpu_side(m)); });
+}
+
+void MergedSource::api_calls(const Visitor<trace::ApiRecord>& visit) {
+  for (const Rank& r : ranks_)
+    r.source->api_calls([&](trace::ApiRecord a) {
+      a.correlation_id = r.corr(a.correlation_id);
+      a.process_id += r.process;
+      visit(a);
+    });
+}
+
+void MergedSource::syncs(const Visitor<trace::SyncRecord>& visit) {
+  for (const Rank& r : ranks_)
+    r.source->syncs([&](trace::SyncRecord s) {
+      s.context_id += r.context;
+      s.stream_id += r.stream;
+      s.correlation_id = r.corr(s.correlation_id);
+      visit(s);
+    });
+}
+
+void MergedSource::nvtx_ranges(const Visitor<trace::NvtxRangeRecord>& visit) {
+  for (const Rank& r : ranks_)
+    r.source->nvtx_ranges([&](trace::NvtxRangeRecord n) {
+      n.process_id += r.process;
+      visit(n);
+    });
+}
+
+void MergedSource::counters(const Visitor<trace::CounterRecord>& visit) {
+  for (const Rank& r : ranks_)
+    r.source->counters([&](trace::CounterRecord c) {
+      c.device_id = r.dev(c.device_id);
+      c.correlation_id = r.corr(c.correlation_id);
+      visit(c);
+    });
+}
+
+void MergedSource::gemm_calls(const Visitor<trace::GemmCallRecord>& visit) {
+  for (const Rank& r : ranks_) r.source->gemm_calls(visit);
+}
+
+void MergedSource::gemm_events(const Visitor<trace::GemmEventRecord>& visit) {
+  for (const Rank& r : ranks_)
+    r.source->gemm_events([&](trace::GemmEventRecord e) {
+      e.process_id += r.process;
+      e.call += r.gemm_call;
+      visit(e);
+    });
+}
+
+std::optional<std::uint64_t> MergedSource::origin_ns() {
+  std::optional<std::uint64_t> origin;
+  for (const Rank& r : ranks_)
+    if (const auto o = r.source->origin_ns(); o && (!origin || *o < *origin)) origin = o;
+  return origin;
+}
+
+trace::SkippedRecords MergedSource::skipped() const {
+  trace::SkippedRecords all;
+  for (const Rank& r : ranks_) {
+    const trace::SkippedRecords s = r.source->skipped();
+    if (all.first.empty()) all.first = s.first;
+    all.count += s.count;
+  }
+  return all;
 }
 
 }  // namespace ktune::analyze

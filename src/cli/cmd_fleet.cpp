@@ -1,5 +1,6 @@
 // ktune fleet top | diff: the fleet's ranking of kernels by GPU time (share, calls, p50/p95 from
 // merged sketches, the tuning backlog) and each kernel's p50 change between two builds.
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 
 #include "command.hpp"
 #include "fleet_options.hpp"
+#include "ktune/analyze/kernel_name.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/query.hpp"
 #include "ktune/store/store.hpp"
@@ -19,11 +21,24 @@ struct FleetArgs {
   std::vector<std::string> builds, specs;
   std::size_t limit = 20;
   bool json = false;
+  std::string names = "middle";
 };
 
 std::string short_name(const std::string& s, std::size_t width) {
   return s.size() <= width ? s : s.substr(0, width - 3) + "...";
 }
+
+// Kernel names as the report shows them (--names), each row's in a column as wide as the longest.
+struct ShownNames {
+  analyze::NameTable table;
+  std::size_t width = 6;
+  template <class Report>
+  ShownNames(const Report& rep, const std::string& style)
+      : table(fleet::display_names(rep, analyze::parse_name_style(style))) {
+    for (const auto& r : rep.rows) width = std::max(width, table(r.kernel).size());
+    width = std::min<std::size_t>(width, 100);  // longer (--names full) ones run past it
+  }
+};
 
 std::string us(double ns) {
   return fmt::format("{:.2f}", ns / 1e3);
@@ -34,20 +49,21 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
   store::FleetFilter f{since_timestamp(a.since), a.gpu, a.builds.empty() ? "" : a.builds[0], a.job};
   auto st = store::Store::open(g.db, store::Access::read_only);
   const auto rep = fleet::top(*st, f, a.limit, fleet::spec_catalog(spec_dirs(a.specs)));
+  const ShownNames names(rep, a.names);  // a bad --names fails before anything is printed
   if (a.json) {
     fmt::print("{}\n", fleet::to_json(rep).dump(2));
     return 0;
   }
   fmt::print("fleet: {} kernels, {} launches, {:.3f} s of GPU time{}\n", rep.kernels, rep.calls,
              rep.total_ns / 1e9, f.build.empty() ? "" : fmt::format(" (build {})", f.build));
-  fmt::print("{:>4} {:<48} {:>7} {:>12} {:>11} {:>10} {:>10} {:>5}  {}\n", "#", "kernel", "share",
-             "calls", "total_s", "p50_us", "p95_us", "runs", "tuning");
+  fmt::print("{:>4} {:>7} {:>12} {:>11} {:>10} {:>10} {:>5}  {:<{}}  {}\n", "#", "share", "calls",
+             "total_s", "p50_us", "p95_us", "runs", "kernel", names.width, "tuning");
   for (std::size_t i = 0; i < rep.rows.size(); ++i) {
     const auto& r = rep.rows[i];
     const std::string tuning = r.spec ? (r.tuned ? "tuned (" : "backlog (") + r.spec->op + ")" : "";
-    fmt::print("{:>4} {:<48} {:>6.1f}% {:>12} {:>11.4f} {:>10} {:>10} {:>5}  {}\n", i + 1,
-               short_name(r.kernel, 48), 100 * r.share, r.calls, r.total_ns / 1e9, us(r.p50_ns),
-               us(r.p95_ns), r.runs, tuning);
+    fmt::print("{:>4} {:>6.1f}% {:>12} {:>11.4f} {:>10} {:>10} {:>5}  {:<{}}  {}\n", i + 1,
+               100 * r.share, r.calls, r.total_ns / 1e9, us(r.p50_ns), us(r.p95_ns), r.runs,
+               names.table(r.kernel), names.width, tuning);
   }
   if (!rep.gemms.empty()) {
     fmt::print("GEMM problems (cuBLASLt, from --gemm-shapes traces):\n");
@@ -73,10 +89,10 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
         rep.backlog.size(), rep.backlog.size() == 1 ? "" : "s", rep.gemm_backlog.size(),
         rep.gemm_backlog.size() == 1 ? "" : "s");
     for (const auto& r : rep.backlog)
-      fmt::print("  {:<40} {:>6.1f}%  {}\n", short_name(r.kernel, 40), 100 * r.share, r.spec->path);
+      fmt::print("  {:>6.1f}%  {}  {}\n", 100 * r.share, names.table(r.kernel), r.spec->path);
     for (const auto& r : rep.gemm_backlog)
-      fmt::print("  {:<40} {:>6.1f}%  {}\n", "GEMM " + r.total.op + " " + r.total.dtype,
-                 100 * r.share, r.tune_command);
+      fmt::print("  {:>6.1f}%  {}  {}\n", 100 * r.share, "GEMM " + r.total.op + " " + r.total.dtype,
+                 r.tune_command);
   }
   return 0;
 }
@@ -87,16 +103,18 @@ int run_diff(const FleetArgs& a, const GlobalOptions& g) {
   auto st = store::Store::open(g.db, store::Access::read_only);
   const auto rep =
       fleet::diff(*st, a.builds[0], a.builds[1], {since_timestamp(a.since), a.gpu, "", a.job});
+  const ShownNames names(rep, a.names);
   if (a.json) {
     fmt::print("{}\n", fleet::to_json(rep).dump(2));
     return 0;
   }
-  fmt::print("{:<56} {:>12} {:>12} {:>9}\n", "kernel", "p50_us " + short_name(rep.build_a, 5),
-             "p50_us " + short_name(rep.build_b, 5), "change");
+  fmt::print("{:>12} {:>12} {:>9}  {}\n", "p50_us " + short_name(rep.build_a, 5),
+             "p50_us " + short_name(rep.build_b, 5), "change", "kernel");
   for (const auto& r : rep.rows)
-    fmt::print("{:<56} {:>12} {:>12} {:>9}\n", short_name(r.kernel, 56),
-               r.calls_a ? us(r.p50_a_ns) : "-", r.calls_b ? us(r.p50_b_ns) : "-",
-               r.change ? fmt::format("{:+.1f}%", 100 * *r.change) : (r.calls_a ? "gone" : "new"));
+    fmt::print("{:>12} {:>12} {:>9}  {}\n", r.calls_a ? us(r.p50_a_ns) : "-",
+               r.calls_b ? us(r.p50_b_ns) : "-",
+               r.change ? fmt::format("{:+.1f}%", 100 * *r.change) : (r.calls_a ? "gone" : "new"),
+               names.table(r.kernel));
   return 0;
 }
 
@@ -109,6 +127,10 @@ const bool registered = register_command(
          sub->add_option("--since", a->since, "Runs started since: 2026-11-20, 24h, 7d");
          sub->add_option("--gpu", a->gpu, "Only this GPU: a device name or an arch (sm_90)");
          sub->add_option("--job", a->job, "Only runs tagged with this job");
+         sub->add_option("--names", a->names,
+                         "Kernel names: middle (the base name and what tells its instances "
+                         "apart), base or full (the whole demangled name)")
+             ->capture_default_str();
          sub->add_flag("--json", a->json,
                        fmt::format("JSON output (schema_version {})", fleet::kTopSchemaVersion));
        };

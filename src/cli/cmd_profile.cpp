@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,7 @@
 #include "ktune/report/ceilings.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/options.hpp"
+#include "ktune/trace/watch.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -31,6 +33,9 @@ namespace {
 namespace fs = std::filesystem;
 
 volatile sig_atomic_t g_child = 0;
+
+// How often a profile run with --ingest looks for traces the tracer has finished.
+constexpr double kWatchEvery_s = 1.0;
 
 // Ctrl-C in a terminal already reaches the child (same process group); forward only signals sent
 // to ktune alone (kill, a job scheduler), so the child never sees one twice.
@@ -99,30 +104,6 @@ void check_command(const std::string& cmd) {
                   cmd));
 }
 
-// Traces this run wrote (the names trace::trace_path gives, written since `since`): OUT.ktrace
-// first, then the others with shorter names first, so window 2 comes before window 10.
-std::vector<fs::path> traces_written(const fs::path& output, fs::file_time_type since) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  auto fresh = [&](const fs::path& p) {
-    return fs::is_regular_file(p, ec) && fs::last_write_time(p, ec) >= since;
-  };
-  if (fresh(output)) out.push_back(output);
-  const fs::path dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
-  std::vector<fs::path> others;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const fs::path p = output.parent_path() / e.path().filename();
-    if (p != output && trace::is_trace_of(output, p) && fresh(p)) others.push_back(p);
-  }
-  std::sort(others.begin(), others.end(), [](const fs::path& a, const fs::path& b) {
-    const std::string& x = a.native();
-    const std::string& y = b.native();
-    return x.size() != y.size() ? x.size() < y.size() : x < y;
-  });
-  out.insert(out.end(), others.begin(), others.end());
-  return out;
-}
-
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -165,8 +146,24 @@ CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
 
 }  // namespace
 
+namespace {
+// Files into a finished trace the ceilings it was profiled under, so its roofline reads the same on
+// every machine; returns their source ("" when none). A store that cannot be read costs the trace
+// its ceilings, not the run.
+std::string file_ceilings(const fs::path& path, const std::string& db) {
+  try {
+    const auto ceilings = report::resolve_ceilings(trace::read_ktrace_counts(path).metadata, db);
+    trace::write_ktrace_ceilings(path, ceilings);
+    return ceilings.empty() ? std::string() : ceilings.front().source;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ktune: trace %s has no ceilings: %s\n", path.c_str(), e.what());
+    return {};
+  }
+}
+}  // namespace
+
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
-                const std::string& db, std::vector<std::string>* written) {
+                const std::string& db, const TraceHandler& on_traces) {
   if (cmd.empty())
     throw Error(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
@@ -222,7 +219,26 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   const bool exec_failed = ::read(pipefd[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
   ::close(pipefd[0]);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  // Traces the tracer has finished go to `on_traces` while the command still runs.
+  trace::TraceWatch watch(opts.output, since, kWatchEvery_s);
+  const auto started = std::chrono::steady_clock::now();
+  const auto hand_over = [&](const std::vector<fs::path>& paths) {
+    if (!on_traces || paths.empty()) return;
+    std::vector<std::string> names;
+    for (const fs::path& p : paths) {
+      file_ceilings(p, db);  // before the handler reads it (ingest)
+      names.push_back(p.string());
+    }
+    on_traces(names);
+  };
+  for (;;) {
+    const pid_t got = ::waitpid(child, &status, on_traces ? WNOHANG : 0);
+    if (got == child || (got < 0 && errno != EINTR)) break;
+    if (got == 0) {
+      const std::chrono::duration<double> now = std::chrono::steady_clock::now() - started;
+      hand_over(watch.closed(now.count()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
@@ -232,14 +248,13 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
                             std::strerror(exec_errno)));
 
   const int code = exit_code_of(status);
-  const auto traces = traces_written(opts.output, since);
+  const auto traces = trace::traces_written(opts.output, since);
   if (traces.empty()) {
     std::fprintf(stderr, "ktune: no trace written: '%s' made no CUDA calls%s (exit code %d).\n",
                  cmd[0].c_str(), opts.window.sample_one_in > 1 ? " or was not sampled" : "", code);
     return code;
   }
   for (const auto& p : traces) {
-    if (written) written->push_back(p.string());
     try {
       const trace::TraceCounts c = trace::read_ktrace_counts(p);
       std::fprintf(
@@ -252,21 +267,14 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
           static_cast<unsigned long long>(c.counters),
           static_cast<unsigned long long>(c.metadata.dropped_records),
           c.metadata.complete ? "" : " (cut short: holds what was recorded)");
-      // The ceilings it was profiled under travel with it, so its roofline reads the same on
-      // every machine. A store that cannot be read costs the trace its ceilings, not the run.
-      try {
-        const auto ceilings = report::resolve_ceilings(c.metadata, db);
-        trace::write_ktrace_ceilings(p, ceilings);
-        if (!ceilings.empty())
-          std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n",
-                       ceilings.front().source.c_str());
-      } catch (const Error& e) {
-        std::fprintf(stderr, "ktune: trace %s has no ceilings: %s\n", p.c_str(), e.what());
-      }
+      if (const std::string source = file_ceilings(p, db); !source.empty())
+        std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n",
+                     source.c_str());
     } catch (const Error& e) {
       std::fprintf(stderr, "ktune: trace %s is unreadable: %s\n", p.c_str(), e.what());
     }
   }
+  hand_over(watch.rest());
   return code;
 }
 
@@ -318,12 +326,13 @@ const bool registered = register_command(
        setting_option(app, "every", c.every)->check(CLI::PositiveNumber);
        setting_option(app, "max-kernels", c.max_kernels);
        setting_option(app, "time-box", c.time_box_s)->check(CLI::NonNegativeNumber);
-       // At exit, the traces go to the store (--db) as `ktune ingest` pushes them.
+       // Finished traces go to the store (--db) as `ktune ingest` pushes them.
        auto ingest = std::make_shared<bool>(false);
        auto ingest_opts = std::make_shared<IngestOptions>();
        app.add_flag("--ingest", *ingest,
-                    "When the command ends, push its traces' per-kernel aggregates to the store "
-                    "(--db), as ktune ingest does");
+                    "Push each trace's per-kernel aggregates to the store (--db) as ktune ingest "
+                    "does, as soon as the tracer has finished it: with --period, window by "
+                    "window while the command runs");
        add_ingest_options(app, *ingest_opts);
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
        return [opts, cmd, kernels_only, full, output, opt_in, ingest, ingest_opts, &globals] {
@@ -347,16 +356,19 @@ const bool registered = register_command(
          if (opts->window.job_id.empty())
            if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) opts->window.job_id = s;
          if (!*ingest) return run_profile(*opts, *cmd, globals.db);
-         std::vector<std::string> traces;
-         const int code = run_profile(*opts, *cmd, globals.db, &traces);
-         if (traces.empty()) return code;
-         // The command's exit code stands; a failed ingest makes a clean exit a failure.
-         try {
-           run_ingest(traces, *ingest_opts, globals);
-         } catch (const Error& e) {
-           std::fprintf(stderr, "ktune: the traces were not ingested: %s\n", e.what());
-           return code != 0 ? code : 1;
-         }
+         // Each trace is ingested as soon as it is finished: with --period, window by window
+         // while the command runs. The command's exit code stands; a failed ingest makes a clean
+         // exit a failure.
+         bool failed = false;
+         const int code = run_profile(*opts, *cmd, globals.db, [&](const std::vector<std::string>& traces) {
+           try {
+             run_ingest(traces, *ingest_opts, globals);
+           } catch (const Error& e) {
+             std::fprintf(stderr, "ktune: traces were not ingested: %s\n", e.what());
+             failed = true;
+           }
+         });
+         if (failed && code == 0) return 1;
          return code;
        };
      }});

@@ -20,7 +20,7 @@ namespace {
 
 struct ReportOptions {
   std::vector<std::string> traces;
-  std::string format = "text", by = "name", output, names = "base";
+  std::string format = "text", by = "name", output, names = "middle";
   std::size_t top = 25;
   bool merge = false;
 };
@@ -64,8 +64,9 @@ const bool registered = register_command(
                       "registers)")
            ->capture_default_str();
        app.add_option("--names", o->names,
-                      "Kernel names in tables: base (templates and arguments elided) or full; "
-                      "JSON and HTML keep the full name")
+                      "Kernel names in tables and HTML: middle (the base name and what tells its "
+                      "instances apart), base (templates and arguments elided) or full (the whole "
+                      "demangled name); JSON has the full name and the middle form")
            ->capture_default_str();
        app.add_option("--top", o->top, "Kernel rows in text, md and html (json lists all)")
            ->capture_default_str()
@@ -81,9 +82,10 @@ const bool registered = register_command(
          analyze::AnalysisOptions options;
          options.group_by = analyze::parse_group_by(o->by);
          if (o->merge) {
-           std::vector<trace::Trace> ranks;
-           for (const std::string& path : o->traces) ranks.push_back(trace::read_ktrace(path));
-           analyze::MemorySource source(analyze::merge_ranks(std::move(ranks)));
+           std::vector<std::unique_ptr<analyze::TraceSource>> ranks;
+           for (const std::string& path : o->traces)
+             ranks.push_back(std::make_unique<analyze::KtraceSource>(path));
+           analyze::MergedSource source(std::move(ranks));
            options.ceilings = report::report_ceilings(source.metadata(), globals.db);
            return emit(format.render(analyze::analyze(source, options), render), o->output);
          }

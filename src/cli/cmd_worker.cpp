@@ -99,6 +99,9 @@ const bool registered = register_command(
                       "Where job sessions are kept (default: the data folder's jobs/); workers "
                       "sharing it resume each other's sessions");
        app.add_option("--name", a->o.name, "Worker name in ktune queue ls (default host:pid/gpuN)");
+       app.add_option("--compile-threads", a->o.compile_threads,
+                      "NVRTC threads for a job (default: this machine's hardware threads divided "
+                      "by its GPUs, so one worker per GPU shares the cores)");
        // Test only: documented in docs/fleet.md and docs/configuration.md, hidden from --help.
        app.add_option("--fake-evaluator-ms", a->fake_ms)
            ->envname("KTUNE_TEST_FAKE_EVALUATOR_MS")

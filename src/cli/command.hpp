@@ -34,11 +34,13 @@ bool register_command(CommandSpec spec);
 const std::vector<CommandSpec>& registered_commands();
 
 // ktune profile's run: `cmd` with the tracer injected and `opts` handed over; prints the traces it
-// left (and adds them to `traces`, when given), files into each the ceilings of its GPUs (the
-// calibration in store `db`, else the datasheet) and returns the command's exit code
-// (cmd_profile.cpp). ktune bench --metrics uses it too.
+// left, files into each the ceilings of its GPUs (the calibration in store `db`, else the
+// datasheet) and returns the command's exit code (cmd_profile.cpp). ktune bench --metrics uses it
+// too. `on_traces`, when given, gets every trace once: each finished one (a closed capture window,
+// a child process that exited) while the command runs, the rest when it has ended.
+using TraceHandler = std::function<void(const std::vector<std::string>& traces)>;
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
-                const std::string& db, std::vector<std::string>* traces = nullptr);
+                const std::string& db, const TraceHandler& on_traces = {});
 
 // ktune ingest's options and run (cmd_ingest.cpp); ktune profile --ingest runs it on the traces
 // its command left.

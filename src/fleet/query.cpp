@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ktune/analyze/kernel_name.hpp"
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/sketch.hpp"
@@ -15,23 +16,6 @@
 
 namespace ktune::fleet {
 namespace fs = std::filesystem;
-
-std::string kernel_base_name(const std::string& kernel) {
-  // Cut the argument list and template arguments, then keep the last name of the qualified one.
-  std::string s = kernel.substr(0, kernel.find('('));
-  int depth = 0;
-  std::string plain;
-  for (char c : s) {
-    if (c == '<') ++depth;
-    if (depth == 0) plain += c;
-    if (c == '>' && depth > 0) --depth;
-  }
-  const auto space = plain.find_last_of(' ');
-  if (space != std::string::npos) plain = plain.substr(space + 1);
-  const auto colons = plain.rfind("::");
-  if (colons != std::string::npos) plain = plain.substr(colons + 2);
-  return plain;
-}
 
 std::vector<KnownSpec> spec_catalog(const std::vector<fs::path>& dirs) {
   std::vector<KnownSpec> out;
@@ -81,17 +65,20 @@ std::map<std::string, QuantileSketch> merged(const std::vector<store::FleetSketc
 }
 
 const KnownSpec* find_spec(const std::vector<KnownSpec>& specs, const std::string& kernel) {
-  const std::string base = kernel_base_name(kernel);
+  const std::string base = analyze::base_name(kernel);
   for (const auto& s : specs)
     if (s.kernel_name == base) return &s;
   return nullptr;
 }
 
-nlohmann::json row_json(const TopRow& r) {
-  nlohmann::json j = {{"kernel", r.kernel}, {"calls", r.calls},   {"total_ns", r.total_ns},
-                      {"share", r.share},   {"p50_ns", r.p50_ns}, {"p95_ns", r.p95_ns},
-                      {"p99_ns", r.p99_ns}, {"min_ns", r.min_ns}, {"max_ns", r.max_ns},
-                      {"runs", r.runs},     {"spec", nullptr},    {"tuned", r.tuned}};
+nlohmann::json row_json(const TopRow& r, const analyze::NameTable& names) {
+  nlohmann::json j = {{"kernel", r.kernel}, {"display_name", names(r.kernel)},
+                      {"calls", r.calls},   {"total_ns", r.total_ns},
+                      {"share", r.share},   {"p50_ns", r.p50_ns},
+                      {"p95_ns", r.p95_ns}, {"p99_ns", r.p99_ns},
+                      {"min_ns", r.min_ns}, {"max_ns", r.max_ns},
+                      {"runs", r.runs},     {"spec", nullptr},
+                      {"tuned", r.tuned}};
   if (r.spec) j["spec"] = {{"path", r.spec->path}, {"op", r.spec->op}, {"dtype", r.spec->dtype}};
   if (!r.grid.empty()) {
     j["grid"] = r.grid;
@@ -218,10 +205,24 @@ DiffReport diff(store::Store& store, const std::string& build_a, const std::stri
   return rep;
 }
 
+analyze::NameTable display_names(const TopReport& r, analyze::NameStyle style) {
+  std::vector<std::string> all;
+  for (const auto& row : r.rows) all.push_back(row.kernel);
+  for (const auto& row : r.backlog) all.push_back(row.kernel);
+  return analyze::NameTable(all, style);
+}
+
+analyze::NameTable display_names(const DiffReport& r, analyze::NameStyle style) {
+  std::vector<std::string> all;
+  for (const auto& row : r.rows) all.push_back(row.kernel);
+  return analyze::NameTable(all, style);
+}
+
 nlohmann::json to_json(const TopReport& r) {
+  const analyze::NameTable names = display_names(r);
   nlohmann::json rows = nlohmann::json::array(), backlog = nlohmann::json::array();
-  for (const auto& row : r.rows) rows.push_back(row_json(row));
-  for (const auto& row : r.backlog) backlog.push_back(row_json(row));
+  for (const auto& row : r.rows) rows.push_back(row_json(row, names));
+  for (const auto& row : r.backlog) backlog.push_back(row_json(row, names));
   const auto gemm_json = [](const GemmTopRow& g) {
     return nlohmann::json{
         {"op", g.total.op},         {"dtype", g.total.dtype},        {"shape", g.total.shape},
@@ -248,9 +249,11 @@ nlohmann::json to_json(const TopReport& r) {
 }
 
 nlohmann::json to_json(const DiffReport& r) {
+  const analyze::NameTable names = display_names(r);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& d : r.rows)
     rows.push_back({{"kernel", d.kernel},
+                    {"display_name", names(d.kernel)},
                     {"calls_a", d.calls_a},
                     {"calls_b", d.calls_b},
                     {"p50_a_ns", d.p50_a_ns},

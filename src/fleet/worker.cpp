@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -155,11 +156,13 @@ JobRun run_spec_job(const WorkerOptions& o, const store::FleetJob& job, tune::Se
                     std::atomic<bool>& lost) {
   const tune::ProblemSpec spec = tune::ProblemSpec::load(job.spec);
   so.shape = job.shape.get<std::map<std::string, std::int64_t>>();
-  auto inner = isolated_or_fake(o, [&spec, shape = so.shape, device = o.device] {
-    bench::PipelineSettings settings;
-    settings.full = bench::PipelineSettings::tuning_full();
-    return std::make_unique<tune::GpuEvaluator>(spec, shape, settings, device);
-  });
+  auto inner = isolated_or_fake(
+      o, [&spec, shape = so.shape, device = o.device, threads = o.compile_threads] {
+        bench::PipelineSettings settings;
+        settings.full = bench::PipelineSettings::tuning_full();
+        settings.compile_threads = threads;
+        return std::make_unique<tune::GpuEvaluator>(spec, shape, settings, device);
+      });
   CountingEvaluator counted(*inner, evaluations);
   JobRun run;
   {
@@ -205,6 +208,15 @@ JobRun run_library_job(const WorkerOptions& o, const store::FleetJob& job, tune:
   }
   return run;
 }
+
+}  // namespace
+
+unsigned compile_share(int gpus) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1u, cores / unsigned(std::max(1, gpus)));
+}
+
+namespace {
 
 std::string default_name(int device) {
   return fmt::format("{}:{}/gpu{}", host_identity().hostname, ::getpid(), device);
@@ -357,12 +369,26 @@ GpuProbe probe_gpu(int ordinal) {
 
 WorkerStats run_worker(const WorkerOptions& in) {
   WorkerOptions o = in;
-  if (!o.log) o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  if (!o.log)  // UTC time to the millisecond: an operator (and gpu-fleet.sh) sees where time goes
+    o.log = [](const std::string& line) {
+      const auto now = std::chrono::system_clock::now();
+      const auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+      std::fprintf(stderr, "%s.%03dZ %s\n",
+                   fmt::format("{:%Y-%m-%dT%H:%M:%S}",
+                               fmt::gmtime(std::chrono::system_clock::to_time_t(now)))
+                       .c_str(),
+                   int(ms.count()), line.c_str());
+    };
   if (o.name.empty()) o.name = default_name(o.device);
   if (o.work_dir.empty()) o.work_dir = data_dir() / "jobs";
   if (!(o.lease_s > 0)) throw Error("--lease must be a positive number of seconds.");
-  const store::Environment env =
-      o.fake_evaluation_ms ? fake_environment() : probe_gpu(o.device).environment;
+  store::Environment env = fake_environment();
+  if (!o.fake_evaluation_ms) {
+    const GpuProbe probe = probe_gpu(o.device);
+    env = probe.environment;
+    if (o.compile_threads == 0) o.compile_threads = compile_share(probe.device_count);
+  }
   StopSignals signals;
   StoreLink link(o);
   WorkerStats stats;

@@ -30,10 +30,17 @@ const char* cause_color(GapCause c) {
 }
 
 // Horizontal bars of the top kernels' total GPU time.
-std::string kernel_bars(const Analysis& a, std::size_t top) {
+std::string kernel_bars(const Analysis& a, std::size_t top, const analyze::NameTable& names) {
   const std::size_t n = std::min(top, a.kernels.size());
   if (n == 0) return {};
-  const int bar_h = 18, label_w = 360, chart_w = 420, width = label_w + chart_w + 90;
+  // Labels in the report's name style, as wide as the longest (12 px monospace: 7.3 px a
+  // character) up to 100 characters; a longer one is cut, its title has the full name.
+  constexpr std::size_t kMaxLabel = 100;
+  std::size_t longest = 10;
+  for (std::size_t i = 0; i < n; ++i)
+    longest = std::max(longest, std::min(kMaxLabel, names(a.kernels[i].name).size()));
+  const int bar_h = 18, label_w = static_cast<int>(7.3 * double(longest)) + 12, chart_w = 420,
+            width = label_w + chart_w + 90;
   const double max_ns = static_cast<double>(a.kernels.front().total_ns);
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
@@ -43,7 +50,8 @@ std::string kernel_bars(const Analysis& a, std::size_t top) {
     const auto& g = a.kernels[i];
     const int y = 2 + static_cast<int>(i) * (bar_h + 4);
     const double w = max_ns > 0 ? chart_w * static_cast<double>(g.total_ns) / max_ns : 0;
-    std::string label = g.name.size() > 52 ? g.name.substr(0, 50) + "..." : g.name;
+    std::string label = names(g.name);
+    if (label.size() > kMaxLabel) label = label.substr(0, kMaxLabel - 3) + "...";
     svg += fmt::format(
         "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"lbl\">{}</text>"
         "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {} ({})"
@@ -98,12 +106,27 @@ std::string timelines(const Analysis& a) {
   return svg + legend + "</p>\n";
 }
 
+// One section as an HTML table.
+std::string section_html(const d::Section& s) {
+  std::string out = fmt::format("<h2>{}</h2>\n", xml_escape(s.title));
+  if (!s.note.empty()) out += fmt::format("<p>{}</p>\n", xml_escape(s.note));
+  if (s.rows.empty()) return out;
+  out += "<table><tr>";
+  for (const auto& h : s.header) out += "<th>" + xml_escape(h) + "</th>";
+  out += "</tr>\n";
+  for (const auto& r : s.rows) {
+    out += "<tr>";
+    for (const auto& c : r) out += "<td>" + xml_escape(c) + "</td>";
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
 }  // namespace
 
-std::string render_html(const Analysis& a, const RenderOptions& options) {
-  // HTML keeps the full demangled names: the page has room, and a title shows them on hover.
-  RenderOptions o = options;
-  o.names = analyze::NameStyle::full;
+// Names as the tables show them (--names); the bars' titles and the legend's hold the full name.
+std::string render_html(const Analysis& a, const RenderOptions& o) {
+  const analyze::NameTable names = d::report_names(a, o);
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<title>ktune report</title>\n<style>\n"
@@ -118,28 +141,17 @@ std::string render_html(const Analysis& a, const RenderOptions& options) {
       "</style></head><body>\n";
   out += fmt::format("<h1>ktune report</h1>\n<p><code>{}</code></p>\n<p><b>{}</b></p>\n",
                      xml_escape(d::capture_line(a)), xml_escape(d::headline(a)));
-  const std::string roofline = roofline_svg(a);
+  // A comparison with a baseline leads: it is what `ktune report OLD NEW` was asked for.
+  for (const d::Section& s : d::comparison_sections(a, o, names)) out += section_html(s);
+  const std::string roofline = roofline_html(a, names);
   if (roofline.empty()) {
     out += "<h2>Timeline</h2>\n" + timelines(a);
   } else {
     out += "<div class=\"row\"><div><h2>Timeline</h2>\n" + timelines(a) +
            "</div><div><h2>Roofline</h2>\n" + roofline + "</div></div>\n";
   }
-  out += "<h2>Top kernels</h2>\n" + kernel_bars(a, std::min<std::size_t>(o.top_kernels, 20));
-  for (const d::Section& s : d::sections(a, o)) {
-    out += fmt::format("<h2>{}</h2>\n", xml_escape(s.title));
-    if (!s.note.empty()) out += fmt::format("<p>{}</p>\n", xml_escape(s.note));
-    if (s.rows.empty()) continue;
-    out += "<table><tr>";
-    for (const auto& h : s.header) out += "<th>" + xml_escape(h) + "</th>";
-    out += "</tr>\n";
-    for (const auto& r : s.rows) {
-      out += "<tr>";
-      for (const auto& c : r) out += "<td>" + xml_escape(c) + "</td>";
-      out += "</tr>\n";
-    }
-    out += "</table>\n";
-  }
+  out += "<h2>Top kernels</h2>\n" + kernel_bars(a, std::min<std::size_t>(o.top_kernels, 20), names);
+  for (const d::Section& s : d::sections(a, o, false)) out += section_html(s);
   return out + "</body></html>\n";
 }
 

@@ -20,7 +20,7 @@ const std::vector<Format>& formats() {
   static const std::vector<Format> all = {
       {"text", "tables for a terminal", render_text},
       {"md", "markdown for a pull request", render_markdown},
-      {"json", "JSON for tools (schema_version 5)", render_json},
+      {"json", "JSON for tools (schema_version 6)", render_json},
       {"html", "one self-contained HTML file with SVG charts", render_html},
       {"contract", "the profile contract in markdown (bottleneck, root cause, top 3 fixes)",
        render_contract},
@@ -120,10 +120,11 @@ json devices_json(const Analysis& a) {
   return devices;
 }
 
-json kernels_json(const Analysis& a) {
+json kernels_json(const Analysis& a, const analyze::NameTable& names) {
   json kernels = json::array();
   for (const auto& g : a.kernels) {
     json k = {{"name", g.name},
+              {"display_name", names(g.name)},
               {"share", g.share},
               {"total_ns", g.total_ns},
               {"distinct_shapes", g.distinct_shapes},
@@ -226,13 +227,14 @@ json timeline_json(const Analysis& a) {
 }  // namespace
 
 json to_json(const Analysis& a) {
+  const analyze::NameTable names = d::report_names(a, {});
   return {{"schema_version", kReportSchemaVersion},
           {"kind", "ktune.report"},
           {"trace", trace_json(a)},
           {"group_by", analyze::to_string(a.group_by)},
           {"totals", totals_json(a)},
           {"devices", devices_json(a)},
-          {"kernels", kernels_json(a)},
+          {"kernels", kernels_json(a, names)},
           {"gaps", gaps_json(a)},
           {"storms", storms_json(a)},
           {"nvtx", nvtx_json(a)},
@@ -246,7 +248,15 @@ json to_json(const Analysis& a) {
 
 std::string render_json(const Analysis& a, const RenderOptions& o) {
   json j = to_json(a);
-  if (o.baseline) j["baseline"] = d::baseline_json(a, *o.baseline);
+  if (o.baseline) {
+    // Names distinct over both runs, the same in "kernels" and in the comparison.
+    RenderOptions middle = o;  // JSON's display_name is the middle form whatever --names says
+    middle.names = analyze::NameStyle::middle;
+    const analyze::NameTable names = d::report_names(a, middle);
+    for (json& k : j["kernels"]) k["display_name"] = names(k["name"].get<std::string>());
+    j["baseline"] = d::comparison_json(a, *o.baseline, names);
+    j["baseline"]["metrics"] = d::baseline_json(a, *o.baseline)["metrics"];
+  }
   // Names come from the traced program (NVTX messages, argv) and need not be UTF-8; JSON must be.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -254,13 +264,14 @@ std::string render_json(const Analysis& a, const RenderOptions& o) {
 namespace {
 
 // Columns of the kernel table, shared by text and markdown.
-std::vector<std::string> kernel_row(const analyze::KernelGroup& g, analyze::NameStyle names) {
+std::vector<std::string> kernel_row(const analyze::KernelGroup& g,
+                                    const analyze::NameTable& names) {
   const Summary& s = g.duration_ns;
   return {d::percent(g.share),     d::duration(static_cast<double>(g.total_ns)),
           std::to_string(s.count), d::duration(s.mean),
           d::duration(s.median),   d::duration(s.min),
           d::duration(s.max),      d::duration(s.stddev),
-          d::shape_text(g),        analyze::shown_name(g.name, names)};
+          d::shape_text(g),        names(g.name)};
 }
 const std::vector<std::string> kKernelHeader = {"Time", "Total", "Count",  "Mean",       "Median",
                                                 "Min",  "Max",   "StdDev", "Grid Block", "Name"};
@@ -337,8 +348,20 @@ std::string capture_line(const Analysis& a) {
   return line;
 }
 
-std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
+analyze::NameTable report_names(const Analysis& a, const RenderOptions& o) {
+  std::vector<std::string> all;
+  for (const auto& g : a.kernels) all.push_back(g.name);
+  for (const auto& k : a.counters.kernels) all.push_back(k.name);
+  if (o.baseline)
+    for (const auto& g : o.baseline->kernels) all.push_back(g.name);
+  return analyze::NameTable(all, o.names);
+}
+
+std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool with_comparison) {
   std::vector<Section> out;
+  const analyze::NameTable names = report_names(a, o);
+  if (with_comparison)
+    for (Section& s : comparison_sections(a, o, names)) out.push_back(std::move(s));
   const std::int64_t busy = a.busy_ns(), window = a.window_ns();
 
   Section util{"GPU busy and idle",
@@ -359,7 +382,7 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
                 : ""};
   k.header = kKernelHeader;
   for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i)
-    k.rows.push_back(kernel_row(a.kernels[i], o.names));
+    k.rows.push_back(kernel_row(a.kernels[i], names));
   out.push_back(k);
   for (Section& s : counter_sections(a, o)) out.push_back(std::move(s));
 
@@ -379,7 +402,7 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
       big.rows.push_back({std::to_string(g.device),
                           d::duration(static_cast<double>(g.start_ns - a.origin_ns)),
                           d::duration(static_cast<double>(g.duration_ns())), d::cause_text(g.cause),
-                          analyze::shown_name(g.next_kernel, o.names)});
+                          names(g.next_kernel)});
     out.push_back(big);
   }
 
@@ -392,8 +415,7 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
         {std::to_string(s.device), d::duration(static_cast<double>(s.start_ns - a.origin_ns)),
          std::to_string(s.kernels), d::duration(static_cast<double>(s.end_ns - s.start_ns)),
          d::duration(static_cast<double>(s.kernel_ns)),
-         d::duration(static_cast<double>(s.launch_overhead_ns)),
-         analyze::shown_name(s.top_kernel, o.names)});
+         d::duration(static_cast<double>(s.launch_overhead_ns)), names(s.top_kernel)});
   out.push_back(storms);
 
   const auto& tl = a.timeline;
@@ -427,7 +449,7 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
                         d::duration(double(run.start_ns - a.origin_ns)),
                         std::to_string(run.kernels), d::duration(double(run.kernel_ns)),
                         d::duration(double(run.kernel_ns - run.longest_kernel_ns)),
-                        analyze::shown_name(run.first_kernel, o.names)});
+                        names(run.first_kernel)});
     out.push_back(r);
   }
 
@@ -459,8 +481,8 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o) {
                         d::percent(share), d::percent(a.backlog_share), d::backlog_gemm_note(a))};
   b.header = {"#", "Time", "Kernel"};
   for (std::size_t i = 0; i < a.backlog_size; ++i)
-    b.rows.push_back({std::to_string(i + 1), d::percent(a.kernels[i].share),
-                      analyze::shown_name(a.kernels[i].name, o.names)});
+    b.rows.push_back(
+        {std::to_string(i + 1), d::percent(a.kernels[i].share), names(a.kernels[i].name)});
   out.push_back(b);
   for (Section& s : gemm_sections(a)) out.push_back(std::move(s));
   for (Section& s : baseline_sections(a, o)) out.push_back(std::move(s));

@@ -1,6 +1,8 @@
 #pragma once
 // The report's sections as titled tables of text cells, so the text, markdown and HTML renderers
 // show the same rows.
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,33 @@ struct Section {
   std::vector<std::vector<std::string>> rows;
 };
 
-std::vector<Section> sections(const analyze::Analysis& a, const RenderOptions& o);
+// Every section; `with_comparison`: the comparison with o.baseline first (HTML puts it above its
+// charts and asks for the rest without it).
+std::vector<Section> sections(const analyze::Analysis& a, const RenderOptions& o,
+                              bool with_comparison = true);
+// The names this report shows (o.names), made distinct over the kernels of the run, its counter
+// tier and the baseline's.
+analyze::NameTable report_names(const analyze::Analysis& a, const RenderOptions& o);
+
+// ktune report OLD NEW, per launch. A kernel's change is that of its median launch; it is within
+// noise when inside the ~95 % interval of the difference of the medians (each median's box-plot
+// notch, 1.57 IQR / sqrt(n), combined in quadrature).
+enum class Change { slower, faster, within_noise, few_launches, added, gone };
+const char* to_string(Change c);
+inline constexpr std::size_t kMinComparedLaunches = 3;  // fewer in either run: no verdict
+struct KernelComparison {
+  const analyze::KernelGroup* baseline = nullptr;  // null: new in this run
+  const analyze::KernelGroup* now = nullptr;       // null: gone
+  std::optional<double> median_change, noise;      // fractions of the baseline's median
+  Change change = Change::within_noise;
+};
+// This run's kernels in its order, then those only the baseline has.
+std::vector<KernelComparison> compare_kernels(const analyze::Analysis& now,
+                                              const analyze::Analysis& baseline);
+std::vector<Section> comparison_sections(const analyze::Analysis& a, const RenderOptions& o,
+                                         const analyze::NameTable& names);
+nlohmann::json comparison_json(const analyze::Analysis& a, const analyze::Analysis& baseline,
+                               const analyze::NameTable& names);
 // The traced command, pid, start time and any warning about the capture.
 std::string capture_line(const analyze::Analysis& a);
 // One sentence: kernels, GPU time, busy and idle.

@@ -1,7 +1,9 @@
 #pragma once
 // Shared by the people-facing renderers: durations, percentages, bytes and launch shapes as text.
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -24,6 +26,17 @@ inline std::string percent(double fraction) {
 
 inline double fraction(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// "1.23 TB/s", "456 GFLOP/s": three significant figures with an SI prefix.
+inline std::string rate(double v, std::string_view unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (std::abs(v) >= 999.5 && i < 6) {
+    v /= 1000;
+    ++i;
+  }
+  return fmt::format("{:.3g} {}{}", v, prefixes[i], unit);
 }
 
 inline std::string bytes(std::uint64_t b) {

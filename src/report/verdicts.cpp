@@ -1,5 +1,5 @@
-// The counter tier in the reports: the verdict table, opportunities, the comparison with a
-// baseline, the profile contract (markdown) and the roofline (SVG).
+// The counter tier in the reports: the verdict table, opportunities, the comparison of counters
+// with a baseline and the profile contract (markdown). The roofline is in roofline.cpp.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -29,16 +29,7 @@ std::string pct_cell(const std::optional<double>& v) {
   return v ? fmt::format("{:.1f}", *v) : std::string("-");
 }
 
-// "1.23 TB/s", "456 GFLOP/s": three significant figures with an SI prefix.
-std::string rate(double v, std::string_view unit) {
-  const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
-  int i = 0;
-  while (std::abs(v) >= 999.5 && i < 6) {
-    v /= 1000;
-    ++i;
-  }
-  return fmt::format("{:.3g} {}{}", v, prefixes[i], unit);
-}
+using detail::rate;
 
 std::string occupancy_cell(const KernelDerivation& k) {
   std::string achieved = k.achieved_occupancy_pct ? fmt::format("{:.1f}", *k.achieved_occupancy_pct)
@@ -198,30 +189,10 @@ std::vector<Section> counter_sections(const Analysis& a, const RenderOptions& o)
 std::vector<Section> baseline_sections(const Analysis& a, const RenderOptions& o) {
   if (!o.baseline) return {};
   const Analysis& base = *o.baseline;
-  Section s{"vs baseline", fmt::format("Baseline: {}. Change is (now - baseline) / baseline.",
-                                       capture_line(base))};
+  Section s{"Counters vs baseline",
+            "Each profiled kernel's counters before and now; change is (now - baseline) / "
+            "baseline."};
   s.header = {"Kernel", "Metric", "Baseline", "Now", "Change"};
-  s.rows.push_back({"(all kernels)", "GPU time", duration(double(base.kernel_total_ns)),
-                    duration(double(a.kernel_total_ns)),
-                    change_cell(double(base.kernel_total_ns), double(a.kernel_total_ns))});
-  s.rows.push_back({"(all kernels)", "GPU busy",
-                    percent(fraction(base.busy_ns(), base.window_ns())),
-                    percent(fraction(a.busy_ns(), a.window_ns())),
-                    change_cell(fraction(base.busy_ns(), base.window_ns()),
-                                fraction(a.busy_ns(), a.window_ns()))});
-  for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i) {
-    const auto& g = a.kernels[i];
-    const auto old = std::find_if(base.kernels.begin(), base.kernels.end(),
-                                  [&](const auto& b) { return b.name == g.name; });
-    const std::string name = analyze::shown_name(g.name, o.names);
-    if (old == base.kernels.end()) {
-      s.rows.push_back({name, "total time", "-", duration(double(g.total_ns)), "new"});
-      continue;
-    }
-    s.rows.push_back({name, "total time", duration(double(old->total_ns)),
-                      duration(double(g.total_ns)),
-                      change_cell(double(old->total_ns), double(g.total_ns))});
-  }
   for (const auto& k : a.counters.kernels) {
     const KernelDerivation* old = find_derivation(base.counters, k);
     if (!old) continue;
@@ -236,6 +207,7 @@ std::vector<Section> baseline_sections(const Analysis& a, const RenderOptions& o
       s.rows.push_back({name, "bottleneck", analyze::to_string(old->bottleneck),
                         analyze::to_string(k.bottleneck), "changed"});
   }
+  if (s.rows.empty()) return {};
   return {s};
 }
 
@@ -439,114 +411,12 @@ std::string render_contract(const Analysis& a, const RenderOptions& o) {
     out += d::md_table({"#", "Kernel", "Change", "Trigger", "Kernel gain", "Run gain"}, rows);
   }
 
-  for (const d::Section& s : d::baseline_sections(a, o)) {
+  std::vector<d::Section> compared = d::comparison_sections(a, o, d::report_names(a, o));
+  for (d::Section& s : d::baseline_sections(a, o)) compared.push_back(std::move(s));
+  for (const d::Section& s : compared) {
     out += "\n## " + s.title + "\n\n" + s.note + "\n\n" + d::md_table(s.header, s.rows);
   }
   return out;
-}
-
-std::string roofline_svg(const Analysis& a) {
-  const auto& c = a.counters;
-  if (c.empty() || c.ceilings.dram_bytes_per_s <= 0) return {};
-  const double bw = c.ceilings.dram_bytes_per_s;
-  struct Roof {
-    const char* name;
-    double peak;
-    const char* color;
-  };
-  std::vector<Roof> roofs;
-  if (c.ceilings.bf16_flop_per_s > 0)
-    roofs.push_back({"BF16", c.ceilings.bf16_flop_per_s, "#7b4fa0"});
-  if (c.ceilings.fp16_flop_per_s > 0 && c.ceilings.fp16_flop_per_s != c.ceilings.bf16_flop_per_s)
-    roofs.push_back({"FP16", c.ceilings.fp16_flop_per_s, "#a05f4f"});
-  if (c.ceilings.fp32_flop_per_s > 0)
-    roofs.push_back({"FP32", c.ceilings.fp32_flop_per_s, "#2f6db5"});
-  double top_peak = bw;
-  for (const Roof& r : roofs) top_peak = std::max(top_peak, r.peak);
-
-  // Log axes over whole decades: from 1/100 FLOP per byte to ten times the highest ridge (or the
-  // highest point); FLOP/s from 1 G to the decade above the highest roof.
-  double x_max = top_peak / bw * 10;
-  for (const auto& k : c.kernels)
-    if (k.arithmetic_intensity) x_max = std::max(x_max, *k.arithmetic_intensity * 2);
-  const double lx0 = -2, lx1 = std::ceil(std::log10(x_max));
-  const double ly0 = 9, ly1 = std::ceil(std::log10(top_peak * 1.5));
-  const int left = 70, top = 20, plot_w = 520, plot_h = 340, width = left + plot_w + 30,
-            height = top + plot_h + 50;
-  const auto px = [&](double x) { return left + (std::log10(x) - lx0) / (lx1 - lx0) * plot_w; };
-  const auto py = [&](double y) {
-    return top + plot_h - (std::log10(y) - ly0) / (ly1 - ly0) * plot_h;
-  };
-  const double x_lo = std::pow(10, lx0), x_hi = std::pow(10, lx1), y_lo = std::pow(10, ly0);
-
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
-      "aria-label=\"roofline\" class=\"roofline\">\n"
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fbfaf0\" stroke=\"#999\"/>\n",
-      width, height, left, top, plot_w, plot_h);
-  for (double e = lx0; e <= lx1; ++e)
-    svg += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>"
-        "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\" class=\"lbl\">{4:g}</text>\n",
-        px(std::pow(10, e)), top, top + plot_h, top + plot_h + 16, std::pow(10, e));
-  for (double e = ly0; e <= ly1; ++e)
-    svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e4e4e4\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\" class=\"lbl\">{5}</text>\n",
-        left, py(std::pow(10, e)), left + plot_w, left - 6, py(std::pow(10, e)) + 4,
-        rate(std::pow(10, e), ""));
-  svg += fmt::format(
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"axis\">Arithmetic intensity "
-      "(FLOP/byte)</text>\n<text x=\"14\" y=\"{}\" text-anchor=\"middle\" class=\"axis\" "
-      "transform=\"rotate(-90 14 {})\">Performance (FLOP/s)</text>\n",
-      left + plot_w / 2, top + plot_h + 40, top + plot_h / 2, top + plot_h / 2);
-  // Each roof: the DRAM slope up to its ridge point, then flat.
-  for (const Roof& r : roofs) {
-    const double ridge = r.peak / bw;
-    const double x_start = std::max(x_lo, y_lo / bw);
-    svg += fmt::format(
-        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{:.1f},{:.1f} "
-        "{:.1f},{:.1f} {:.1f},{:.1f}\"><title>{} {}</title></polyline>"
-        "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\" class=\"lbl\" fill=\"{}\">{} "
-        "{}</text>\n",
-        r.color, px(x_start), py(bw * x_start), px(ridge), py(r.peak), px(x_hi), py(r.peak), r.name,
-        rate(r.peak, "FLOP/s"), left + plot_w - 4, py(r.peak) - 5, r.color, r.name,
-        rate(r.peak, "FLOP/s"));
-  }
-  svg += fmt::format(
-      "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"lbl\" fill=\"#555\" transform=\"rotate({:.1f} "
-      "{:.1f} {:.1f})\">DRAM {}</text>\n",
-      px(0.05), py(bw * 0.05) - 6,
-      -std::atan2(py(bw * 0.05) - py(bw * 0.5), px(0.5) - px(0.05)) * 180 / 3.14159265358979,
-      px(0.05), py(bw * 0.05) - 6, rate(bw, "B/s"));
-  // One point per derived kernel. A kernel without FLOPs (a copy) has no place on a log FLOP axis;
-  // it sits at the left edge at the height its bandwidth reaches there, i.e. on the slope it runs.
-  for (const auto& k : c.kernels) {
-    double x = 0, y = 0;
-    std::string note;
-    if (k.arithmetic_intensity && *k.arithmetic_intensity > 0 && k.flop_per_s) {
-      x = *k.arithmetic_intensity;
-      y = *k.flop_per_s;
-    } else if (k.flop && *k.flop == 0 && k.dram_bytes_per_s && *k.dram_bytes_per_s > 0) {
-      x = x_lo;
-      y = *k.dram_bytes_per_s * x_lo;
-      note = " (no FLOPs: placed by its bandwidth)";
-    } else {
-      continue;  // FLOPs not collected: no honest place on the chart
-    }
-    x = std::clamp(x, x_lo, x_hi);
-    y = std::clamp(y, y_lo, std::pow(10, ly1));
-    // Labels near the right edge go on the point's left, inside the chart.
-    const bool right_edge = px(x) > left + plot_w - 160;
-    svg += fmt::format(
-        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"6\" fill=\"#d62728\" class=\"kernel\"><title>{}: "
-        "{}, {} at {:.3g} FLOP/byte{}</title></circle>"
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" class=\"lbl\">{}</text>\n",
-        px(x), py(y), xml_escape(k.name), analyze::to_string(k.bottleneck), rate(y, "FLOP/s"), x,
-        note, right_edge ? px(x) - 9 : px(x) + 9, py(y) + 4, right_edge ? "end" : "start",
-        xml_escape(analyze::base_name(k.name)));
-  }
-  return svg + "</svg>\n";
 }
 
 }  // namespace ktune::report

@@ -8,34 +8,66 @@
 namespace ktune::analyze::test {
 namespace {
 
-// One rank of a two-rank job: the same pid-local ids in both, as two processes would have.
-trace::Trace rank_trace(const std::string& kernel, double offset_us, std::uint32_t pid) {
+// One rank of a two-rank job: the same pid-local ids in both, as two processes would have, and
+// one cuBLASLt GEMM call whose matmul kernel the rank launched.
+trace::Trace rank_trace(const std::string& kernel, double offset_us, std::uint32_t pid,
+                        std::int64_t gemm_m = 128) {
   CounterTraceBuilder b;
   add_h100_identity(b.t);
   b.t.metadata.command_line = {"torchrun", "train.py", "--rank", std::to_string(pid)};
+  b.t.metadata.records = {"kernel", "api_call", "counter", "gemm_call", "gemm_event"};
   b.launched(kernel, offset_us, offset_us + 5, offset_us + 10, offset_us + 110, 7);
   b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
            offset_us + 120, offset_us + 170, 8, 13);
   b.t.counters.push_back({0, 7, std::string(m::kDuration), 100'000});
   for (auto& a : b.t.api_calls) a.process_id = pid;
+  trace::GemmCallRecord g;
+  g.m = gemm_m;
+  g.n = g.k = 64;
+  g.lda = g.ldb = 64;
+  g.ldc = g.ldd = gemm_m;
+  g.a_type = g.b_type = g.c_type = g.d_type = "R_16BF";
+  g.compute_type = "COMPUTE_32F";
+  g.calls = 1;
+  b.t.gemm_calls = {g};
+  b.t.gemm_events = {{pid, b.t.api_calls.front().thread_id, TraceBuilder::at(offset_us), 0}};
   return b.t;
 }
 
-TEST(MergeRanks, EachRankKeepsItsOwnDevicesAndIds) {
-  const trace::Trace t =
-      merge_ranks({rank_trace("gemm_rank0", 0, 100), rank_trace("gemm_rank1", 3, 100)});
-  ASSERT_EQ(t.kernels.size(), 4u);
-  EXPECT_EQ(t.kernels[0].device_id, 0u);
-  EXPECT_EQ(t.kernels[2].device_id, 1u);
-  EXPECT_NE(t.kernels[0].correlation_id, t.kernels[2].correlation_id);
-  EXPECT_NE(t.kernels[0].stream_id, t.kernels[2].stream_id);
-  EXPECT_NE(t.api_calls[0].process_id, t.api_calls[1].process_id);
-  ASSERT_TRUE(t.metadata.identity);
-  ASSERT_EQ(t.metadata.identity->devices.size(), 2u);
-  EXPECT_EQ(t.metadata.identity->devices[1].ordinal, 1);
+std::vector<std::unique_ptr<TraceSource>> sources(std::vector<trace::Trace> ranks) {
+  std::vector<std::unique_ptr<TraceSource>> out;
+  for (trace::Trace& t : ranks) out.push_back(std::make_unique<MemorySource>(std::move(t)));
+  return out;
+}
 
-  MemorySource source(t);
-  const Analysis a = analyze(source);
+template <typename Record, typename Visit>
+std::vector<Record> collect(Visit visit) {
+  std::vector<Record> out;
+  visit([&](const Record& r) { out.push_back(r); });
+  return out;
+}
+
+// The ranks overlap in time (rank 1 starts 3 us after rank 0), so the merged kernels are not in
+// start order across ranks, only within each: the analysis must accept that.
+TEST(MergedSource, EachRankKeepsItsOwnDevicesAndIds) {
+  MergedSource merged(
+      sources({rank_trace("gemm_rank0", 0, 100, 128), rank_trace("gemm_rank1", 3, 100, 256)}));
+  const auto kernels = collect<trace::KernelRecord>([&](const auto& v) { merged.kernels(v); });
+  ASSERT_EQ(kernels.size(), 4u);
+  EXPECT_EQ(kernels[0].device_id, 0u);
+  EXPECT_EQ(kernels[2].device_id, 1u);
+  EXPECT_NE(kernels[0].correlation_id, kernels[2].correlation_id);
+  EXPECT_NE(kernels[0].stream_id, kernels[2].stream_id);
+  const auto api = collect<trace::ApiRecord>([&](const auto& v) { merged.api_calls(v); });
+  ASSERT_EQ(api.size(), 2u);
+  EXPECT_NE(api[0].process_id, api[1].process_id);
+  const auto& id = merged.metadata().identity;
+  ASSERT_TRUE(id);
+  ASSERT_EQ(id->devices.size(), 2u);
+  EXPECT_EQ(id->devices[1].ordinal, 1);
+  EXPECT_EQ(merged.origin_ns(), TraceBuilder::at(0));
+
+  const Analysis a = analyze(merged);
   ASSERT_EQ(a.devices.size(), 2u);
   EXPECT_EQ(a.kernel_count, 4u);
   // Counters still join their own rank's launch.
@@ -45,12 +77,54 @@ TEST(MergeRanks, EachRankKeepsItsOwnDevicesAndIds) {
   EXPECT_EQ(a.timeline.devices[1].collective_ns, 50 * std::int64_t(kUs));
 }
 
-TEST(MergeRanks, OneRankIsItselfAndNoneIsEmpty) {
-  EXPECT_TRUE(merge_ranks({}).kernels.empty());
-  const trace::Trace one = merge_ranks({rank_trace("gemm", 0, 100)});
-  EXPECT_EQ(one.kernels.size(), 2u);
-  EXPECT_EQ(one.kernels[0].correlation_id, 7u);
-  EXPECT_EQ(one.metadata.command_line.front(), "torchrun");
+// Every rank's GEMM calls reach the merged report, each timed by its own rank's kernel (merging
+// once dropped them: the merge listed the record kinds by hand and left GEMM calls out).
+TEST(MergedSource, KeepsEveryRanksGemmCallsAndTheirTimes) {
+  MergedSource merged(sources({rank_trace("nvjet_hsh_128x64_64x4_1x1_v_bz_NNN", 0, 100, 128),
+                               rank_trace("nvjet_hsh_256x64_64x4_1x1_v_bz_NNN", 3, 100, 256)}));
+  const auto events =
+      collect<trace::GemmEventRecord>([&](const auto& v) { merged.gemm_events(v); });
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].call, 0u);
+  EXPECT_EQ(events[1].call, 1u);  // rank 1's row 0 follows rank 0's row
+  EXPECT_NE(events[0].process_id, events[1].process_id);
+
+  const Analysis a = analyze(merged);
+  ASSERT_TRUE(a.gemm.timed);
+  ASSERT_EQ(a.gemm.shapes.size(), 2u);
+  EXPECT_EQ(a.gemm.calls, 2u);
+  for (const auto& shape : a.gemm.shapes) {
+    EXPECT_EQ(shape.gpu_ns, 100 * std::int64_t(kUs)) << shape.problem.m;
+    EXPECT_EQ(shape.timed_calls, 1u);
+  }
+}
+
+TEST(MergedSource, OneRankIsItselfAndNoneIsEmpty) {
+  MergedSource none(sources({}));
+  EXPECT_TRUE(collect<trace::KernelRecord>([&](const auto& v) { none.kernels(v); }).empty());
+  EXPECT_FALSE(none.origin_ns());
+
+  MergedSource one(sources({rank_trace("gemm", 0, 100)}));
+  const auto kernels = collect<trace::KernelRecord>([&](const auto& v) { one.kernels(v); });
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].correlation_id, 7u);
+  EXPECT_EQ(one.metadata().command_line.front(), "torchrun");
+}
+
+// The metadata says what all ranks say: complete only if each is, every rank's command line.
+TEST(MergedSource, MetadataJoinsTheRanks) {
+  trace::Trace cut = rank_trace("gemm", 3, 200);
+  cut.metadata.complete = false;
+  cut.metadata.dropped_records = 5;
+  trace::Trace whole = rank_trace("gemm", 0, 100);
+  whole.metadata.complete = true;
+  whole.metadata.dropped_records = 2;
+  MergedSource merged(sources({whole, cut}));
+  EXPECT_FALSE(merged.metadata().complete);
+  EXPECT_EQ(merged.metadata().dropped_records, 7u);
+  const auto& cl = merged.metadata().command_line;
+  EXPECT_EQ(std::count(cl.begin(), cl.end(), "+"), 1);
+  EXPECT_EQ(cl.back(), "200");
 }
 
 }  // namespace

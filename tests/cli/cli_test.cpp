@@ -167,6 +167,38 @@ TEST(Cli, SinceIsACalendarTimeOrASpanThatFits) {
   fs::remove(db);
 }
 
+// fleet top cut kernel names at 45 characters, so seven rows of a PyTorch program read
+// "void at::native::vectorized_elementwise_kerne...". They show the middle form, whole.
+TEST(Cli, FleetNamesKernelsAsTheReportDoes) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ktune_fleet_names_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db = "--db " + (dir / "s.db").string() + " ";
+  const std::string trace =
+      (fs::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace").string();
+  ASSERT_EQ(run_ktune(db + "ingest " + trace + " --tag build=A").exit_code, 0);
+  RunResult r = run_ktune(db + "fleet top");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name :
+       {"vectorized_elementwise_kernel<MulFunctor>", "vectorized_elementwise_kernel<silu_kernel>",
+        "elementwise_kernel<gpu_kernel_impl_nocast<CUDAFunctor_add>>",
+        "vectorized_elementwise_kernel<FillFunctor, Half>",
+        "vectorized_elementwise_kernel<FillFunctor, float>", "vectorized_layer_norm_kernel<Half>",
+        "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_bias_TNT"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << "\n" << r.out;
+  EXPECT_EQ(r.out.find("..."), std::string::npos) << r.out;
+  r = run_ktune(db + "fleet top --names full");
+  EXPECT_NE(r.out.find("void at::native::vectorized_elementwise_kernel<8, "
+                       "at::native::FillFunctor<c10::Half>, std::array<char*, 1ul> >"),
+            std::string::npos)
+      << r.out;
+  r = run_ktune(db + "fleet top --names short");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("--names 'short' is not a name style"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 // Paths given on the command line: a special file is refused at once, never read without end.
 TEST(Cli, SpecialFilesAsInputsAreOneSentence) {
   const fs::path dir = fs::temp_directory_path() / ("ktune_special_" + std::to_string(::getpid()));

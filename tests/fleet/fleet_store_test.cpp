@@ -306,8 +306,8 @@ TEST_P(FleetStoreTest, TopRanksByFleetTimeWithMergedQuantiles) {
   EXPECT_EQ(j["schema_version"], fleet::kTopSchemaVersion);
   for (const char* key : {"filter", "total_ns", "calls", "kernels", "rows", "backlog"})
     EXPECT_TRUE(j.contains(key)) << key;
-  for (const char* key : {"kernel", "calls", "total_ns", "share", "p50_ns", "p95_ns", "p99_ns",
-                          "min_ns", "max_ns", "runs", "spec", "tuned"})
+  for (const char* key : {"kernel", "display_name", "calls", "total_ns", "share", "p50_ns",
+                          "p95_ns", "p99_ns", "min_ns", "max_ns", "runs", "spec", "tuned"})
     EXPECT_TRUE(j["rows"][0].contains(key)) << key;
   EXPECT_EQ(j["rows"].size(), 2u);
 
@@ -329,7 +329,8 @@ TEST_P(FleetStoreTest, TopRanksByFleetTimeWithMergedQuantiles) {
   EXPECT_NEAR(*d.rows[0].change, 0.2, 0.05);
   const auto dj = fleet::to_json(d);
   EXPECT_EQ(dj["schema_version"], fleet::kDiffSchemaVersion);
-  for (const char* key : {"kernel", "calls_a", "calls_b", "p50_a_ns", "p50_b_ns", "change"})
+  for (const char* key :
+       {"kernel", "display_name", "calls_a", "calls_b", "p50_a_ns", "p50_b_ns", "change"})
     EXPECT_TRUE(dj["rows"][0].contains(key)) << key;
   EXPECT_THROW(fleet::diff(*st, "A", "A"), Error);
   EXPECT_THROW(fleet::diff(*st, "X", "Y"), Error);
@@ -445,7 +446,7 @@ TEST_P(FleetStoreTest, GemmProblemsAreIngestedRankedAndQueuedAsLibraryJobs) {
   const auto listing = fleet::jobs_json(jobs, 3000);
   EXPECT_EQ(listing["jobs"][0]["library"], "cublaslt");
   const auto top_json = fleet::to_json(rep);
-  EXPECT_EQ(top_json["schema_version"], 2);
+  EXPECT_EQ(top_json["schema_version"], fleet::kTopSchemaVersion);
   for (const char* key : {"op", "dtype", "shape", "arch", "problem", "calls", "gpu_ns", "runs",
                           "share", "tuned", "tune_command"})
     EXPECT_TRUE(top_json["gemms"][0].contains(key)) << key;
@@ -509,14 +510,35 @@ TEST(FleetStoreSchema, OlderStoreReadOnlyHasNoFleetRatherThanAnError) {
   fs::remove(path);
 }
 
+// fleet top cut full names at 45 characters: seven rows read
+// "void at::native::vectorized_elementwise_kerne...". Rows show the middle form, distinct.
+TEST(FleetNames, RowsShowTheMiddleFormDistinct) {
+  const std::string gelu =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl("
+      "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() "
+      "const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, "
+      "at::detail::Array<char*, 2> >(int, at::detail::Array<char*, 2>)";
+  const std::string mul =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, "
+      "float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >("
+      "int, at::detail::Array<char*, 3>)";
+  fleet::TopReport rep;
+  rep.rows = {{gelu}, {mul}, {"void a::k<a::Op>(int)"}, {"void b::k<b::Op>(int)"}};
+  const auto names = fleet::display_names(rep);
+  EXPECT_EQ(names(gelu), "vectorized_elementwise_kernel<GeluCUDAKernelImpl>");
+  EXPECT_EQ(names(mul), "vectorized_elementwise_kernel<MulFunctor>");
+  EXPECT_NE(names("void a::k<a::Op>(int)"), names("void b::k<b::Op>(int)"));
+  const auto j = fleet::to_json(rep);
+  EXPECT_EQ(j["rows"][0]["display_name"], "vectorized_elementwise_kernel<GeluCUDAKernelImpl>");
+  EXPECT_EQ(j["rows"][0]["kernel"], gelu);  // programs keep the full name
+  EXPECT_EQ(fleet::display_names(rep, analyze::NameStyle::full)(gelu), gelu);
+}
+
 TEST(FleetIngest, BadTagsAndBadTracesAreOneSentence) {
   EXPECT_THROW(fleet::parse_tags({"job"}), Error);
   EXPECT_THROW(fleet::parse_tags({"=x"}), Error);
   const auto t = fleet::parse_tags({"job=j,build=b,team=x"});
   EXPECT_EQ(t.all["team"], "x");
-  EXPECT_EQ(fleet::kernel_base_name("void ns::copy_f32<4, float>(float const*, float*, long)"),
-            "copy_f32");
-  EXPECT_EQ(fleet::kernel_base_name("gemv_f16"), "gemv_f16");
 }
 
 KTUNE_BOTH_BACKENDS(FleetStoreTest);

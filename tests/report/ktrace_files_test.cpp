@@ -224,7 +224,7 @@ TEST(Cli, ReportComparesOldWithNewAndPrintsTheContract) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"# Profile contract", "## Stages", "No counters in this trace",
                         "none: the trace carries none and this machine has no calibration",
-                        "## vs baseline", "| +0.0 % |"})
+                        "## Compared with the baseline, per launch", "| +0.0 % |", "within_noise"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   r = test::run_ktune(
       "report " + old_trace.string() + " " + new_trace.string() + " --format json --names full",

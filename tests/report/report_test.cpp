@@ -63,8 +63,8 @@ TEST(ReportJson, ShapeIsPinned) {
   EXPECT_EQ(keys(j["totals"]), (Keys{"api_calls", "busy_ns", "busy_pct", "idle_ns", "idle_pct",
                                      "kernel_count", "kernel_time_ns", "window_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]),
-            (Keys{"count", "distinct_shapes", "launch", "max_ns", "mean_ns", "median_ns", "min_ns",
-                  "name", "share", "stddev_ns", "total_ns"}));
+            (Keys{"count", "display_name", "distinct_shapes", "launch", "max_ns", "mean_ns",
+                  "median_ns", "min_ns", "name", "share", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["kernels"][0]["launch"]),
             (Keys{"block", "grid", "registers_per_thread", "shared_mem_bytes"}));
   EXPECT_EQ(keys(j["devices"][0]),

@@ -201,10 +201,11 @@ TEST(ReportCounters, BaselineTableShowsTheChangePerMetric) {
   EXPECT_NE(t.find("-10.0 %"), std::string::npos) << t;  // copy duration
   EXPECT_NE(t.find("+10.0 %"), std::string::npos) << t;  // its DRAM %
   const std::string md = render_contract(after, o);
-  EXPECT_NE(md.find("## vs baseline"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Counters vs baseline"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Compared with the baseline, per launch"), std::string::npos) << md;
   const json j = json::parse(render_json(after, o));
-  EXPECT_EQ(keys(j["baseline"]),
-            (Keys{"command_line", "kernel_time_ns", "kernels", "metrics", "started_at"}));
+  EXPECT_EQ(keys(j["baseline"]), (Keys{"command_line", "kernel_time_ns", "kernels", "metrics",
+                                       "min_launches", "noise_method", "started_at"}));
   EXPECT_FALSE(j["baseline"]["metrics"].empty());
 }
 
@@ -230,14 +231,27 @@ TEST(ReportCounters, HtmlDrawsTheRooflineBesideTheTimeline) {
   const std::string h = render_html(analysis_of(counter_trace()), {});
   EXPECT_NE(h.find("aria-label=\"roofline\""), std::string::npos);
   EXPECT_NE(h.find("Arithmetic intensity (FLOP/byte)"), std::string::npos);
-  for (const char* roof : {"BF16 660 TFLOP/s", "FP32 51 TFLOP/s", "DRAM 3 TB/s"})
+  // BF16 and FP16 at one height: one roof, one label.
+  for (const char* roof : {"BF16 = FP16 660 TFLOP/s", "FP32 51 TFLOP/s", "DRAM 3 TB/s"})
     EXPECT_NE(h.find(roof), std::string::npos) << roof;
   std::size_t points = 0;
   for (std::size_t at = h.find("class=\"kernel\""); at != std::string::npos;
        at = h.find("class=\"kernel\"", at + 1))
     ++points;
-  EXPECT_EQ(points, 6u);  // the tiny kernel's FLOPs were not collected: it has no place
-  EXPECT_NE(h.find("attention_fwd&lt;128, 64&gt;(Params)"), std::string::npos);  // full names
+  // Not the copy (no FLOPs) nor the tiny kernel (FLOPs not collected): listed under the chart.
+  EXPECT_EQ(points, 5u);
+  EXPECT_NE(h.find("doing no FLOPs (a FLOP/s axis has no place for them; their DRAM throughput "
+                   "is in the tables): copy_kernel."),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("FLOPs not collected (ktune profile --metrics roofline collects them): "
+                   "vectorized_elementwise_kernel&lt;FillFunctor&gt;."),
+            std::string::npos);
+  // Each point's number names it in the legend.
+  EXPECT_NE(h.find("<td>2</td><td title=\"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT\">nvjet_tst_"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("attention_fwd&lt;128, 64&gt;(Params)"), std::string::npos);  // in titles
   EXPECT_LT(h.find("<h2>Timeline</h2>"), h.find("<h2>Roofline</h2>"));
   EXPECT_EQ(h.find("<script"), std::string::npos);
 }

@@ -45,6 +45,7 @@ struct KernelGroup {
   std::int64_t total_ns = 0;
   double share = 0;  // of all kernel GPU time, 0..1
   Summary duration_ns;
+  double q1_ns = 0, q3_ns = 0;  // quartiles of the launch durations (ktune report OLD NEW's noise)
 };
 
 enum class GapCause { launch_bound, synchronization, copies, unattributed };

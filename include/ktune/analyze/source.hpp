@@ -1,8 +1,10 @@
 #pragma once
 // Where the analysis and the exporters read trace records from. Each visit streams one record type
-// in ascending start time and may be repeated, so a million-kernel .ktrace is never held in memory
-// as records: KtraceSource runs one ordered query per visit (trace::KtraceReader). The records are
-// the tracer's own (trace/ktrace.hpp); times are CUPTI nanoseconds, one clock for host and GPU.
+// in ascending start time (MergedSource: within each rank, so on each device, stream and thread,
+// which is what the analysis relies on) and may be repeated, so a million-kernel .ktrace is never
+// held in memory as records: KtraceSource runs one ordered query per visit (trace::KtraceReader).
+// The records are the tracer's own (trace/ktrace.hpp); times are CUPTI nanoseconds, one clock for
+// host and GPU.
 #include <cstdint>
 #include <filesystem>
 #include <functional>

@@ -10,12 +10,14 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/analyze/kernel_name.hpp"
 #include "ktune/store/fleet.hpp"
 
 namespace ktune::fleet {
 
-inline constexpr int kTopSchemaVersion = 2;
-inline constexpr int kDiffSchemaVersion = 1;
+// top 3, diff 2: each kernel row carries "display_name", its middle form (docs/report.md).
+inline constexpr int kTopSchemaVersion = 3;
+inline constexpr int kDiffSchemaVersion = 2;
 
 // A tuning spec ktune knows (the built-in kernels/ and any --specs folder): which kernel it tunes.
 struct KnownSpec {
@@ -24,9 +26,6 @@ struct KnownSpec {
 // Every T1 file (*.json) directly in each folder or one level below; files that are not specs
 // are passed over.
 std::vector<KnownSpec> spec_catalog(const std::vector<std::filesystem::path>& dirs);
-// The bare function name of a kernel as a trace shows it: "void ns::copy_f32<4>(float*, ...)" ->
-// "copy_f32".
-std::string kernel_base_name(const std::string& kernel);
 
 struct TopRow {
   std::string kernel;
@@ -75,6 +74,12 @@ struct DiffReport {
 
 DiffReport diff(store::Store& store, const std::string& build_a, const std::string& build_b,
                 store::FleetFilter filter = {});
+
+// The kernel names a listing shows, distinct over its rows (and backlog) in the middle style.
+analyze::NameTable display_names(const TopReport& r,
+                                 analyze::NameStyle style = analyze::NameStyle::middle);
+analyze::NameTable display_names(const DiffReport& r,
+                                 analyze::NameStyle style = analyze::NameStyle::middle);
 
 nlohmann::json to_json(const TopReport& r);   // schema_version kTopSchemaVersion
 nlohmann::json to_json(const DiffReport& r);  // schema_version kDiffSchemaVersion

@@ -25,6 +25,9 @@ struct WorkerOptions {
   bool drain = false;              // return when no job is queued or running (anyone's)
   int max_attempts = 3;            // claims of one job before it is marked failed
   std::filesystem::path work_dir;  // job sessions go to work_dir/<job id>; default data_dir()/jobs
+  // NVRTC threads of a spec job. 0: this machine's hardware threads divided by its GPUs, so the
+  // workers of a machine (one per GPU) share its cores rather than each taking all of them.
+  unsigned compile_threads = 0;
   // TEST ONLY (KTUNE_TEST_FAKE_EVALUATOR): measure nothing, give each configuration a time made
   // from its values, taking this many ms per evaluation. No GPU is touched.
   std::optional<double> fake_evaluation_ms;
@@ -38,6 +41,10 @@ struct WorkerStats {
 // Runs until `once`/`drain` says stop (else for ever). ktune::Error when the store cannot be
 // opened or (real evaluator) no GPU is there.
 WorkerStats run_worker(const WorkerOptions& options);
+
+// A worker's share of this machine's hardware threads when each of its `gpus` GPUs has one
+// (at least one thread).
+unsigned compile_share(int gpus);
 
 // This machine's GPUs and environment, read in a short-lived child process so that the caller
 // (which forks workers and evaluators) never initialises CUDA itself. NoGpuError without a GPU.

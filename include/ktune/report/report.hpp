@@ -18,14 +18,18 @@ namespace ktune::report {
 // 4: "gemm_calls" (ktune profile --gemm-shapes) and the backlog's "cublaslt_kernels".
 // 5: GPU time per GEMM problem ("gpu_ns", "timed_calls", "timed"), its "cache_key" and a tune
 //    command for every form.
-// 6: the counter tier's stalls ("stalls", "stall_cause", "warp_cycles_per_issue"), "library" and
-//    "tune_command", the time of the profiled shape ("shape_launches", "shape_total_ns"), the
-//    "issue-bound" verdict, and the ceilings' "kind" and "origin".
+// 6: kernels carry "display_name" (the middle form, distinct within the report); "baseline"
+//    compares per launch: each kernel's launches before and now, the change of the median, its
+//    noise and a verdict (docs/report.md). The counter tier's stalls ("stalls", "stall_cause",
+//    "warp_cycles_per_issue"), "library" and "tune_command", the time of the profiled shape
+//    ("shape_launches", "shape_total_ns"), the "issue-bound" verdict, and the ceilings' "kind"
+//    and "origin".
 inline constexpr int kReportSchemaVersion = 6;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all
-  analyze::NameStyle names = analyze::NameStyle::base;  // tables; JSON and HTML keep full names
+  // Names in text, md, html and contract; JSON has the full name and the middle form.
+  analyze::NameStyle names = analyze::NameStyle::middle;
   // `ktune report OLD NEW`: the run compared against (not owned); null: no comparison.
   const analyze::Analysis* baseline = nullptr;
 };
@@ -49,8 +53,9 @@ std::string render_html(const analyze::Analysis& analysis, const RenderOptions& 
 // The profile contract in markdown: configuration, stages, bottleneck and root cause, the top
 // three opportunities of the run, and the change against a baseline when one is given.
 std::string render_contract(const analyze::Analysis& analysis, const RenderOptions& options);
-// The roofline as one inline SVG (calibrated ceilings, one point per derived kernel); empty
-// without counters.
-std::string roofline_svg(const analyze::Analysis& analysis);
+// The roofline as HTML: one inline SVG (calibrated roofs, a numbered point per kernel with FLOPs),
+// the legend table naming each number, and the kernels left off the chart; empty without counters
+// or ceilings.
+std::string roofline_html(const analyze::Analysis& analysis, const analyze::NameTable& names);
 
 }  // namespace ktune::report
