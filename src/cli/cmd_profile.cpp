@@ -268,8 +268,7 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
           static_cast<unsigned long long>(c.metadata.dropped_records),
           c.metadata.complete ? "" : " (cut short: holds what was recorded)");
       if (const std::string source = file_ceilings(p, db); !source.empty())
-        std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n",
-                     source.c_str());
+        std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n", source.c_str());
     } catch (const Error& e) {
       std::fprintf(stderr, "ktune: trace %s is unreadable: %s\n", p.c_str(), e.what());
     }
@@ -360,14 +359,15 @@ const bool registered = register_command(
          // while the command runs. The command's exit code stands; a failed ingest makes a clean
          // exit a failure.
          bool failed = false;
-         const int code = run_profile(*opts, *cmd, globals.db, [&](const std::vector<std::string>& traces) {
-           try {
-             run_ingest(traces, *ingest_opts, globals);
-           } catch (const Error& e) {
-             std::fprintf(stderr, "ktune: traces were not ingested: %s\n", e.what());
-             failed = true;
-           }
-         });
+         const int code =
+             run_profile(*opts, *cmd, globals.db, [&](const std::vector<std::string>& traces) {
+               try {
+                 run_ingest(traces, *ingest_opts, globals);
+               } catch (const Error& e) {
+                 std::fprintf(stderr, "ktune: traces were not ingested: %s\n", e.what());
+                 failed = true;
+               }
+             });
          if (failed && code == 0) return 1;
          return code;
        };
