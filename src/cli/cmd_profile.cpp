@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -221,12 +222,19 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   int status = 0;
   // Traces the tracer has finished go to `on_traces` while the command still runs.
   trace::TraceWatch watch(opts.output, since, kWatchEvery_s);
+  // Each trace gets its ceilings once: when handed over mid-run, else after the command.
+  std::map<fs::path, std::string> ceilings_of;
+  const auto filed = [&](const fs::path& p) -> const std::string& {
+    auto it = ceilings_of.find(p);
+    if (it == ceilings_of.end()) it = ceilings_of.emplace(p, file_ceilings(p, db)).first;
+    return it->second;
+  };
   const auto started = std::chrono::steady_clock::now();
   const auto hand_over = [&](const std::vector<fs::path>& paths) {
     if (!on_traces || paths.empty()) return;
     std::vector<std::string> names;
     for (const fs::path& p : paths) {
-      file_ceilings(p, db);  // before the handler reads it (ingest)
+      filed(p);  // before the handler reads it (ingest)
       names.push_back(p.string());
     }
     on_traces(names);
@@ -267,7 +275,7 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
           static_cast<unsigned long long>(c.counters),
           static_cast<unsigned long long>(c.metadata.dropped_records),
           c.metadata.complete ? "" : " (cut short: holds what was recorded)");
-      if (const std::string source = file_ceilings(p, db); !source.empty())
+      if (const std::string& source = filed(p); !source.empty())
         std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n", source.c_str());
     } catch (const Error& e) {
       std::fprintf(stderr, "ktune: trace %s is unreadable: %s\n", p.c_str(), e.what());
