@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "ktune/core/error.hpp"
-#include "ktune/tune/expression.hpp"
+#include "ktune/spec/expression.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using ktune::tune::MapScope;

@@ -4,7 +4,7 @@
 
 #include "json_input.hpp"
 #include "ktune/core/error.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto j = ktune::fuzz::json_input(data, size);

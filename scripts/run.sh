@@ -46,14 +46,14 @@ print(max(shapes, key=lambda s: s["gpu_ns"])["tune_command"] if shapes else "")'
   if [ -n "$top" ]; then
     step "$top --budget 40"
     # shellcheck disable=SC2086  # the report's command, split into its words
-    "$k" ${top#ktune } --budget 40 --out "$out/tune-gemm"
+    "$k" ${top#ktune } --budget 40 -o "$out/tune-gemm"
   fi
 fi
 "$k" report "$out/workload.ktrace" --format html -o "$out/report.html"
-"$k" export "$out/workload.ktrace" --chrome "$out/workload.chrome.json"
+"$k" export "$out/workload.ktrace" --chrome -o "$out/workload.chrome.json"
 
 step "ktune tune kernels/gemv/gemv.json (fp16 GEMV 7168x16384)"
-"$k" tune "$root/kernels/gemv/gemv.json" --budget 60 --out "$out/tune-gemv"
+"$k" tune "$root/kernels/gemv/gemv.json" --budget 60 -o "$out/tune-gemv"
 step "ktune cache ls"
 "$k" cache ls
 printf '\nwrote %s: workload.ktrace, report.html (open in a browser), workload.chrome.json (ui.perfetto.dev), tune-gemv/ (t4.json, summary.json, curve.svg), tune-gemm/ with PyTorch\n' "$out"

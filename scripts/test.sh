@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The CPU test tier: installs dependencies, builds, starts a throwaway PostgreSQL server for the
-# store tests, runs every test with ctest, then again under ASan + UBSan and without PostgreSQL
+# The CPU test tier (no GPU or driver needed; the CUDA toolkit is, to build: scripts/deps.sh checks
+# for it and says how to install it): installs dependencies, builds, starts a throwaway PostgreSQL
+# server for the store tests, runs every test with ctest, then again under ASan + UBSan and without PostgreSQL
 # (scripts/sanitize.sh), then each fuzz target for 8 s (scripts/fuzz.sh).
 # Usage: scripts/test.sh [ctest args...]
 set -euo pipefail

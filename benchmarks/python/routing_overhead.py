@@ -63,7 +63,7 @@ def main():
         return summary(a.summary)
     out = tempfile.mkdtemp(prefix="ktune-routing.")
     subprocess.run([a.ktune, "tune", "--library", "cublaslt", "--op", "gemm_nn", "--shape",
-                    "m=64,n=64,k=64", "--dtype", "bf16", "--budget", "8", "--json", "--out",
+                    "m=64,n=64,k=64", "--dtype", "bf16", "--budget", "8", "--json", "--output",
                     f"{out}/session"], check=True, capture_output=True)
     # The cost is that of a routed call: when the search kept PyTorch's own algorithm (what a
     # 64^3 GEMM's usually is), the heuristic's second choice is cached in its place, forced.

@@ -24,7 +24,7 @@ log=$out/tune.txt; : >"$log"
 session() {  # NAME SPEC ARGS...
   local name=$1 spec=$2; shift 2
   local t0=$(date +%s.%N)
-  "$bin" --db "$out/ktune.db" tune "$spec" --out "$out/session-$name" "$@" \
+  "$bin" --db "$out/ktune.db" tune "$spec" -o "$out/session-$name" "$@" \
     >"$out/stdout-$name.txt" 2>"$out/stderr-$name.txt"
   local rc=$?
   local wall=$(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$t0")

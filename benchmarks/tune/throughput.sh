@@ -21,7 +21,7 @@ for rule in default min_gpu_time_s=0.01 min_gpu_time_s=0.005,max_relative_stddev
   d=$out/gemv-${rule//[=,.]/_}; rm -rf "$d"
   extra=(); [ "$rule" = default ] || extra=(--stop "$rule")
   t0=$(date +%s.%N)
-  "$bin" --db "$out/ktune.db" tune "$gemv" --budget 100 --cold --out "$d" "${extra[@]}" >"$d.stdout" 2>"$d.stderr"
+  "$bin" --db "$out/ktune.db" tune "$gemv" --budget 100 --cold -o "$d" "${extra[@]}" >"$d.stdout" 2>"$d.stderr"
   rc=$?; t1=$(date +%s.%N)
   say "gemv rule=$rule rc=$rc wall=$(python3 -c "print(f'{$t1-$t0:.1f}')") s: $(summ "$d")"
   python3 - "$d/results.jsonl" <<'PY' | tee -a "$log"
@@ -48,7 +48,7 @@ print(f"bench {sys.argv[2]}: {n} samples, median {med/1e3:.2f} us x {lps} launch
 PY
 done
 d=$out/convolution; rm -rf "$d"; t0=$(date +%s.%N)
-"$bin" --db "$out/ktune.db" tune "$hub/convolution_milo.json" --budget 200 --cold --out "$d" >"$d.stdout" 2>"$d.stderr"
+"$bin" --db "$out/ktune.db" tune "$hub/convolution_milo.json" --budget 200 --cold -o "$d" >"$d.stdout" 2>"$d.stderr"
 rc=$?; t1=$(date +%s.%N)
 say "convolution rc=$rc wall=$(python3 -c "print(f'{$t1-$t0:.1f}')") s: $(summ "$d")"
 tail -n 20 "$log"

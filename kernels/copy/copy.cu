@@ -23,10 +23,20 @@
 #define GATE_EXTRA_PCT 0
 #endif
 
-template <int N> struct VecOf;
-template <> struct VecOf<1> { typedef float type; };
-template <> struct VecOf<2> { typedef float2 type; };
-template <> struct VecOf<4> { typedef float4 type; };
+template <int N>
+struct VecOf;
+template <>
+struct VecOf<1> {
+  typedef float type;
+};
+template <>
+struct VecOf<2> {
+  typedef float2 type;
+};
+template <>
+struct VecOf<4> {
+  typedef float4 type;
+};
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
     copy_f32(const float* __restrict__ in, float* __restrict__ out, long long n) {

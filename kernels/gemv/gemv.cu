@@ -29,10 +29,20 @@
 #define LOAD_HINT 2
 #endif
 
-template <int N> struct HalfVec;
-template <> struct HalfVec<2> { typedef unsigned int type; };
-template <> struct HalfVec<4> { typedef uint2 type; };
-template <> struct HalfVec<8> { typedef uint4 type; };
+template <int N>
+struct HalfVec;
+template <>
+struct HalfVec<2> {
+  typedef unsigned int type;
+};
+template <>
+struct HalfVec<4> {
+  typedef uint2 type;
+};
+template <>
+struct HalfVec<8> {
+  typedef uint4 type;
+};
 typedef HalfVec<VEC>::type V;
 
 __device__ __forceinline__ V load_a(const V* p) {
@@ -60,7 +70,10 @@ __device__ __forceinline__ float dot(uint4 a, uint4 b, float acc) {
   return dot2(a.w, b.w, dot2(a.z, b.z, dot2(a.y, b.y, dot2(a.x, b.x, acc))));
 }
 
-extern "C" __global__ void __launch_bounds__(TPR * RPB)
+// Threads a block: TPR lanes for each of the RPB rows it computes.
+#define GEMV_THREADS (TPR * RPB)
+
+extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
     gemv_f16(const __half* __restrict__ A, const __half* __restrict__ x, __half* __restrict__ y,
              int n, int k) {
   const int lane = threadIdx.x;  // position within the row's threads
@@ -104,7 +117,8 @@ extern "C" __global__ void __launch_bounds__(TPR * RPB)
   }
   // Lanes of one row are contiguous within a warp (threadIdx.x varies fastest).
 #pragma unroll
-  for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o >>= 1)
+    acc += __shfl_xor_sync(0xffffffffu, acc, o);
 #if TPR > 32
   __shared__ float partial[RPB][TPR / 32];
   if (lane % 32 == 0) partial[threadIdx.y][lane / 32] = acc;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/analyze/analysis.hpp"
 #include "ktune/analyze/gemm_calls.hpp"
 #include "ktune/core/enum_names.hpp"
 #include "ktune/trace/metrics.hpp"
@@ -522,8 +523,9 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
   const bool own_code = d.library.empty();
 
   if (d.bottleneck == Bottleneck::launch) {
-    // Fusing removes one launch's host cost, assumed equal to kLaunchBoundNs at most.
-    const double overhead = 4000;
+    // Fusing removes one launch's host cost: the launch overhead the analysis assumes where a
+    // trace has no host call to measure it by (4 us, within the 2-5 us of kLaunchBoundNs).
+    const auto overhead = static_cast<double>(AnalysisOptions{}.default_launch_overhead_ns);
     all.push_back({"Fuse with neighbouring kernels or launch the sequence as a CUDA graph",
                    trigger(metric::kDuration, d.duration_ns),
                    overhead / (overhead + d.duration_ns)});

@@ -17,6 +17,7 @@
 #include "ktune/cuda/identity.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/tune/spec_problem.hpp"
+#include "print_json.hpp"
 #include "spec_options.hpp"
 
 namespace ktune::cli {
@@ -59,7 +60,7 @@ std::string regex_escape(const std::string& s) {
 // the counters are printed after the measurement.
 int bench_with_counters(const BenchArgs& a, const tune::ProblemSpec& spec) {
   if (a.json || !a.compare.empty())
-    throw Error(
+    throw UsageError(
         "--metrics prints text for one configuration; drop --json and --compare, or run ktune "
         "profile --metrics SET -- ktune bench ... and read the counters from its .ktrace.");
   trace::TracerOptions o;
@@ -134,7 +135,8 @@ const bool registered = register_command(
        auto a = std::make_shared<BenchArgs>();
        app.add_option("spec", a->spec, "T1 tuning spec (JSON)")->required();
        app.add_option("--config", a->config, "Parameter values NAME=VALUE,... (others: defaults)");
-       app.add_option("--mode", a->mode, "Timing mode: cold (L2 flushed), hot or graph");
+       app.add_option("--mode", a->mode, "Timing mode: cold (L2 flushed), hot or graph")
+           ->check(parsed_by([](const std::string& v) { bench::parse_mode(v); }));
        app.add_option("--stop", a->stop,
                       "Stop-rule overrides, e.g. min_samples=20,timeout_s=5 (" +
                           stop_rule_defaults(bench::PipelineSettings{}.full) + ")");
@@ -152,7 +154,11 @@ const bool registered = register_command(
          if (!a->metrics.empty()) {
            trace::TracerOptions check;
            check.metrics = a->metrics;
-           trace::check_counter_options(check);
+           try {
+             trace::check_counter_options(check);
+           } catch (const Error& e) {
+             throw UsageError(e.what());
+           }
            return bench_with_counters(*a, spec);
          }
          bench::PipelineSettings settings;
@@ -166,12 +172,11 @@ const bool registered = register_command(
                tune::make_problem(spec, tune::parse_config(spec, a->compare));
            const bench::InterleavedResult r = pipeline.compare(problem, other, settings.full);
            nlohmann::json j = r;
-           j["schema_version"] = bench::kMeasurementSchemaVersion;
            j["mode"] = bench::to_string(settings.mode);
            j["a"] = problem.config;
            j["b"] = other.config;
            if (a->json)
-             fmt::print("{}\n", j.dump(2));
+             print_json(j, bench::kMeasurementSchemaVersion);
            else
              fmt::print(
                  "A {:.3f} us, B {:.3f} us (medians over {} pairs); B/A {:.4f} (p5 {:.4f}, p95 "
@@ -186,7 +191,7 @@ const bool registered = register_command(
            nlohmann::json j = o.measurement;
            j["status"] = bench::to_string(o.status);
            j["reason"] = o.status == bench::Status::ok ? "" : o.detail;
-           fmt::print("{}\n", j.dump(2));
+           print_json(j);
          } else if (o.status == bench::Status::ok) {
            print_text(o.measurement);
          }

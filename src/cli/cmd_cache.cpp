@@ -1,4 +1,5 @@
-// ktune cache ls | get | put | rm | export | import | invalidate | stats: the tuning cache.
+// ktune cache ls | get | put | rm | export | import | invalidate | stats: the tuning cache. Exit
+// codes: the CLI's (0 ok, 1 failed, 2 usage), and 3 when `cache get` finds no config.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -16,14 +17,17 @@
 #include "ktune/core/paths.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/store.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
 
 constexpr int kCacheSchemaVersion = 1;  // of every --json output of `ktune cache`
+constexpr int kExitCacheMiss = 3;       // ktune cache get: no entry and no default
 
 struct Options {
-  bool json = false, all = false, stale = false, force = false;
+  // all: act on every entry with no filter (rm, invalidate); include_invalidated: ls lists them.
+  bool json = false, all = false, include_invalidated = false, stale = false, force = false;
   store::EntryFilter filter;
   std::string shape, file, reason = "invalidated by ktune cache invalidate";
   store::Environment env;  // --arch/--device-name/--toolkit/--driver-major, else the GPU's
@@ -71,11 +75,6 @@ void add_env(CLI::App& app, Options& o) {
   app.add_option("--driver-major", o.env.driver_major, "Current driver major (default: NVML's)");
 }
 
-nlohmann::json with_schema(nlohmann::json j) {
-  j["schema_version"] = kCacheSchemaVersion;
-  return j;
-}
-
 void print_entries(const std::vector<store::CacheEntry>& entries, const store::Environment* env) {
   fmt::print("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12} {:>9}  {}\n", "op", "dtype", "bucket",
              "arch", "device", "toolkit", "median_us", "noise_us", "config");
@@ -92,18 +91,25 @@ void print_entries(const std::vector<store::CacheEntry>& entries, const store::E
   fmt::print("{} entr{}\n", entries.size(), entries.size() == 1 ? "y" : "ies");
 }
 
+// A `-` names stdin; the text and the name to quote in errors.
+std::pair<std::string, std::string> read_input(const std::string& file) {
+  if (file == "-") return {read_stream(std::cin, "stdin"), "stdin"};
+  return {read_file(file), file};
+}
+
 int run_ls(const Options& o, const GlobalOptions& g) {
-  auto s = store::Store::open(g.db, store::Access::read_only);
+  const auto s = open_for_listing(g.db);
   store::EntryFilter f = o.filter;
-  f.include_invalidated = o.all;
+  f.include_invalidated = o.include_invalidated;
   std::optional<store::Environment> env;
   if (o.stale) {
     env = environment(o, g, false);
     f.stale_relative_to = env;
   }
-  const auto entries = s->list_entries(f);
+  const auto entries = s ? s->list_entries(f) : std::vector<store::CacheEntry>{};
+  const std::string where = s ? s->describe() : store_location(g.db);
   if (o.json)
-    fmt::print("{}\n", with_schema({{"store", s->describe()}, {"entries", entries}}).dump(2));
+    print_json({{"store", where}, {"entries", entries}}, kCacheSchemaVersion);
   else
     print_entries(entries, env ? &*env : nullptr);
   return 0;
@@ -111,19 +117,29 @@ int run_ls(const Options& o, const GlobalOptions& g) {
 
 int run_get(const Options& o, const GlobalOptions& g) {
   if (o.filter.op.empty() || o.filter.dtype.empty() || o.shape.empty())
-    throw Error(fmt::format("ktune cache get needs --op, --dtype and --shape (e.g. --shape {}).",
-                            kShapeExample));
+    throw UsageError(fmt::format(
+        "ktune cache get needs --op, --dtype and --shape (e.g. --shape {}).", kShapeExample));
   // A bad flag is named before the store is looked at; the names then need the op's declaration.
-  const auto sizes = parse_named_sizes(o.shape, "--shape", kShapeExample);
-  auto s = store::Store::open(g.db, store::Access::read_only);
-  const auto op = s->get_op(o.filter.op);
-  store::LookupQuery q{
-      o.filter.op, o.filter.dtype,
-      store::shape_of(op ? op->buckets : store::BucketPolicy{}, sizes, o.filter.op, "--shape"),
-      environment(o, g, true)};
-  const auto r = s->lookup(q);
+  // Either way a --shape that cannot be read is a usage error.
+  std::vector<NamedSize> sizes;
+  try {
+    sizes = parse_named_sizes(o.shape, "--shape", kShapeExample);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  const auto s = open_for_listing(g.db);  // no store yet: nothing matches (a miss, exit 3)
+  const auto op = s ? s->get_op(o.filter.op) : std::nullopt;
+  std::vector<std::int64_t> shape;
+  try {
+    shape =
+        store::shape_of(op ? op->buckets : store::BucketPolicy{}, sizes, o.filter.op, "--shape");
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  store::LookupQuery q{o.filter.op, o.filter.dtype, shape, environment(o, g, true)};
+  const auto r = s ? s->lookup(q) : store::LookupResult{};
   if (o.json) {
-    fmt::print("{}\n", with_schema(nlohmann::json(r)).dump(2));
+    print_json(nlohmann::json(r), kCacheSchemaVersion);
   } else if (r.match == store::Match::none) {
     fmt::print("no config for {} {} {} on {} (no entry and no default)\n", q.op, q.dtype,
                store::shape_name(q.shape), q.env.arch);
@@ -131,12 +147,11 @@ int run_get(const Options& o, const GlobalOptions& g) {
     fmt::print("{}  ({} match, bucket {}{})\n", r.config.dump(), store::to_string(r.match),
                r.bucket, r.stale ? ", STALE: " + r.stale_reason : "");
   }
-  return r.match == store::Match::none ? 3 : 0;
+  return r.match == store::Match::none ? kExitCacheMiss : 0;
 }
 
 int run_put(const Options& o, const GlobalOptions& g) {
-  const std::string text = o.file == "-" ? read_stream(std::cin, "stdin") : read_file(o.file);
-  const std::string source = o.file == "-" ? "stdin" : o.file;
+  const auto [text, source] = read_input(o.file);
   const auto j = parse_json(text, source, "give one cache entry object");
   store::CacheEntry e;
   try {
@@ -147,9 +162,8 @@ int run_put(const Options& o, const GlobalOptions& g) {
   auto s = store::Store::open(g.db);
   const auto r = s->put_entry(e, o.force);
   if (o.json)
-    fmt::print(
-        "{}\n",
-        with_schema({{"winner", r.winner}, {"reason", r.reason}, {"bucket", r.bucket}}).dump(2));
+    print_json({{"winner", r.winner}, {"reason", r.reason}, {"bucket", r.bucket}},
+               kCacheSchemaVersion);
   else
     fmt::print("{}: {}\n", r.winner ? "stored as winner" : "kept the stored winner", r.reason);
   return 0;
@@ -159,18 +173,19 @@ int run_rm(const Options& o, const GlobalOptions& g) {
   const auto& f = o.filter;
   if (!o.all && f.op.empty() && f.dtype.empty() && f.arch.empty() && f.device_name.empty() &&
       f.toolkit.empty())
-    throw Error("ktune cache rm needs a filter (--op, --arch, ...) or --all to remove everything.");
+    throw UsageError(
+        "ktune cache rm needs a filter (--op, --arch, ...) or --all to remove everything.");
   auto s = store::Store::open(g.db);
   const auto n = s->remove_entries(f);
   if (o.json)
-    fmt::print("{}\n", with_schema({{"removed", n}}).dump(2));
+    print_json({{"removed", n}}, kCacheSchemaVersion);
   else
     fmt::print("removed {} entr{}\n", n, n == 1 ? "y" : "ies");
   return 0;
 }
 
 int run_export(const Options& o, const GlobalOptions& g) {
-  const bool to_stdout = o.file.empty() || o.file == "-";
+  const bool to_stdout = is_stdout(o.file);
   auto s = store::Store::open(g.db, store::Access::read_only);
   if (!to_stdout) {
     // The store's SQLite file and its WAL companions are inputs the pack must not replace.
@@ -179,22 +194,31 @@ int run_export(const Options& o, const GlobalOptions& g) {
   }
   const auto pack = s->export_pack(o.filter);
   if (to_stdout) {
-    fmt::print("{}\n", store::pack_to_json(pack).dump(2));
+    print_json(store::pack_to_json(pack));
   } else {
     store::write_pack(o.file, pack);
-    std::fprintf(stderr, "wrote %zu entries and %zu op specs to %s\n", pack.entries.size(),
-                 pack.ops.size(), o.file.c_str());
+    if (o.json)  // the pack itself is JSON; --json then says what was written where
+      print_json({{"output", o.file}, {"entries", pack.entries.size()}, {"ops", pack.ops.size()}},
+                 kCacheSchemaVersion);
+    else
+      std::fprintf(stderr, "wrote %zu entries and %zu op specs to %s\n", pack.entries.size(),
+                   pack.ops.size(), o.file.c_str());
   }
   return 0;
 }
 
 int run_import(const Options& o, const GlobalOptions& g) {
-  const auto pack = store::read_pack(o.file);  // validated whole before the store is opened
+  // Validated whole before the store is opened.
+  const auto pack =
+      o.file == "-" ? store::pack_from_json(
+                          parse_json(read_stream(std::cin, "stdin"), "stdin",
+                                     "a tuning pack is the JSON that `ktune cache export` writes"),
+                          "stdin")
+                    : store::read_pack(o.file);
   auto s = store::Store::open(g.db);
   const auto r = s->import_pack(pack, o.force);
   if (o.json)
-    fmt::print("{}\n",
-               with_schema({{"ops", r.ops}, {"winners", r.winners}, {"kept", r.kept}}).dump(2));
+    print_json({{"ops", r.ops}, {"winners", r.winners}, {"kept", r.kept}}, kCacheSchemaVersion);
   else
     fmt::print("imported {}: {} new winners, {} stored winners kept, {} op specs\n", o.file,
                r.winners, r.kept, r.ops);
@@ -205,22 +229,26 @@ int run_invalidate(const Options& o, const GlobalOptions& g) {
   const auto& f = o.filter;
   if (!o.stale && !o.all && f.op.empty() && f.dtype.empty() && f.arch.empty() &&
       f.device_name.empty() && f.toolkit.empty())
-    throw Error("ktune cache invalidate needs --stale, a filter (--op, --arch, ...) or --all.");
+    throw UsageError(
+        "ktune cache invalidate needs --stale, a filter (--op, --arch, ...) or --all.");
   auto s = store::Store::open(g.db);
   const store::Environment env = o.stale ? environment(o, g, false) : store::Environment{};
   const auto n = s->invalidate(f, env, o.stale, o.reason);
   if (o.json)
-    fmt::print("{}\n", with_schema({{"invalidated", n}}).dump(2));
+    print_json({{"invalidated", n}}, kCacheSchemaVersion);
   else
     fmt::print("invalidated {} entr{}\n", n, n == 1 ? "y" : "ies");
   return 0;
 }
 
 int run_stats(const Options& o, const GlobalOptions& g) {
-  auto s = store::Store::open(g.db, store::Access::read_only);
+  const auto s = open_for_listing(g.db);
   store::EntryFilter all;
   all.include_invalidated = true;
-  const auto entries = s->list_entries(all);
+  const auto entries = s ? s->list_entries(all) : std::vector<store::CacheEntry>{};
+  const std::string where = s ? s->describe() : store_location(g.db);
+  // 0: there is no store there yet.
+  const int schema = s ? s->schema_version() : 0;
   store::Environment env;
   try {
     env = environment(o, g, false);
@@ -237,18 +265,19 @@ int run_stats(const Options& o, const GlobalOptions& g) {
     ++per_arch[e.key.arch];
     if (!env.toolkit.empty() && !store::stale_reason(e.key, env).empty()) ++stale;
   }
-  const nlohmann::json j = with_schema({{"store", s->describe()},
-                                        {"store_schema_version", s->schema_version()},
-                                        {"entries", entries.size()},
-                                        {"invalidated", invalid},
-                                        {"stale", stale},
-                                        {"ops", s->ops().size()},
-                                        {"per_op", per_op},
-                                        {"per_arch", per_arch}});
+  const nlohmann::json j = {{"store", where},
+                            {"store_schema_version", schema},
+                            {"entries", entries.size()},
+                            {"invalidated", invalid},
+                            {"stale", stale},
+                            {"ops", s ? s->ops().size() : 0},
+                            {"per_op", per_op},
+                            {"per_arch", per_arch}};
   if (o.json) {
-    fmt::print("{}\n", j.dump(2));
+    print_json(j, kCacheSchemaVersion);
   } else {
-    fmt::print("store      {} (schema {})\n", s->describe(), s->schema_version());
+    fmt::print("store      {} ({})\n", where,
+               s ? fmt::format("schema {}", schema) : std::string("none there yet"));
     fmt::print("entries    {} ({} invalidated, {} stale{})\n", entries.size(), invalid, stale,
                env.toolkit.empty() ? ": no GPU or --toolkit to judge" : "");
     for (const auto& [op, n] : per_op) fmt::print("  op   {:<20} {}\n", op, n);
@@ -271,12 +300,16 @@ const bool registered = register_command(
          subs->emplace_back(sub, fn);
          return sub;
        };
-       auto* ls = add("ls", "List entries (a table, or --json)", run_ls);
+       auto* ls = add("ls", "List entries (a table, or --json); an empty store lists none", run_ls);
        add_filter(*ls, *o);
        add_env(*ls, *o);
-       ls->add_flag("--all", o->all, "Include invalidated entries");
+       ls->add_flag("--include-invalidated", o->include_invalidated,
+                    "Also list invalidated entries");
        ls->add_flag("--stale", o->stale, "Only entries stale here: to re-tune");
-       auto* get = add("get", "Look up the config of an op and shape on this GPU", run_get);
+       auto* get = add("get",
+                       "Look up the config of an op and shape on this GPU; exit code 3 when "
+                       "nothing matches (no entry and no default)",
+                       run_get);
        add_filter(*get, *o);
        add_env(*get, *o);
        get->add_option("--shape", o->shape,
@@ -289,19 +322,19 @@ const bool registered = register_command(
        put->add_flag("--force", o->force, "Replace the stored winner even if not faster");
        auto* rm = add("rm", "Remove entries matching a filter", run_rm);
        add_filter(*rm, *o);
-       rm->add_flag("--all", o->all, "Remove every entry");
+       rm->add_flag("--all", o->all, "Every entry, with no filter needed");
        auto* ex = add("export", "Write a tuning pack (JSON) of the matching entries", run_export);
        add_filter(*ex, *o);
-       ex->add_option("-o,--out", o->file, "Pack file (default: stdout)");
+       add_output_option(*ex, o->file, "Pack file (default: stdout)");
        auto* im = add("import", "Read a tuning pack; all of it or nothing", run_import);
-       im->add_option("file", o->file, "Pack file")->required();
+       im->add_option("file", o->file, "Pack file, or - for stdin")->required();
        im->add_flag("--force", o->force, "Pack entries replace stored winners regardless");
        auto* inv =
            add("invalidate", "Mark entries as never to be handed out again", run_invalidate);
        add_filter(*inv, *o);
        add_env(*inv, *o);
        inv->add_flag("--stale", o->stale, "Only entries from another toolkit or driver");
-       inv->add_flag("--all", o->all, "Every matching entry (no filter needed)");
+       inv->add_flag("--all", o->all, "Every entry, with no filter needed");
        inv->add_option("--reason", o->reason, "Recorded with each entry");
        auto* st = add("stats", "Counts per op and arch, stale and invalidated entries", run_stats);
        st->add_option("--arch", o->filter.arch, "Current arch (default: the GPU's)");

@@ -10,6 +10,7 @@
 #include "ktune/core/progress.hpp"
 #include "ktune/cuda/driver.hpp"
 #include "ktune/store/store.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -84,7 +85,7 @@ const bool registered = register_command(
          progress.finish();
          if (db) db->put_calibration(to_record(r, globals.device));
          if (o->json) {
-           fmt::print("{}\n", nlohmann::json(r).dump(2));
+           print_json(nlohmann::json(r));
          } else {
            print_table(r, globals.device);
            if (db) fmt::print("\nstored in {}\n", db->describe());

@@ -12,6 +12,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/query.hpp"
 #include "ktune/store/store.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -45,13 +46,14 @@ std::string us(double ns) {
 }
 
 int run_top(const FleetArgs& a, const GlobalOptions& g) {
-  if (a.builds.size() > 1) throw Error("ktune fleet top takes at most one --build.");
+  if (a.builds.size() > 1) throw UsageError("ktune fleet top takes at most one --build.");
   store::FleetFilter f{since_timestamp(a.since), a.gpu, a.builds.empty() ? "" : a.builds[0], a.job};
-  auto st = store::Store::open(g.db, store::Access::read_only);
-  const auto rep = fleet::top(*st, f, a.limit, fleet::spec_catalog(spec_dirs(a.specs)));
+  const auto st = open_for_listing(g.db);  // none yet: nothing ran, an empty ranking
+  const auto rep = st ? fleet::top(*st, f, a.limit, fleet::spec_catalog(spec_dirs(a.specs)))
+                      : fleet::TopReport{f};
   const ShownNames names(rep, a.names);  // a bad --names fails before anything is printed
   if (a.json) {
-    fmt::print("{}\n", fleet::to_json(rep).dump(2));
+    print_json(fleet::to_json(rep));
     return 0;
   }
   fmt::print("fleet: {} kernels, {} launches, {:.3f} s of GPU time{}\n", rep.kernels, rep.calls,
@@ -99,13 +101,13 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
 
 int run_diff(const FleetArgs& a, const GlobalOptions& g) {
   if (a.builds.size() != 2)
-    throw Error("ktune fleet diff needs exactly two builds: --build A --build B.");
+    throw UsageError("ktune fleet diff needs exactly two builds: --build A --build B.");
   auto st = store::Store::open(g.db, store::Access::read_only);
   const auto rep =
       fleet::diff(*st, a.builds[0], a.builds[1], {since_timestamp(a.since), a.gpu, "", a.job});
   const ShownNames names(rep, a.names);
   if (a.json) {
-    fmt::print("{}\n", fleet::to_json(rep).dump(2));
+    print_json(fleet::to_json(rep));
     return 0;
   }
   fmt::print("{:>12} {:>12} {:>9}  {}\n", "p50_us " + short_name(rep.build_a, 5),

@@ -16,16 +16,21 @@
 #include "ktune/gate/history.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/tune/spec_problem.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
 
+constexpr int kRecordSchemaVersion = 1;     // of gate record --json
+constexpr int kGateCacheSchemaVersion = 1;  // of gate cache --json
+
 struct GateArgs {
-  std::string suite, against, commit, label, format = "table", junit, bench, shape;
+  std::string suite, against, commit, label, format = "table", junit, bench,
+                                             shape;  // format: table|md|json
   std::vector<std::string> specs;
   bool json = false, no_store = false, invalidate = false;
   double threshold = 0;
-  int limit = 20;
+  std::size_t limit = 20;
 };
 
 // The measured code's commit: --commit, else CI's variables, else git in the working directory.
@@ -48,19 +53,27 @@ int usage_error(const Error& e) {
 }
 
 int do_record(const GateArgs& a, const GlobalOptions& g) {
+  refuse_stdin(a.suite, "a suite (its specs are found beside it)");
   const gate::Suite suite = gate::load_suite(a.suite);
   auto st = store::Store::open(g.db);
   gate::GpuMeasurer m(suite, g.device, st.get());
   store::Baselines baselines(*st);
   const auto runs = gate::record(suite, m, baselines, {code_commit(a.commit), a.label});
+  if (a.json) {
+    print_json({{"session", runs.empty() ? "" : runs.front().session_id},
+                {"runs", runs.size()},
+                {"benchmarks", suite.benchmarks.size()},
+                {"store", st->describe()}},
+               kRecordSchemaVersion);
+    return 0;
+  }
   fmt::print("recorded {} runs of {} benchmarks (session {}) in {}\n", runs.size(),
              suite.benchmarks.size(), runs.empty() ? "-" : runs.front().session_id, st->describe());
   return 0;
 }
 
 int do_check(const GateArgs& a, const GlobalOptions& g) {
-  if (a.format != "table" && a.format != "markdown")
-    throw Error(fmt::format("--format {} is not one of table, markdown.", a.format));
+  refuse_stdin(a.suite, "a suite (its specs are found beside it)");
   gate::Suite suite = gate::load_suite(a.suite);
   if (a.threshold > 0) suite.rule.threshold = a.threshold;
   auto st = store::Store::open(g.db);
@@ -69,11 +82,10 @@ int do_check(const GateArgs& a, const GlobalOptions& g) {
   const gate::CheckReport r = gate::check(suite, m, baselines, {code_commit(a.commit), ""},
                                           {.against = a.against, .store_candidate = !a.no_store});
   if (!a.junit.empty()) write_file_atomic(a.junit, gate::render_junit(r));
-  if (a.json) {
-    nlohmann::json j = r;
-    fmt::print("{}\n", j.dump(2));
+  if (a.format == "json") {
+    print_json(nlohmann::json(r));
   } else {
-    fmt::print("{}", a.format == "markdown" ? gate::render_markdown(r) : gate::render_table(r));
+    fmt::print("{}", a.format == "md" ? gate::render_markdown(r) : gate::render_table(r));
   }
   return r.regressed() ? 1 : 0;
 }
@@ -90,7 +102,7 @@ int do_history(const GateArgs& a, const GlobalOptions& g) {
   const auto points = gate::series(runs);
   const auto changes = gate::history_change_points(points);
   if (a.json)
-    fmt::print("{}\n", gate::history_json(a.bench, points, changes).dump(2));
+    print_json(gate::history_json(a.bench, points, changes));
   else
     fmt::print("{}", gate::render_history(a.bench, points, changes));
   return 0;
@@ -117,7 +129,7 @@ int do_cache(const GateArgs& a, const GlobalOptions& g) {
     std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) {
       return x.provenance.created_at > y.provenance.created_at;
     });
-    if (entries.size() > static_cast<std::size_t>(a.limit)) entries.resize(a.limit);
+    if (a.limit > 0 && entries.size() > a.limit) entries.resize(a.limit);  // 0: all
     for (const auto& e : entries) {
       std::map<std::string, std::int64_t> shape;
       for (std::size_t i = 0; i < spec.ktune.shape.size() && i < e.shape.size(); ++i)
@@ -140,10 +152,11 @@ int do_cache(const GateArgs& a, const GlobalOptions& g) {
       else if (vs_stored > threshold)
         why = fmt::format("{:+.1f} % slower than when tuned", 100 * vs_stored);
       lost += !why.empty();
-      fmt::print("{:<8} {:<18} {:<16} {:>10.3f} us (tuned {:.3f}) winner/default {:.3f}  {}\n",
-                 why.empty() ? "ok" : "LOST", op, e.key.bucket, r.b_ns.median / 1e3,
-                 e.median_ns / 1e3, vs_default,
-                 why.empty() ? "" : why + "; re-tune: ktune tune " + path);
+      if (!a.json)
+        fmt::print("{:<8} {:<18} {:<16} {:>10.3f} us (tuned {:.3f}) winner/default {:.3f}  {}\n",
+                   why.empty() ? "ok" : "LOST", op, e.key.bucket, r.b_ns.median / 1e3,
+                   e.median_ns / 1e3, vs_default,
+                   why.empty() ? "" : why + "; re-tune: ktune tune " + path);
       out.push_back({{"op", op},
                      {"bucket", e.key.bucket},
                      {"config", e.config},
@@ -161,7 +174,10 @@ int do_cache(const GateArgs& a, const GlobalOptions& g) {
                        env, false, "ktune gate cache: " + why);
     }
   }
-  if (a.json) fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"entries", out}}.dump(2));
+  if (a.json) {
+    print_json({{"entries", out}, {"lost", lost}}, kGateCacheSchemaVersion);
+    return lost ? 1 : 0;
+  }
   fmt::print("{} of {} re-checked winners lost their lead{}\n", lost, out.size(),
              lost && !a.invalidate ? " (--invalidate marks them stale in the store)" : "");
   return lost ? 1 : 0;
@@ -176,15 +192,27 @@ const bool registered = register_command(
        rec->add_option("suite", a->suite, "Suite file (TOML)")->required();
        rec->add_option("--commit", a->commit, "Commit of the measured code (default: git HEAD)");
        rec->add_option("--label", a->label, "A name for this baseline, e.g. main");
+       rec->add_flag("--json", a->json,
+                     fmt::format("Print JSON (schema_version {})", kRecordSchemaVersion));
        auto* chk = app.add_subcommand("check", "Measure a suite and compare with its baselines");
        chk->add_option("suite", a->suite, "Suite file (TOML)")->required();
        chk->add_option("--against", a->against, "Baseline label or commit (default: the newest)");
        chk->add_option("--commit", a->commit, "Commit of the measured code (default: git HEAD)");
-       chk->add_option("--format", a->format, "table or markdown");
+       chk->add_option("--format", a->format,
+                       fmt::format("table, md (or markdown) or json (schema_version {})",
+                                   gate::kCheckSchemaVersion))
+           ->capture_default_str()
+           ->transform(CLI::Validator(
+               [](std::string& v) {
+                 if (v == "markdown") v = "md";  // report's spelling is md
+                 if (v != "table" && v != "md" && v != "json")
+                   return fmt::format("'{}' is not one of table, md, json", v);
+                 return std::string();
+               },
+               ""));
        chk->add_option("--junit", a->junit, "Also write JUnit XML to FILE");
        chk->add_option("--threshold", a->threshold, "Relative p50 slowdown that fails (0.05)");
-       chk->add_flag("--json", a->json,
-                     fmt::format("Print JSON (schema_version {})", gate::kCheckSchemaVersion));
+       add_json_flag_for_format(*chk, a->format, "Print JSON");
        chk->add_flag("--no-store", a->no_store, "Do not keep this check's runs in the store");
        auto* his = app.add_subcommand("history", "A benchmark's stored series and change points");
        his->add_option("bench", a->bench, "Benchmark name (as in the suite)")->required();
@@ -193,10 +221,12 @@ const bool registered = register_command(
                      fmt::format("Print JSON (schema_version {})", gate::kHistorySchemaVersion));
        auto* cac = app.add_subcommand("cache", "Re-measure cached winners on this GPU and toolkit");
        cac->add_option("--spec", a->specs, "Tuning spec of an op to re-check (repeatable)");
-       cac->add_option("--limit", a->limit, "Newest entries per op (20)");
+       cac->add_option("--limit", a->limit, "Newest entries per op (default 20; 0: all)");
        cac->add_option("--threshold", a->threshold, "Slowdown against the tuned time (0.05)");
        cac->add_flag("--invalidate", a->invalidate, "Mark the entries that lost their lead stale");
-       cac->add_flag("--json", a->json, "Also print JSON (schema_version 1)");
+       cac->add_flag("--json", a->json,
+                     fmt::format("Print JSON instead of the table (schema_version {})",
+                                 kGateCacheSchemaVersion));
        return [a, rec, chk, his, cac, &globals]() -> int {
          try {
            if (rec->parsed()) return do_record(*a, globals);

@@ -14,6 +14,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/ingest.hpp"
 #include "ktune/store/store.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -32,7 +33,8 @@ void add_ingest_options(CLI::App& app, IngestOptions& o) {
 
 int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
                const GlobalOptions& g) {
-  if (traces.empty()) throw Error("ktune ingest needs at least one .ktrace file.");
+  if (traces.empty()) throw UsageError("ktune ingest needs at least one .ktrace file.");
+  for (const std::string& t : traces) refuse_stdin(t, "a .ktrace (SQLite)");
   const fleet::Tags tags = fleet::parse_tags(a.tags);
   auto st = store::Store::open(g.db);
   store::FleetStore fleet(*st);
@@ -66,10 +68,7 @@ int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
       });
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (a.json)
-    fmt::print("{}\n", nlohmann::json{{"schema_version", kIngestSchemaVersion},
-                                      {"store", st->describe()},
-                                      {"runs", runs}}
-                           .dump(2));
+    print_json({{"store", st->describe()}, {"runs", runs}}, kIngestSchemaVersion);
   else
     fmt::print("{} trace{} into {}: {} launches in {:.2f} s\n", traces.size() - failed,
                traces.size() - failed == 1 ? "" : "s", st->describe(), records, seconds);

@@ -50,7 +50,9 @@ fs::path self_dir() {
   return ec ? fs::current_path() : exe.parent_path();
 }
 
-fs::path locate_tracer() {
+}  // namespace
+
+std::filesystem::path locate_tracer() {
   if (const char* env = std::getenv("KTUNE_TRACER"); env && *env) {
     std::error_code ec;
     if (!fs::is_regular_file(env, ec))
@@ -68,6 +70,8 @@ fs::path locate_tracer() {
                   "the ktune_tracer target or set KTUNE_TRACER to its path.",
                   dir.string()));
 }
+
+namespace {
 
 // The executable CMD names, as execvp would find it; one sentence when there is none.
 void check_command(const std::string& cmd) {
@@ -166,12 +170,19 @@ std::string file_ceilings(const fs::path& path, const std::string& db) {
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
                 const std::string& db, const TraceHandler& on_traces) {
   if (cmd.empty())
-    throw Error(
+    throw UsageError(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
-  trace::check_range(opts.window.range);
-  trace::check_schedule(opts.window);
-  trace::check_counter_options(opts);
-  trace::check_gemm_shapes(opts);
+  // Settings that cannot work together, from flags or variables alike: a usage error.
+  try {
+    trace::check_range(opts.window.range);
+    trace::check_schedule(opts.window);
+    trace::check_counter_options(opts);
+    trace::check_gemm_shapes(opts);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
@@ -344,15 +355,15 @@ const bool registered = register_command(
        app.add_option("command", *cmd, "The command to run, after '--'")->expected(-1);
        return [opts, cmd, kernels_only, full, output, opt_in, ingest, ingest_opts, &globals] {
          if (const char* env = std::getenv("KTUNE_TRACE_MODE"); env && *env) {
-           const std::string_view mode(env);
-           if (mode != "default" && mode != "kernels" && mode != "full")
-             throw Error(
-                 fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default', "
-                             "'kernels' or 'full', or unset it.",
-                             mode));
+           trace::TraceMode mode;
+           try {
+             mode = trace::parse_trace_mode(env);
+           } catch (const Error& e) {
+             throw UsageError(e.what());  // a bad value, as a flag's would be
+           }
            if (!*kernels_only && !*full) {
-             *kernels_only = mode == "kernels";
-             *full = mode == "full";
+             *kernels_only = mode == trace::TraceMode::kernels;
+             *full = mode == trace::TraceMode::full;
            }
          }
          opts->kernels_only = *kernels_only;

@@ -10,6 +10,7 @@
 #include "ktune/fleet/queue.hpp"
 #include "ktune/store/store.hpp"
 #include "ktune/tune/gemm_library.hpp"
+#include "print_json.hpp"
 #include "spec_options.hpp"
 
 namespace ktune::cli {
@@ -35,38 +36,36 @@ int run_add(const QueueArgs& a, const GlobalOptions& g) {
   fleet::JobRequest req{a.spec, {}, a.arch, a.toolkit, a.budget, 0};
   if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
     if (a.library != "cublaslt")
-      throw Error(fmt::format(
+      throw UsageError(fmt::format(
           "a library job needs --library cublaslt (with --op, --shape and --dtype), not '{}'.",
           a.library));
     if (!a.spec.empty())
-      throw Error("--library queues a library's GEMM search, not a SPEC; drop one of them.");
+      throw UsageError("--library queues a library's GEMM search, not a SPEC; drop one of them.");
     req.gemm = tune::library_problem(a.op, parse_shape_variables(a.shape), a.dtype);
   } else {
     if (a.spec.empty())
-      throw Error(
+      throw UsageError(
           "ktune queue add needs a SPEC, or --library cublaslt --op OP --shape m=..,n=..,k=.. "
           "--dtype D.");
+    refuse_stdin(a.spec, "a tuning spec (workers read it at its path)");
     req.shape = parse_shape_variables(a.shape);
   }
   const store::FleetJob job = fleet::make_job(req, now);
   auto st = store::Store::open(g.db);
   const bool added = store::FleetStore(*st).add_job(job);
   if (a.json)
-    fmt::print("{}\n",
-               nlohmann::json{
-                   {"schema_version", fleet::kQueueSchemaVersion}, {"id", job.id}, {"added", added}}
-                   .dump(2));
+    print_json({{"id", job.id}, {"added", added}}, fleet::kQueueSchemaVersion);
   else
     print_added(job, added);
   return 0;
 }
 
 int run_ls(const QueueArgs& a, const GlobalOptions& g) {
-  auto st = store::Store::open(g.db, store::Access::read_only);
-  const auto jobs = store::FleetStore(*st).jobs();
+  const auto st = open_for_listing(g.db);
+  const auto jobs = st ? store::FleetStore(*st).jobs() : std::vector<store::FleetJob>{};
   const auto now = fleet::now_ms();
   if (a.json) {
-    fmt::print("{}\n", fleet::jobs_json(jobs, now).dump(2));
+    print_json(fleet::jobs_json(jobs, now));
     return 0;
   }
   fmt::print("{:<16} {:<8} {:<28} {:>8} {:>9}  {:<10} {:<6} {:<12} {}\n", "id", "state", "worker",
@@ -111,9 +110,7 @@ int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
     if (!a.json) print_added(job, added);
   }
   if (a.json)
-    fmt::print(
-        "{}\n",
-        nlohmann::json{{"schema_version", fleet::kQueueSchemaVersion}, {"jobs", list}}.dump(2));
+    print_json({{"jobs", list}}, fleet::kQueueSchemaVersion);
   else if (list.empty())
     fmt::print(
         "the backlog is empty: every GEMM problem the fleet ran and every kernel a known spec "

@@ -15,13 +15,14 @@
 #include "ktune/core/progress.hpp"
 #include "ktune/tune/replay.hpp"
 #include "ktune/tune/warm_start.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
 
 struct ReplayOptions {
   std::string t4, t1, strategy = tune::default_strategy_name(), budgets = "100,200,400";
-  std::string seeds = "50", threads = "0", window = "1";
+  std::string seeds = "50", threads = "0", prefetch = "1";
   std::vector<std::string> warm_from;
   bool json = false;
 };
@@ -49,7 +50,7 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
     const std::string item = text.substr(start, end - start);
     const auto v = parse_count(item, 1, kMaxBudget);
     if (!v)
-      throw Error(
+      throw UsageError(
           fmt::format("--budget {}: '{}' is not a positive integer up to {}; give a "
                       "comma-separated list such as 100,200,400.",
                       text, item, kMaxBudget));
@@ -60,19 +61,20 @@ std::vector<std::size_t> parse_budgets(const std::string& text) {
 }
 
 int run(const ReplayOptions& o) {
+  refuse_stdin(o.t4, "a recorded space (T4 or Kernel Tuner cache)");
   const std::vector<std::size_t> budgets = parse_budgets(o.budgets);
-  const auto window = parse_count(o.window, 1, kMaxBudget);
+  const auto window = parse_count(o.prefetch, 1, kMaxBudget);
   if (!window)
-    throw Error(fmt::format(
-        "--window {}: give a whole number of proposals from 1 to {} (a session's --prefetch).",
-        o.window, kMaxBudget));
+    throw UsageError(fmt::format(
+        "--prefetch {}: give a whole number of proposals from 1 to {}, as ktune tune takes it.",
+        o.prefetch, kMaxBudget));
   const auto seeds = parse_count(o.seeds, 1, kMaxSeeds);
   if (!seeds)
-    throw Error(
+    throw UsageError(
         fmt::format("--seeds {}: give a whole number of seeds from 1 to {}.", o.seeds, kMaxSeeds));
   const auto threads_asked = parse_count(o.threads, 0, kMaxThreads);
   if (!threads_asked)
-    throw Error(fmt::format(
+    throw UsageError(fmt::format(
         "--threads {}: give a whole number of worker threads from 1 to {} (0: all cores).",
         o.threads, kMaxThreads));
   std::vector<std::string> strategies;
@@ -80,7 +82,6 @@ int run(const ReplayOptions& o) {
     for (const auto& s : tune::registered_strategies())
       if (s.name != "random" && s.name != "exhaustive") strategies.push_back(s.name);
   } else {
-    tune::make_strategy(o.strategy);  // an unknown name fails here, listing the known ones
     strategies.push_back(o.strategy);
   }
   const auto space = tune::RecordedSpace::load(
@@ -94,7 +95,7 @@ int run(const ReplayOptions& o) {
   // run never ended).
   for (const std::size_t b : budgets)
     if (b > space->index().size())
-      throw Error(fmt::format(
+      throw UsageError(fmt::format(
           "--budget {}: {} is more than the {} configurations of the recorded space, so the "
           "search would end there; give budgets up to {}.",
           o.budgets, b, space->index().size(), space->index().size()));
@@ -132,16 +133,15 @@ int run(const ReplayOptions& o) {
   }
   if (o.json) {
     if (all.size() == 1) {
-      fmt::print("{}\n", all[0].dump(2));
+      print_json(all[0]);
     } else {
       nlohmann::json j;
-      j["schema_version"] = tune::kReplaySchemaVersion;
       j["strategy"] = "all";
       j["space"] = o.t4;
       j["seeds"] = *seeds;
-      j["window"] = *window;
+      j["prefetch"] = *window;
       j["comparisons"] = all;
-      fmt::print("{}\n", j.dump(2));
+      print_json(j, tune::kReplaySchemaVersion);
     }
     return 0;
   }
@@ -177,14 +177,17 @@ const bool registered = register_command(
        std::string names;
        for (const auto& s : tune::registered_strategies()) names += s.name + ", ";
        app.add_option("--strategy", o->strategy,
-                      "Strategy: " + names + "or all (default " + o->strategy + ")");
+                      "Strategy: " + names + "or all (default " + o->strategy + ")")
+           ->check(parsed_by([](const std::string& v) {
+             if (v != "all") tune::make_strategy(v);  // an unknown name lists the known ones
+           }));
        app.add_option("--budget", o->budgets, "Comma-separated evaluation budgets")
            ->default_str(o->budgets);
        app.add_option("--seeds", o->seeds, "Searches per budget")->default_str(o->seeds);
        app.add_option("--threads", o->threads, "Worker threads (default 0: all cores)");
-       app.add_option("--window", o->window,
-                      "Proposals made this many ahead of their results, as `ktune tune` compiles "
-                      "ahead (its --prefetch; default 1: each after the previous result)");
+       app.add_option("--prefetch", o->prefetch,
+                      "Proposals made this many ahead of their results, as `ktune tune "
+                      "--prefetch` compiles ahead (default 1: each after the previous result)");
        app.add_option("--warm-from", o->warm_from,
                       "Recorded results of the same op on other GPUs or shapes (T4 or Kernel "
                       "Tuner cache); the first half of each budget follows their best")

@@ -32,14 +32,6 @@ analyze::Analysis analyze_file(const std::string& path, analyze::AnalysisOptions
   return analyze::analyze(source, options);
 }
 
-int emit(const std::string& text, const std::string& output) {
-  if (output.empty())
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  else
-    write_file_atomic(output, text);
-  return 0;
-}
-
 const bool registered = register_command(
     {"report",
      "Summarise a .ktrace: top kernels, GPU busy/idle, gap causes, roofline verdicts, what to "
@@ -54,30 +46,41 @@ const bool registered = register_command(
                     "Report the traces as the ranks of one job (run.*.ktrace), each rank's GPUs "
                     "as devices of their own");
        app.add_option("--format", o->format,
-                      "text (terminal), md (pull requests), json (schema_version " +
+                      "text (terminal), md or markdown (pull requests), json (schema_version " +
                           std::to_string(report::kReportSchemaVersion) +
                           "), html (one self-contained file) or contract (the profile contract "
                           "in markdown)")
-           ->capture_default_str();
+           ->capture_default_str()
+           ->transform(CLI::Validator(
+               [](std::string& v) {
+                 if (v == "markdown") v = "md";  // gate check's spelling
+                 return std::string();
+               },
+               ""))
+           ->check(parsed_by([](const std::string& v) { report::find_format(v); }));
+       add_json_flag_for_format(app, o->format, "Print JSON");
        app.add_option("--by", o->by,
                       "Group kernels by name, or by name+launch (grid, block, shared memory, "
                       "registers)")
-           ->capture_default_str();
+           ->capture_default_str()
+           ->check(parsed_by([](const std::string& v) { analyze::parse_group_by(v); }));
        app.add_option("--names", o->names,
                       "Kernel names in tables and HTML: middle (the base name and what tells its "
                       "instances apart), base (templates and arguments elided) or full (the whole "
                       "demangled name); JSON has the full name and the middle form")
-           ->capture_default_str();
-       app.add_option("--top", o->top, "Kernel rows in text, md and html (json lists all)")
+           ->capture_default_str()
+           ->check(parsed_by([](const std::string& v) { analyze::parse_name_style(v); }));
+       app.add_option("--top", o->top, "Kernel rows in text, md and html (0: all; json lists all)")
            ->capture_default_str()
            ->check(CLI::Range(0, 1'000'000));  // unchecked, "-1" wrapped to 2^64 - 1
-       app.add_option("-o,--output", o->output, "Write to this file instead of stdout");
+       add_output_option(app, o->output, "Write the report to this file instead of stdout");
        return [o, &globals] {
-         if (!o->output.empty())
+         for (const std::string& trace : o->traces) refuse_stdin(trace, "a .ktrace (SQLite)");
+         if (!is_stdout(o->output))
            for (const std::string& trace : o->traces) check_output_path(o->output, {trace});
          const report::Format& format = report::find_format(o->format);
          report::RenderOptions render;
-         render.top_kernels = o->top;
+         render.top_kernels = o->top == 0 ? SIZE_MAX : o->top;
          render.names = analyze::parse_name_style(o->names);
          analyze::AnalysisOptions options;
          options.group_by = analyze::parse_group_by(o->by);
@@ -87,10 +90,11 @@ const bool registered = register_command(
              ranks.push_back(std::make_unique<analyze::KtraceSource>(path));
            analyze::MergedSource source(std::move(ranks));
            options.ceilings = report::report_ceilings(source.metadata(), globals.db);
-           return emit(format.render(analyze::analyze(source, options), render), o->output);
+           emit(format.render(analyze::analyze(source, options), render), o->output);
+           return 0;
          }
          if (o->traces.size() > 2)
-           throw Error(
+           throw UsageError(
                fmt::format("ktune report takes one trace, or two (OLD NEW), not {}; to "
                            "report the ranks of one job together, add --merge.",
                            o->traces.size()));
@@ -100,7 +104,8 @@ const bool registered = register_command(
            render.baseline = &*baseline;
          }
          const analyze::Analysis analysis = analyze_file(o->traces.back(), options, globals.db);
-         return emit(format.render(analysis, render), o->output);
+         emit(format.render(analysis, render), o->output);
+         return 0;
        };
      }});
 

@@ -1,8 +1,8 @@
 // ktune tune SPEC: searches a kernel's configuration space on the GPU (tune::Session driving a
 // tune::GpuEvaluator in a child process that a crashing candidate cannot take down), writes
-// results.jsonl, t4.json, summary.json, curve.svg and winner.json to --out, and offers the verified
-// winner to the cache. --resume DIR continues a killed or interrupted session; --dry-run checks a
-// spec without a GPU.
+// results.jsonl, t4.json, summary.json, curve.svg and winner.json to --output, and offers the
+// verified winner to the cache. --resume DIR continues a killed or interrupted session; --dry-run
+// checks a spec without a GPU.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -28,6 +28,7 @@
 #include "ktune/tune/replay.hpp"
 #include "ktune/tune/spec_problem.hpp"
 #include "ktune/tune/strategy.hpp"
+#include "print_json.hpp"
 #include "spec_options.hpp"
 
 namespace ktune::cli {
@@ -99,8 +100,8 @@ std::optional<bench::GemmProblem> load_session_file(TuneArgs& a, const fs::path&
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw Error(
-        fmt::format("--resume {}: no session.json there; point --resume at the --out "
-                    "directory of an earlier ktune tune.",
+        fmt::format("--resume {}: no session.json there; point --resume at the --output "
+                    "folder of an earlier ktune tune.",
                     dir.string()));
   nlohmann::json j;
   std::optional<bench::GemmProblem> library;
@@ -271,10 +272,33 @@ void check_search_args(TuneArgs& a) {
   if (a.strategy.empty()) a.strategy = tune::default_strategy_name();
   tune::make_strategy(a.strategy);  // an unknown name fails here
   if (a.budget == 0 && a.time_s <= 0)
-    throw Error("--budget 0 with no --time never stops; give a budget or a time limit.");
+    throw UsageError("--budget 0 with no --time never stops; give a budget or a time limit.");
   if (!(a.candidate_timeout_s > 0))
-    throw Error("--candidate-timeout must be a positive number of seconds.");
+    throw UsageError("--candidate-timeout must be a positive number of seconds.");
 }
+
+// A session folder this run creates is removed again when the run fails before any candidate was
+// recorded: a failed `ktune tune` leaves nothing behind (the results of one that ran are kept).
+class FreshOutDir {
+ public:
+  explicit FreshOutDir(const fs::path& out, bool resume)
+      : out_(out), fresh_(!resume && !fs::exists(out)) {}
+  FreshOutDir(const FreshOutDir&) = delete;
+  FreshOutDir& operator=(const FreshOutDir&) = delete;
+  ~FreshOutDir() {
+    if (!fresh_ || kept_) return;
+    std::error_code ec;
+    const fs::path results = tune::Session::results_path(out_);
+    if (fs::exists(results, ec) && fs::file_size(results, ec) > 0 && !ec) return;
+    fs::remove_all(out_, ec);
+  }
+  void keep() { kept_ = true; }
+
+ private:
+  fs::path out_;
+  bool fresh_;
+  bool kept_ = false;
+};
 
 // A fresh session's folder, refused when it holds one; its session.json for --resume.
 void start_out_dir(const TuneArgs& a, const fs::path& out,
@@ -284,7 +308,7 @@ void start_out_dir(const TuneArgs& a, const fs::path& out,
   if (fs::exists(tune::Session::results_path(out)))
     throw Error(
         fmt::format("{} already holds a session; continue it with --resume {} or pick "
-                    "another --out.",
+                    "another --output.",
                     out.string(), out.string()));
   fs::create_directories(out);
   write_file_atomic(out / "session.json", session_file(a, shape, library).dump(2) + "\n");
@@ -313,7 +337,7 @@ int finish(const TuneArgs& a, const tune::SessionSummary& s, const StoredWinner&
       j["cache"] = {
           {"winner", w.put->winner}, {"reason", w.put->reason}, {"bucket", w.put->bucket}};
     for (const auto& [k, v] : extra.items()) j[k] = v;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
   } else {
     print_summary(s, w, out, compile_threads, restarts);
   }
@@ -338,12 +362,12 @@ int finish(const TuneArgs& a, const tune::SessionSummary& s, const StoredWinner&
 int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool budget_given,
                      const GlobalOptions& g) {
   if (a.library != "cublaslt")
-    throw Error(
+    throw UsageError(
         fmt::format("--library '{}' is not a GEMM library ktune searches; use --library "
                     "cublaslt.",
                     a.library));
   if (!a.spec.empty())
-    throw Error(
+    throw UsageError(
         "--library searches a library's algorithms, not a SPEC; drop the SPEC or drop "
         "--library.");
   if (!problem) problem = tune::library_problem(a.op, parse_shape_variables(a.shape), a.dtype);
@@ -353,6 +377,7 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
   const fs::path out = !a.resume.empty() ? fs::path(a.resume)
                        : !a.out.empty()  ? fs::path(a.out)
                                         : fs::path(default_out_dir(bench::gemm_cache_op(*problem)));
+  FreshOutDir out_guard(out, !a.resume.empty());
   tune::LibrarySearchOptions options;
   options.seed = a.seed;
   options.pipeline.contender_margin = a.margin;
@@ -367,7 +392,7 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
   if (a.resume.empty() && fs::exists(tune::Session::results_path(out)))
     throw Error(
         fmt::format("{} already holds a session; continue it with --resume {} or pick "
-                    "another --out.",
+                    "another --output.",
                     out.string(), out.string()));
   const tune::LibraryCandidates candidates = tune::library_candidates(gpu, out, !a.resume.empty());
   start_out_dir(a, out, {}, problem);
@@ -381,6 +406,7 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
   ProgressEvaluator ev(gpu, std::min<std::size_t>(a.budget, candidates.configs.size()));
   const tune::SessionSummary s =
       run_session(tune::library_target(*problem, candidates, space), session_options(a, out), ev);
+  if (s.stop == tune::StopCause::interrupted) out_guard.keep();  // its message names --resume
   StoredWinner w;
   nlohmann::json extra = {{"problem", *problem}, {"cublaslt_version", candidates.cublaslt_version}};
   if (s.best) {
@@ -419,13 +445,15 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   }
   if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
     if (a.library.empty())
-      throw Error(
+      throw UsageError(
           "--op and --dtype go with --library (e.g. --library cublaslt --op gemm_tn); a SPEC "
           "names its own op and dtype.");
     return run_library_tune(a, library, budget_given, g);
   }
   if (a.spec.empty())
-    throw Error("ktune tune needs a SPEC (a T1 JSON file) or --resume DIR; see ktune tune --help.");
+    throw UsageError(
+        "ktune tune needs a SPEC (a T1 JSON file), --library cublaslt or --resume DIR; see "
+        "ktune tune --help.");
   const tune::ProblemSpec spec = load_spec(a.spec, a.grid);
   if (a.dry_run) return dry_run(spec, shape, a.arch, a.json);
   check_search_args(a);
@@ -449,12 +477,14 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
       },
       {.candidate_timeout_s = a.candidate_timeout_s});
   ProgressEvaluator ev(gpu, a.budget);
+  FreshOutDir out_guard(out, !a.resume.empty());
   start_out_dir(a, out, shape, std::nullopt);
   std::vector<std::unique_ptr<tune::RecordedSpace>> recorded;
   tune::SessionOptions o = session_options(a, out);
   o.warm = warm_sources(a, spec.ktune.op, g.db, recorded);
   o.shape = shape;
   const tune::SessionSummary s = run_session(spec, std::move(o), ev);
+  if (s.stop == tune::StopCause::interrupted) out_guard.keep();  // its message names --resume
   StoredWinner w;
   if (s.best)
     w = store_winner(
@@ -467,6 +497,10 @@ const bool registered = register_command(
     {"tune", "Search a kernel's configurations on the GPU and cache the verified winner", 50,
      [](CLI::App& app, const GlobalOptions& globals) -> Runner {
        auto a = std::make_shared<TuneArgs>();
+       app.footer(
+           "Exit codes: 0 a verified winner (or a clean --dry-run), 1 the run failed or no "
+           "configuration passed verification (or --dry-run found a problem), 2 usage, 130 "
+           "interrupted (continue with --resume DIR).");
        app.add_option("spec", a->spec, "T1 tuning spec (JSON)");
        app.add_option("--shape", a->shape, "Shape variables NAME=VALUE,... (e.g. n=4096,k=8192)");
        std::string strategies;
@@ -474,13 +508,16 @@ const bool registered = register_command(
          strategies += (strategies.empty() ? "" : ", ") + s.name;
        app.add_option("--strategy", a->strategy,
                       fmt::format("Search strategy: {} (default {})", strategies,
-                                  tune::default_strategy_name()));
+                                  tune::default_strategy_name()))
+           ->check(parsed_by([](const std::string& v) { tune::make_strategy(v); }));
        auto* budget = app.add_option(
            "--budget", a->budget,
            fmt::format("Evaluations, failures included (default {}; 0: no limit)", a->budget));
        auto* time = app.add_option("--time", a->time_s, "Wall-clock limit in seconds (0: none)");
        app.add_option("--seed", a->seed, fmt::format("Strategy seed (default {})", a->seed));
-       app.add_option("--out", a->out, "Output directory (default ktune-tune-<op>-<timestamp>)");
+       app.add_option("-o,--output", a->out,
+                      "The session's folder (default ktune-tune-<op>-<timestamp>)");
+       add_deprecated_alias(app, "--out", "-o/--output", a->out);
        app.add_option("--resume", a->resume, "Continue the session in this directory");
        app.add_option("--margin", a->margin,
                       fmt::format("Fully measure screened candidates within this fraction of the "

@@ -1,5 +1,9 @@
 #include "dry_run.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -7,8 +11,9 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/progress.hpp"
 #include "ktune/cuda/nvrtc.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/spec_problem.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -17,6 +22,110 @@ using nlohmann::json;
 
 json geometry_json(const bench::KernelLaunch& l) {
   return {{"grid", l.grid}, {"block", l.block}, {"dynamic_shared_bytes", l.dynamic_shared_bytes}};
+}
+
+// The parameters of `kernel`'s __global__ definition in `source`, as written ("const float *
+// shifts"); nothing when the definition cannot be found plainly (a macro-built or templated name).
+std::optional<std::vector<std::string>> kernel_parameters(const std::string& source,
+                                                          std::string kernel) {
+  kernel = kernel.substr(0, kernel.find('<'));
+  const auto is_ident = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (std::size_t at = source.find(kernel); at != std::string::npos;
+       at = source.find(kernel, at + 1)) {
+    if (at > 0 && is_ident(source[at - 1])) continue;
+    std::size_t open = at + kernel.size();
+    while (open < source.size() && std::isspace(static_cast<unsigned char>(source[open]))) ++open;
+    if (open >= source.size() || source[open] != '(') continue;
+    // A definition: __global__ before the name in the same declaration.
+    const std::size_t decl = source.find_last_of(";}", at);
+    const std::string head = source.substr(decl == std::string::npos ? 0 : decl + 1,
+                                           at - (decl == std::string::npos ? 0 : decl + 1));
+    if (head.find("__global__") == std::string::npos) continue;
+    std::vector<std::string> params;
+    std::string current;
+    int depth = 0;
+    for (std::size_t i = open + 1; i < source.size(); ++i) {
+      const char c = source[i];
+      if (c == '(' || c == '<' || c == '[') ++depth;
+      if ((c == ')' || c == '>' || c == ']') && depth > 0) {
+        --depth;
+        current += c;
+        continue;
+      }
+      if (c == ')' && depth == 0) {
+        if (current.find_first_not_of(" \t\r\n") != std::string::npos) params.push_back(current);
+        if (params.size() == 1 && params[0].find_first_not_of(" \t\r\n") == params[0].find("void"))
+          params.clear();
+        return params;
+      }
+      if (c == ',' && depth == 0) {
+        params.push_back(current);
+        current.clear();
+        continue;
+      }
+      current += c;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string trimmed(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// What makes every candidate fault on the GPU although each compiles: an argument the kernel
+// reads as an array given one element while the problem has many, and a value where the kernel
+// takes a pointer (or the other way round). One sentence each.
+std::vector<std::string> argument_problems(const tune::ProblemSpec& spec, const bench::Problem& p,
+                                           std::uint64_t problem_elements) {
+  std::vector<std::string> out;
+  using Kind = bench::KernelArg::Kind;
+  for (const auto& a : p.args)
+    if (a.kind != Kind::scalar && !a.output && a.count == 1 && problem_elements > 1)
+      out.push_back(fmt::format(
+          "argument '{}' is an array of 1 element while the problem size is {} elements, so "
+          "every thread past the first reads outside it; give its Size as the number of "
+          "elements the kernel reads (an expression of ProblemSize), or make it a Scalar if "
+          "the kernel takes one value",
+          a.name, problem_elements));
+  const auto params = kernel_parameters(p.launch.source, p.launch.kernel_name);
+  if (!params) return out;
+  std::vector<const bench::KernelArg*> passed;
+  for (const auto& a : p.args)
+    if (a.kind != Kind::constant_memory) passed.push_back(&a);
+  if (params->size() != passed.size()) {
+    passed.clear();
+    for (const auto& a : p.args) passed.push_back(&a);
+  }
+  if (params->size() != passed.size()) {
+    out.push_back(
+        fmt::format("kernel {} takes {} parameters, the spec's Arguments give {}; list "
+                    "one argument per parameter, in order",
+                    spec.kernel.kernel_name, params->size(), passed.size()));
+    return out;
+  }
+  for (std::size_t i = 0; i < passed.size(); ++i) {
+    const std::string param = trimmed((*params)[i]);
+    const bool pointer =
+        param.find('*') != std::string::npos || param.find('[') != std::string::npos;
+    const bench::KernelArg& a = *passed[i];
+    if (a.kind == Kind::scalar && pointer)
+      out.push_back(fmt::format(
+          "argument '{}' is a Scalar, but parameter {} of {} is a pointer ({}); make it a Vector "
+          "with a Size",
+          a.name, i + 1, spec.kernel.kernel_name, param));
+    else if (a.kind == Kind::buffer && !pointer)
+      out.push_back(fmt::format(
+          "argument '{}' is a Vector, but parameter {} of {} takes a value ({}); make it a "
+          "Scalar",
+          a.name, i + 1, spec.kernel.kernel_name, param));
+  }
+  return out;
 }
 
 }  // namespace
@@ -48,17 +157,8 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
     if (!spec.runnable()) return true;  // enumerated only: ktune lays out and runs CUDA specs
     try {
       const tune::MapScope scope = space.scope(c);
-      const tune::LaunchGeometry g = spec.launch_geometry(scope);
       bench::KernelLaunch l;
-      bool fits = true;
-      for (int d = 0; d < 3; ++d) {
-        if (g.grid[d] < 1 || g.block[d] < 1 || g.grid[d] > 0x7fffffff || g.block[d] > 1024)
-          fits = false;
-        l.grid[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.grid[d], 0, 0x7fffffff));
-        l.block[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.block[d], 0, 1 << 20));
-      }
-      l.dynamic_shared_bytes =
-          static_cast<unsigned>(std::clamp<std::int64_t>(g.shared_memory_bytes, 0, 1LL << 31));
+      const bool fits = tune::set_geometry(l, spec.launch_geometry(scope));
       if (!fits || bench::launch_problem(limits, l)) ++over_limits;
     } catch (const Error& e) {
       layout_error = fmt::format("configuration {}: {}", space.describe(c), e.what());
@@ -90,6 +190,12 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
     try {
       const bench::Problem p = tune::make_problem(spec, config, shape);
       report["launch"] = geometry_json(p.launch);
+      std::uint64_t problem_elements = 1;
+      for (const auto& e : spec.kernel.problem_size)
+        problem_elements *=
+            static_cast<std::uint64_t>(std::max<std::int64_t>(1, e.evaluate(constants).as_int()));
+      report["problem_elements"] = problem_elements;
+      for (auto& why : argument_problems(spec, p, problem_elements)) problems.push_back(why);
       json args = json::array();
       for (const auto& a : p.args)
         args.push_back({{"name", a.name},
@@ -112,12 +218,16 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
     report["compile"] = {{"ok", nullptr},
                          {"skipped", fmt::format("Language {} is read and enumerated, not compiled",
                                                  spec.kernel.language)}};
+    problems.push_back(fmt::format(
+        "the kernel is {}, and ktune compiles and runs CUDA kernels only: its space was checked, "
+        "but it cannot be benchmarked or tuned; port the kernel to CUDA (Language CUDA)",
+        spec.kernel.language));
   }
   report["problems"] = problems;
   report["ok"] = problems.empty();
 
   if (as_json) {
-    fmt::print("{}\n", report.dump(2));
+    print_json(report);
   } else {
     fmt::print(
         "{} ({}): op {}, dtype {}, {} valid configurations of {} ({} over Hopper's "

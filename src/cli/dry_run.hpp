@@ -4,11 +4,13 @@
 #include <map>
 #include <string>
 
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::cli {
 
-inline constexpr int kDryRunSchemaVersion = 1;
+// 2: "problem_elements", and a spec ktune cannot run (OpenCL, arguments that cannot fit the
+// kernel) is a problem, not ok.
+inline constexpr int kDryRunSchemaVersion = 2;
 
 // Enumerates the space, lays out every valid configuration (grid, block, shared memory: every
 // expression is evaluated), sizes the arguments, and compiles the default configuration (the first

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ktune/bench/stop_rule.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::cli {
 

@@ -12,7 +12,7 @@
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/fleet/sketch.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::fleet {
 namespace fs = std::filesystem;

@@ -8,9 +8,9 @@
 
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/store/bucket.hpp"
 #include "ktune/tune/gpu_evaluator.hpp"
-#include "ktune/tune/spec.hpp"
 #include "ktune/tune/spec_problem.hpp"
 
 namespace ktune::fleet {

@@ -7,9 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::gate {
 namespace {
@@ -87,6 +88,19 @@ RunSamples run_once(Measurer& m, const SuiteBenchmark& b) {
 
 }  // namespace
 
+namespace {
+constexpr EnumName<Blame> kBlameNames[] = {
+    {Blame::none, ""},
+    {Blame::code, "code"},
+    {Blame::environment, "environment"},
+    {Blame::code_or_environment, "code or environment"},
+};
+}  // namespace
+
+const char* to_string(Blame b) {
+  return name_of(kBlameNames, b);
+}
+
 std::vector<store::GateRun> record(const Suite& suite, Measurer& m, store::Baselines& baselines,
                                    const Provenance& p) {
   const store::GateEnvironment env = m.environment();
@@ -128,7 +142,8 @@ std::vector<std::string> explain_commands(const SuiteBenchmark& b, const std::st
       inner += " --config <the cached winner>";
     else if (!b.config.empty())
       inner += " --config " + shell_word(b.config);
-    if (b.mode != "cold") inner += " --mode " + b.mode;
+    if (b.mode != bench::TimingMode::cold)
+      inner += std::string(" --mode ") + bench::to_string(b.mode);
   }
   const std::string cmd = "ktune profile --metrics roofline" +
                           (kernel.empty() ? std::string() : " --kernel " + shell_word(kernel)) +
@@ -223,13 +238,13 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
       const bool code_changed =
           !b0.code_commit.empty() && !p.code_commit.empty() && b0.code_commit != p.code_commit;
       if (res.environment_changes.empty()) {
-        res.blame = "code";
+        res.blame = Blame::code;
       } else if (!code_changed) {
-        res.blame = "environment";
+        res.blame = Blame::environment;
       } else {
         // Both changed: a baseline of older code under this very environment separates them.
         // Unchanged against it means the code did not move; the environment did.
-        res.blame = "code or environment";
+        res.blame = Blame::code_or_environment;
         const auto& b = suite.benchmarks[i];
         auto same_env = baselines.runs({.benchmark = b.name,
                                         .shape = b.shape_key(),
@@ -242,7 +257,8 @@ CheckReport check(const Suite& suite, Measurer& m, store::Baselines& baselines, 
           std::erase_if(same_env, [&](const store::GateRun& g) { return g.session_id != s; });
           Rng rng(suite.rule.seed);
           const Shift shift = estimate_shift(runs_of(same_env), cand[i], suite.rule, rng);
-          res.blame = decide(shift, shift.p_value, suite.rule) == v ? "code" : "environment";
+          res.blame =
+              decide(shift, shift.p_value, suite.rule) == v ? Blame::code : Blame::environment;
         }
       }
     }

@@ -62,7 +62,7 @@ GpuMeasurer::Prepared& GpuMeasurer::prepare(const SuiteBenchmark& b) {
   for (const auto& o : suite_.nvrtc_options) p->problem.launch.flags.push_back(o);
   p->config = p->problem.config;
   bench::PipelineSettings settings;
-  settings.mode = bench::parse_mode(b.mode);
+  settings.mode = b.mode;
   settings.full = bench::StopSettings::distribution();
   settings.full.apply_overrides(suite_.stop);
   p->pipeline = std::make_unique<bench::CandidatePipeline>(p->problem, settings, device_);

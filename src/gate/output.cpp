@@ -21,7 +21,7 @@ std::string interval(const Shift& s) {
 }
 
 std::string attribution(const BenchmarkResult& r) {
-  std::string out = r.blame.empty() ? "" : "blame: " + r.blame;
+  std::string out = r.blame == Blame::none ? "" : std::string("blame: ") + to_string(r.blame);
   for (const auto& c : r.environment_changes) out += (out.empty() ? "" : "; ") + c;
   return out;
 }
@@ -161,7 +161,7 @@ void to_json(nlohmann::json& j, const CheckReport& r) {
                        {"recorded_at", b.baseline_recorded_at},
                        {"environment", b.baseline_env}};
       e["environment_changes"] = b.environment_changes;
-      e["blame"] = b.blame.empty() ? nlohmann::json() : nlohmann::json(b.blame);
+      e["blame"] = b.blame == Blame::none ? nlohmann::json() : nlohmann::json(to_string(b.blame));
       e["explain"] = b.explain;
     }
     benches.push_back(std::move(e));

@@ -162,9 +162,12 @@ Suite parse_suite(const std::string& text, const std::filesystem::path& file) {
       b.spec = std::filesystem::path(spec).is_absolute() ? std::filesystem::path(spec) : dir / spec;
       b.config = string_key(*t, "config", "", file, w, "\"BLOCK=256,VEC=4\" or \"cached\"");
       if (b.config == "cached") b.cached_winner = true, b.config.clear();
-      b.mode = string_key(*t, "mode", "cold", file, w, "\"cold\"");
-      if (b.mode != "cold" && b.mode != "hot" && b.mode != "graph")
+      const std::string mode = string_key(*t, "mode", "cold", file, w, "\"cold\"");
+      try {
+        b.mode = bench::parse_mode(mode);
+      } catch (const Error&) {
         fail(file, w, "\"mode\" must be \"cold\", \"hot\" or \"graph\"");
+      }
       if (const toml::node* sh = t->get("shape")) {
         const toml::table* st = sh->as_table();
         if (!st) fail(file, w, "\"shape\" must be a table of integers, e.g. shape = { n = 4096 }");

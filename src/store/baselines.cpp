@@ -6,32 +6,38 @@
 #include <fmt/format.h>
 
 #include "backend.hpp"
+#include "columns.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/stats.hpp"
 
 namespace ktune::store {
 namespace {
 
-constexpr const char* kColumns =
-    "run_id, session_id, kind, suite, benchmark, shape, device_name, arch, driver, toolkit, "
-    "ktune_build, code_commit, label, config, recorded_at, sm_clock_mhz, p50_ns, sample_count";
+// gate_runs. Listings read every column but the samples unless asked for them.
+constexpr auto kRuns =
+    detail::columns("run_id", "session_id", "kind", "suite", "benchmark", "shape", "device_name",
+                    "arch", "driver", "toolkit", "ktune_build", "code_commit", "label", "config",
+                    "recorded_at", "sm_clock_mhz", "p50_ns", "sample_count", "samples");
 
 GateRun from_row(const detail::Row& r, bool with_samples) {
+  constexpr auto c = kRuns;
   GateRun g;
-  g.run_id = r.text(0);
-  g.session_id = r.text(1);
-  g.kind = r.text(2);
-  g.suite = r.text(3);
-  g.benchmark = r.text(4);
-  g.shape = r.text(5);
-  g.env = {r.text(6), r.text(7), r.text(8), r.text(9), r.text(10)};
-  g.code_commit = r.text(11);
-  g.label = r.text(12);
-  g.config = nlohmann::json::parse(r.text(13), nullptr, false);
-  g.recorded_at = r.text(14);
-  g.sm_clock_mhz = static_cast<int>(r.i64(15));
-  g.p50_ns = r.f64(16);
-  if (with_samples) g.samples_ns = nlohmann::json::parse(r.text(18)).get<std::vector<double>>();
+  g.run_id = r.text(c["run_id"]);
+  g.session_id = r.text(c["session_id"]);
+  g.kind = r.text(c["kind"]);
+  g.suite = r.text(c["suite"]);
+  g.benchmark = r.text(c["benchmark"]);
+  g.shape = r.text(c["shape"]);
+  g.env = {r.text(c["device_name"]), r.text(c["arch"]), r.text(c["driver"]), r.text(c["toolkit"]),
+           r.text(c["ktune_build"])};
+  g.code_commit = r.text(c["code_commit"]);
+  g.label = r.text(c["label"]);
+  g.config = nlohmann::json::parse(r.text(c["config"]), nullptr, false);
+  g.recorded_at = r.text(c["recorded_at"]);
+  g.sm_clock_mhz = static_cast<int>(r.i64(c["sm_clock_mhz"]));
+  g.p50_ns = r.f64(c["p50_ns"]);
+  if (with_samples)
+    g.samples_ns = nlohmann::json::parse(r.text(c["samples"])).get<std::vector<double>>();
   return g;
 }
 
@@ -52,9 +58,7 @@ void Baselines::put_runs(std::vector<GateRun> runs) {
   detail::in_write_transaction(db, [&] {
     for (const auto& g : runs)
       db.exec(
-          fmt::format("INSERT INTO gate_runs ({}, samples) VALUES ($1, $2, $3, $4, $5, $6, "
-                      "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
-                      kColumns),
+          fmt::format("INSERT INTO gate_runs ({}) VALUES ({})", kRuns.list(), kRuns.placeholders()),
           {g.run_id, g.session_id, g.kind, g.suite, g.benchmark, g.shape, g.env.device_name,
            g.env.arch, g.env.driver, g.env.toolkit, g.env.ktune_build, g.code_commit, g.label,
            g.config.dump(), g.recorded_at, std::int64_t{g.sm_clock_mhz}, g.p50_ns,
@@ -81,9 +85,11 @@ std::vector<GateRun> Baselines::runs(const GateRunFilter& f) {
     params.push_back(f.ref + "%");
     where += fmt::format(" AND (label = ${} OR code_commit LIKE ${})", n, n + 1);
   }
+  // Without samples, that column reads as '' (it is the largest by far).
+  const std::string columns =
+      f.with_samples ? kRuns.list() : kRuns.list_with(kRuns["samples"], "''");
   const auto rows = store_.db_->query(
-      fmt::format("SELECT {}, {} FROM gate_runs WHERE {} ORDER BY recorded_at, run_id", kColumns,
-                  f.with_samples ? "samples" : "''", where),
+      fmt::format("SELECT {} FROM gate_runs WHERE {} ORDER BY recorded_at, run_id", columns, where),
       params);
   std::vector<GateRun> out;
   out.reserve(rows.size());

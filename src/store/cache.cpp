@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend.hpp"
+#include "columns.hpp"
 #include "ktune/core/dtype.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
@@ -19,12 +20,18 @@ using detail::Param;
 using detail::Params;
 using detail::Row;
 
-constexpr const char* kEntryColumns =
-    "op, dtype, bucket, arch, device_name, toolkit, driver_major, shape, config, median_ns, "
-    "noise_ns, samples, throughput, throughput_unit, verification, ktune_version, ktune_commit, "
-    "host, strategy, budget, created_at, invalidated_at, invalid_reason";
+// cache_entries, whose first kKeyColumns columns are its primary key.
+constexpr auto kEntries =
+    detail::columns("op", "dtype", "bucket", "arch", "device_name", "toolkit", "driver_major",
+                    "shape", "config", "median_ns", "noise_ns", "samples", "throughput",
+                    "throughput_unit", "verification", "ktune_version", "ktune_commit", "host",
+                    "strategy", "budget", "created_at", "invalidated_at", "invalid_reason");
+constexpr std::size_t kKeyColumns = kEntries["driver_major"] + 1;
+constexpr auto kOps = detail::columns("op", "buckets", "default_config", "updated_at");
 
-// Bounded like every JSON ktune reads: a shared store is input from other machines too.
+// Bounded like every JSON ktune reads: a shared store is input from other machines too. The op,
+// which the message names, is the first column of both tables.
+static_assert(kEntries["op"] == 0 && kOps["op"] == 0);
 nlohmann::json parse_column(const Row& row, std::size_t i, const char* what) {
   return parse_json(row.text(i),
                     fmt::format("the {} of a stored cache row of op {}", what, row.text(0)),
@@ -32,48 +39,60 @@ nlohmann::json parse_column(const Row& row, std::size_t i, const char* what) {
 }
 
 CacheEntry entry_from_row(const Row& r) {
+  constexpr auto c = kEntries;
   CacheEntry e;
-  e.key = {
-      r.text(0), r.text(1), r.text(2), r.text(3), r.text(4), r.text(5), static_cast<int>(r.i64(6))};
-  e.shape = parse_column(r, 7, "shape").get<std::vector<std::int64_t>>();
-  e.config = parse_column(r, 8, "config");
-  e.median_ns = r.f64(9);
-  e.noise_ns = r.f64(10);
-  e.samples = r.i64(11);
-  e.throughput = r.f64(12);
-  e.throughput_unit = r.text(13);
-  e.verification = r.text(14);
-  e.provenance = {r.text(15), r.text(16), r.text(17),
-                  r.text(20), r.text(18), parse_column(r, 19, "budget")};
-  if (!r.is_null(21)) {
-    e.invalidated_at = r.text(21);
-    e.invalid_reason = r.text(22);
+  e.key = {r.text(c["op"]),
+           r.text(c["dtype"]),
+           r.text(c["bucket"]),
+           r.text(c["arch"]),
+           r.text(c["device_name"]),
+           r.text(c["toolkit"]),
+           static_cast<int>(r.i64(c["driver_major"]))};
+  e.shape = parse_column(r, c["shape"], "shape").get<std::vector<std::int64_t>>();
+  e.config = parse_column(r, c["config"], "config");
+  e.median_ns = r.f64(c["median_ns"]);
+  e.noise_ns = r.f64(c["noise_ns"]);
+  e.samples = r.i64(c["samples"]);
+  e.throughput = r.f64(c["throughput"]);
+  e.throughput_unit = r.text(c["throughput_unit"]);
+  e.verification = r.text(c["verification"]);
+  e.provenance = {r.text(c["ktune_version"]), r.text(c["ktune_commit"]),
+                  r.text(c["host"]),          r.text(c["created_at"]),
+                  r.text(c["strategy"]),      parse_column(r, c["budget"], "budget")};
+  if (!r.is_null(c["invalidated_at"])) {
+    e.invalidated_at = r.text(c["invalidated_at"]);
+    e.invalid_reason = r.text(c["invalid_reason"]);
   }
   return e;
 }
 
+// The values of every column of kEntries, in its order, for an entry that wins its key: a winner
+// is never invalidated (invalidated_at and invalid_reason stay NULL).
 Params entry_params(const CacheEntry& e) {
-  return {e.key.op,
-          e.key.dtype,
-          e.key.bucket,
-          e.key.arch,
-          e.key.device_name,
-          e.key.toolkit,
-          std::int64_t{e.key.driver_major},
-          nlohmann::json(e.shape).dump(),
-          e.config.dump(),
-          e.median_ns,
-          e.noise_ns,
-          e.samples,
-          e.throughput,
-          e.throughput_unit,
-          e.verification,
-          e.provenance.ktune_version,
-          e.provenance.ktune_commit,
-          e.provenance.host,
-          e.provenance.strategy,
-          e.provenance.budget.dump(),
-          e.provenance.created_at};
+  constexpr auto c = kEntries;
+  Params p(c.size());
+  p[c["op"]] = e.key.op;
+  p[c["dtype"]] = e.key.dtype;
+  p[c["bucket"]] = e.key.bucket;
+  p[c["arch"]] = e.key.arch;
+  p[c["device_name"]] = e.key.device_name;
+  p[c["toolkit"]] = e.key.toolkit;
+  p[c["driver_major"]] = std::int64_t{e.key.driver_major};
+  p[c["shape"]] = nlohmann::json(e.shape).dump();
+  p[c["config"]] = e.config.dump();
+  p[c["median_ns"]] = e.median_ns;
+  p[c["noise_ns"]] = e.noise_ns;
+  p[c["samples"]] = e.samples;
+  p[c["throughput"]] = e.throughput;
+  p[c["throughput_unit"]] = e.throughput_unit;
+  p[c["verification"]] = e.verification;
+  p[c["ktune_version"]] = e.provenance.ktune_version;
+  p[c["ktune_commit"]] = e.provenance.ktune_commit;
+  p[c["host"]] = e.provenance.host;
+  p[c["strategy"]] = e.provenance.strategy;
+  p[c["budget"]] = e.provenance.budget.dump();
+  p[c["created_at"]] = e.provenance.created_at;
+  return p;
 }
 
 // WHERE clause of a filter; placeholders continue from params.size().
@@ -104,23 +123,25 @@ std::string where_clause(const EntryFilter& f, Params& params) {
 }
 
 std::optional<OpSpec> read_op(detail::Backend& db, const std::string& op) {
-  const auto rows =
-      db.query("SELECT op, buckets, default_config FROM cache_ops WHERE op = $1", {op});
+  constexpr auto c = kOps;
+  const auto rows = db.query(fmt::format("SELECT {} FROM cache_ops WHERE op = $1", c.list()), {op});
   if (rows.empty()) return std::nullopt;
+  const Row& r = rows[0];
   OpSpec s;
-  s.op = rows[0].text(0);
-  s.buckets = parse_column(rows[0], 1, "bucket policy").get<BucketPolicy>();
-  if (!rows[0].is_null(2)) s.default_config = parse_column(rows[0], 2, "default config");
+  s.op = r.text(c["op"]);
+  s.buckets = parse_column(r, c["buckets"], "bucket policy").get<BucketPolicy>();
+  if (!r.is_null(c["default_config"]))
+    s.default_config = parse_column(r, c["default_config"], "default config");
   return s;
 }
 
 void write_op(detail::Backend& db, const OpSpec& s) {
-  db.exec(
-      "INSERT INTO cache_ops (op, buckets, default_config, updated_at) VALUES ($1, $2, $3, $4) "
-      "ON CONFLICT (op) DO UPDATE SET buckets = excluded.buckets, "
-      "default_config = excluded.default_config, updated_at = excluded.updated_at",
-      {s.op, nlohmann::json(s.buckets).dump(),
-       s.default_config ? Param{s.default_config->dump()} : Param{nullptr}, utc_now_iso8601()});
+  db.exec(fmt::format("INSERT INTO cache_ops ({}) VALUES ({}) ON CONFLICT (op) DO UPDATE SET "
+                      "buckets = excluded.buckets, default_config = excluded.default_config, "
+                      "updated_at = excluded.updated_at",
+                      kOps.list(), kOps.placeholders()),
+          {s.op, nlohmann::json(s.buckets).dump(),
+           s.default_config ? Param{s.default_config->dump()} : Param{nullptr}, utc_now_iso8601()});
 }
 
 // Fills what a writer may leave out: bucket (from the op's policy) and provenance defaults.
@@ -142,28 +163,24 @@ PutResult put_locked(detail::Backend& db, const CacheEntry& offered, bool force)
   PutResult result;
   result.bucket = e.key.bucket;
   const Params params = entry_params(e);
-  const std::string insert = fmt::format(
-      "INSERT INTO cache_entries ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-      "$12, $13, $14, $15, $16, $17, $18, $19, $20, $21, NULL, NULL)",
-      kEntryColumns);
-  if (db.exec(insert + " ON CONFLICT DO NOTHING", params) == 1) {
+  if (db.exec(fmt::format("INSERT INTO cache_entries ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+                          kEntries.list(), kEntries.placeholders()),
+              params) == 1) {
     result.winner = true;
     result.reason = "new key";
     return result;
   }
-  const auto rows = db.query(
-      fmt::format("SELECT median_ns, noise_ns, invalidated_at FROM cache_entries WHERE op = $1 "
-                  "AND dtype = $2 AND bucket = $3 AND arch = $4 AND device_name = $5 AND "
-                  "toolkit = $6 AND driver_major = $7{}",
-                  db.for_update()),
-      {e.key.op, e.key.dtype, e.key.bucket, e.key.arch, e.key.device_name, e.key.toolkit,
-       std::int64_t{e.key.driver_major}});
+  const Params key(params.begin(), params.begin() + kKeyColumns);
+  const auto rows = db.query(fmt::format("SELECT {} FROM cache_entries WHERE {}{}", kEntries.list(),
+                                         kEntries.bound(0, kKeyColumns, " AND "), db.for_update()),
+                             key);
   if (rows.empty()) throw Error("internal: a cache row vanished inside its write transaction.");
-  const double old_median = rows[0].f64(0), old_noise = rows[0].f64(1);
+  const double old_median = rows[0].f64(kEntries["median_ns"]);
+  const double old_noise = rows[0].f64(kEntries["noise_ns"]);
   result.previous_median_ns = old_median;
   if (force) {
     result.reason = "forced";
-  } else if (!rows[0].is_null(2)) {
+  } else if (!rows[0].is_null(kEntries["invalidated_at"])) {
     result.reason = "the stored winner was invalidated";
   } else if (e.median_ns + e.noise_ns < old_median - old_noise) {
     result.reason = fmt::format("faster beyond noise ({:.6g} +- {:.3g} ns vs {:.6g} +- {:.3g} ns)",
@@ -174,14 +191,10 @@ PutResult put_locked(detail::Backend& db, const CacheEntry& offered, bool force)
                     e.median_ns, e.noise_ns, old_median, old_noise);
     return result;
   }
-  db.exec(
-      "UPDATE cache_entries SET shape = $8, config = $9, median_ns = $10, noise_ns = $11, "
-      "samples = $12, throughput = $13, throughput_unit = $14, verification = $15, "
-      "ktune_version = $16, ktune_commit = $17, host = $18, strategy = $19, budget = $20, "
-      "created_at = $21, invalidated_at = NULL, invalid_reason = NULL WHERE op = $1 AND "
-      "dtype = $2 AND bucket = $3 AND arch = $4 AND device_name = $5 AND toolkit = $6 AND "
-      "driver_major = $7",
-      params);
+  db.exec(fmt::format("UPDATE cache_entries SET {} WHERE {}",
+                      kEntries.bound(kKeyColumns, kEntries.size(), ", "),
+                      kEntries.bound(0, kKeyColumns, " AND ")),
+          params);
   result.winner = true;
   return result;
 }
@@ -214,12 +227,10 @@ PutResult Store::put_entry(const CacheEntry& given, bool force) {
 }
 
 std::optional<CacheEntry> Store::get_entry(const CacheKey& k) {
-  const auto rows = db_->query(
-      fmt::format("SELECT {} FROM cache_entries WHERE op = $1 AND dtype = $2 AND bucket = $3 AND "
-                  "arch = $4 AND device_name = $5 AND toolkit = $6 AND driver_major = $7",
-                  kEntryColumns),
-      {k.op, canonical_dtype_key(k.dtype), k.bucket, k.arch, k.device_name, k.toolkit,
-       std::int64_t{k.driver_major}});
+  const auto rows = db_->query(fmt::format("SELECT {} FROM cache_entries WHERE {}", kEntries.list(),
+                                           kEntries.bound(0, kKeyColumns, " AND ")),
+                               {k.op, canonical_dtype_key(k.dtype), k.bucket, k.arch, k.device_name,
+                                k.toolkit, std::int64_t{k.driver_major}});
   if (rows.empty()) return std::nullopt;
   return entry_from_row(rows[0]);
 }
@@ -231,7 +242,7 @@ std::vector<CacheEntry> Store::list_entries(const EntryFilter& filter) {
   for (const auto& r : db_->query(
            fmt::format("SELECT {} FROM cache_entries{} ORDER BY op, dtype, arch, device_name, "
                        "bucket, toolkit, driver_major",
-                       kEntryColumns, where),
+                       kEntries.list(), where),
            params))
     out.push_back(entry_from_row(r));
   return out;
@@ -284,7 +295,7 @@ LookupResult Store::lookup(const LookupQuery& q) {
   params.emplace_back(result.bucket);
   std::vector<CacheEntry> candidates;
   for (const auto& r : db_->query(fmt::format("SELECT {} FROM cache_entries{} AND bucket = ${}",
-                                              kEntryColumns, where, params.size()),
+                                              kEntries.list(), where, params.size()),
                                   params))
     candidates.push_back(entry_from_row(r));
   if (candidates.empty()) {  // fallback: every entry of the op on this arch
@@ -292,7 +303,7 @@ LookupResult Store::lookup(const LookupQuery& q) {
     params.clear();
     where = where_clause(f, params);
     for (const auto& r :
-         db_->query(fmt::format("SELECT {} FROM cache_entries{}", kEntryColumns, where), params))
+         db_->query(fmt::format("SELECT {} FROM cache_entries{}", kEntries.list(), where), params))
       candidates.push_back(entry_from_row(r));
   }
   const Choice choice = choose_entry(candidates, result.bucket, q.shape, q.env);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "backend.hpp"
+#include "columns.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
 
@@ -23,29 +24,42 @@ std::size_t rows_per_insert(const detail::Backend& db) {
   return db.file() ? 8 : 256;
 }
 
-// Inserts `n` rows of `columns` values each, as many per statement as the backend takes: `head` is
-// "INSERT INTO table (columns) VALUES ", `row(i, params)` appends row i's values.
-template <class Row>
-void insert_rows(detail::Backend& db, std::string_view head, int columns, std::size_t n,
-                 Row&& row) {
+// The fleet's tables. fleet_aggregates and fleet_gemms repeat the run's build, job and start so
+// that the ranking queries read one table.
+constexpr auto kRuns =
+    detail::columns("run_id", "location", "host", "pid", "started_at", "job", "build", "rank",
+                    "tags", "complete", "launches", "ingested_at");
+constexpr auto kAggregates = detail::columns("run_id", "kernel", "grid", "block", "gpu", "arch",
+                                             "driver", "toolkit", "build", "job", "started_at",
+                                             "calls", "total_ns", "min_ns", "max_ns", "sketch");
+constexpr auto kGemms =
+    detail::columns("run_id", "op", "dtype", "shape", "problem", "gpu", "arch", "driver", "toolkit",
+                    "build", "job", "started_at", "calls", "gpu_ns");
+constexpr auto kJobs = detail::columns("id", "spec", "op", "dtype", "bucket", "arch", "toolkit",
+                                       "shape", "budget", "priority", "state", "worker", "attempt",
+                                       "lease_until_ms", "evaluations", "created_at", "created_ms",
+                                       "started_ms", "finished_ms", "result", "error", "library");
+
+// Inserts `n` rows into `table`, as many per statement as the backend takes: `row(i)` gives row
+// i's values, one per column of `c` in its order.
+template <std::size_t N, class RowValues>
+void insert_rows(detail::Backend& db, std::string_view table, const detail::Columns<N>& c,
+                 std::size_t n, RowValues&& row) {
   const std::size_t batch = rows_per_insert(db);
   for (std::size_t first = 0; first < n; first += batch) {
     const std::size_t count = std::min(batch, n - first);
-    std::string sql(head);
+    std::string sql = fmt::format("INSERT INTO {} ({}) VALUES ", table, c.list());
     Params params;
-    params.reserve(count * static_cast<std::size_t>(columns));
+    params.reserve(count * N);
     for (std::size_t i = 0; i < count; ++i) {
-      sql += i ? ",(" : "(";
-      for (int c = 0; c < columns; ++c)
-        sql += fmt::format("{}${}", c ? "," : "", i * static_cast<std::size_t>(columns) + c + 1);
-      sql += ')';
-      row(first + i, params);
+      sql += fmt::format("{}({})", i ? "," : "", c.placeholders(i * N + 1));
+      Params values = row(first + i);
+      if (values.size() != N) throw Error(fmt::format("internal: a row of {} out of step.", table));
+      params.insert(params.end(), values.begin(), values.end());
     }
     db.exec(sql, params);
   }
 }
-
-constexpr int kAggregateColumns = 16;
 
 // " AND col = $n ..." for the filter's non-empty fields, numbering from params.size() + 1.
 std::string where(const FleetFilter& f, Params& params) {
@@ -65,29 +79,31 @@ std::string where(const FleetFilter& f, Params& params) {
 }
 
 FleetJob job_from_row(const Row& r) {
+  constexpr auto c = kJobs;
   FleetJob j;
-  j.library = r.text(21);
-  j.id = r.text(0);
-  j.spec = r.text(1);
-  j.op = r.text(2);
-  j.dtype = r.text(3);
-  j.bucket = r.text(4);
-  j.arch = r.text(5);
-  j.toolkit = r.text(6);
-  j.shape = nlohmann::json::parse(r.text(7), nullptr, false);
-  j.budget = r.i64(8);
-  j.priority = r.f64(9);
-  j.state = r.text(10);
-  j.worker = r.text(11);
-  j.attempt = r.i64(12);
-  j.lease_until_ms = r.i64(13);
-  j.evaluations = r.i64(14);
-  j.created_at = r.text(15);
-  j.created_ms = r.i64(16);
-  j.started_ms = r.i64(17);
-  j.finished_ms = r.i64(18);
-  if (!r.is_null(19)) j.result = nlohmann::json::parse(r.text(19), nullptr, false);
-  j.error = r.text(20);
+  j.library = r.text(c["library"]);
+  j.id = r.text(c["id"]);
+  j.spec = r.text(c["spec"]);
+  j.op = r.text(c["op"]);
+  j.dtype = r.text(c["dtype"]);
+  j.bucket = r.text(c["bucket"]);
+  j.arch = r.text(c["arch"]);
+  j.toolkit = r.text(c["toolkit"]);
+  j.shape = nlohmann::json::parse(r.text(c["shape"]), nullptr, false);
+  j.budget = r.i64(c["budget"]);
+  j.priority = r.f64(c["priority"]);
+  j.state = r.text(c["state"]);
+  j.worker = r.text(c["worker"]);
+  j.attempt = r.i64(c["attempt"]);
+  j.lease_until_ms = r.i64(c["lease_until_ms"]);
+  j.evaluations = r.i64(c["evaluations"]);
+  j.created_at = r.text(c["created_at"]);
+  j.created_ms = r.i64(c["created_ms"]);
+  j.started_ms = r.i64(c["started_ms"]);
+  j.finished_ms = r.i64(c["finished_ms"]);
+  if (!r.is_null(c["result"]))
+    j.result = nlohmann::json::parse(r.text(c["result"]), nullptr, false);
+  j.error = r.text(c["error"]);
   return j;
 }
 
@@ -101,17 +117,10 @@ bool has_fleet_gemms(Store& store) {
   return store.schema_version() >= 5;
 }
 
-constexpr const char* kJobColumns =
-    "id, spec, op, dtype, bucket, arch, toolkit, shape, budget, priority, state, worker, attempt, "
-    "lease_until_ms, evaluations, created_at, created_ms, started_ms, finished_ms, result, error, "
-    "library";
 // What a reader selects: a store of schema 4 read without migrating has no library column.
 std::string job_columns(Store& store) {
-  if (has_fleet_gemms(store)) return kJobColumns;
-  std::string c = kJobColumns;
-  return c.substr(0, c.rfind("library")) + "'' AS library";
+  return has_fleet_gemms(store) ? kJobs.list() : kJobs.list_with(kJobs["library"], "''");
 }
-constexpr int kGemmColumns = 14;
 
 }  // namespace
 
@@ -138,33 +147,33 @@ PushOutcome FleetStore::push_run(const FleetRun& run, const std::vector<FleetAgg
       db.exec("DELETE FROM fleet_runs WHERE run_id = $1", {run.run_id});
       outcome = PushOutcome::replaced;
     }
-    db.exec(
-        "INSERT INTO fleet_runs (run_id, location, host, pid, started_at, job, build, rank, tags, "
-        "complete, launches, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-        "$12)",
-        {run.run_id, run.location, run.host, run.pid, run.started_at, run.job, run.build, run.rank,
-         run.tags.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-         std::int64_t{run.complete ? 1 : 0}, run.launches, utc_now_iso8601()});
-    insert_rows(db,
-                "INSERT INTO fleet_aggregates (run_id, kernel, grid, block, gpu, arch, driver, "
-                "toolkit, build, job, started_at, calls, total_ns, min_ns, max_ns, sketch) VALUES ",
-                kAggregateColumns, aggregates.size(), [&](std::size_t i, Params& params) {
+    insert_rows(db, "fleet_runs", kRuns, 1, [&](std::size_t) -> Params {
+      return {run.run_id,
+              run.location,
+              run.host,
+              run.pid,
+              run.started_at,
+              run.job,
+              run.build,
+              run.rank,
+              run.tags.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+              std::int64_t{run.complete ? 1 : 0},
+              run.launches,
+              utc_now_iso8601()};
+    });
+    insert_rows(db, "fleet_aggregates", kAggregates, aggregates.size(),
+                [&](std::size_t i) -> Params {
                   const FleetAggregate& a = aggregates[i];
-                  params.insert(params.end(),
-                                {run.run_id, a.kernel, a.grid, a.block, a.gpu, a.arch, a.driver,
-                                 a.toolkit, run.build, run.job, run.started_at, a.calls, a.total_ns,
-                                 a.min_ns, a.max_ns, a.sketch});
+                  return {run.run_id, a.kernel,  a.grid,    a.block, a.gpu,          a.arch,
+                          a.driver,   a.toolkit, run.build, run.job, run.started_at, a.calls,
+                          a.total_ns, a.min_ns,  a.max_ns,  a.sketch};
                 });
-    insert_rows(db,
-                "INSERT INTO fleet_gemms (run_id, op, dtype, shape, problem, gpu, arch, driver, "
-                "toolkit, build, job, started_at, calls, gpu_ns) VALUES ",
-                kGemmColumns, gemms.size(), [&](std::size_t i, Params& params) {
-                  const FleetGemm& g = gemms[i];
-                  params.insert(
-                      params.end(),
-                      {run.run_id, g.op, g.dtype, g.shape.dump(), g.problem.dump(), g.gpu, g.arch,
-                       g.driver, g.toolkit, run.build, run.job, run.started_at, g.calls, g.gpu_ns});
-                });
+    insert_rows(db, "fleet_gemms", kGemms, gemms.size(), [&](std::size_t i) -> Params {
+      const FleetGemm& g = gemms[i];
+      return {run.run_id, g.op,           g.dtype,  g.shape.dump(), g.problem.dump(),
+              g.gpu,      g.arch,         g.driver, g.toolkit,      run.build,
+              run.job,    run.started_at, g.calls,  g.gpu_ns};
+    });
   });
   return outcome;
 }
@@ -249,15 +258,32 @@ std::vector<FleetSketchRow> FleetStore::sketches(const FleetFilter& filter,
 }
 
 bool FleetStore::add_job(const FleetJob& j) {
+  constexpr auto c = kJobs;
+  Params p(c.size());  // result stays NULL
+  p[c["id"]] = j.id;
+  p[c["spec"]] = j.spec;
+  p[c["op"]] = j.op;
+  p[c["dtype"]] = j.dtype;
+  p[c["bucket"]] = j.bucket;
+  p[c["arch"]] = j.arch;
+  p[c["toolkit"]] = j.toolkit;
+  p[c["shape"]] = j.shape.dump();
+  p[c["budget"]] = j.budget;
+  p[c["priority"]] = j.priority;
+  p[c["state"]] = std::string("queued");
+  p[c["worker"]] = std::string();
+  p[c["attempt"]] = p[c["lease_until_ms"]] = p[c["evaluations"]] = std::int64_t{0};
+  p[c["created_at"]] = j.created_at;
+  p[c["created_ms"]] = j.created_ms;
+  p[c["started_ms"]] = p[c["finished_ms"]] = std::int64_t{0};
+  p[c["error"]] = std::string();
+  p[c["library"]] = j.library;
   bool added = false;
   detail::in_write_transaction(*store_.db_, [&] {
-    added = store_.db_->exec(
-                fmt::format("INSERT INTO fleet_jobs ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                            "$9, $10, 'queued', '', 0, 0, 0, $11, $12, 0, 0, NULL, '', $13) "
-                            "ON CONFLICT DO NOTHING",
-                            kJobColumns),
-                {j.id, j.spec, j.op, j.dtype, j.bucket, j.arch, j.toolkit, j.shape.dump(), j.budget,
-                 j.priority, j.created_at, j.created_ms, j.library}) == 1;
+    added = store_.db_->exec(fmt::format("INSERT INTO fleet_jobs ({}) VALUES ({}) ON CONFLICT DO "
+                                         "NOTHING",
+                                         c.list(), c.placeholders()),
+                             p) == 1;
   });
   return added;
 }
@@ -313,7 +339,7 @@ std::optional<FleetJob> FleetStore::claim(const std::string& worker, const std::
         "lease_until_ms = $3, started_ms = $4 WHERE id = $1",
         {id, worker, now_ms + lease_ms, now_ms});
     claimed = job_from_row(
-        db.query(fmt::format("SELECT {} FROM fleet_jobs WHERE id = $1", kJobColumns), {id})[0]);
+        db.query(fmt::format("SELECT {} FROM fleet_jobs WHERE id = $1", kJobs.list()), {id})[0]);
   });
   return claimed;
 }

@@ -14,6 +14,7 @@
 
 #include "backend.hpp"
 #include "ktune/store/sqlite.hpp"
+#include "ktune/store/store.hpp"
 
 namespace ktune::store::detail {
 namespace {
@@ -48,7 +49,7 @@ class SqliteBackend final : public Backend {
     std::error_code ec;
     if (read_only) {
       if (!fs::exists(p, ec))
-        throw Error(fmt::format(
+        throw NoStoreYet(fmt::format(
             "there is no ktune store at {} yet; check --db, or store something first (ktune "
             "cache put or import, ktune tune).",
             path_));

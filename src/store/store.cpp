@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backend.hpp"
+#include "columns.hpp"
 #include "ktune/core/dtype.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
@@ -417,7 +418,7 @@ void check_readable(Backend& db) {
   const int v = stored_schema_version(db);
   if (v > Store::kSchemaVersion) refuse_newer(db, v);
   if (v == 0)
-    throw Error(fmt::format(
+    throw NoStoreYet(fmt::format(
         "there is no ktune store at {} yet; check --db, or store something first (ktune cache "
         "put or import, ktune tune).",
         db.describe()));
@@ -518,45 +519,65 @@ int Store::schema_version() const {
   return stored_schema_version(*db_);
 }
 
+namespace {
+
+// calibrations; a device's records are keyed by when they were measured.
+constexpr auto kCalibrations = detail::columns(
+    "device_uuid", "measured_at", "device_name", "arch", "sm_clock_mhz", "mem_clock_mhz",
+    "dram_bytes_per_s", "fp32_flop_per_s", "bf16_flop_per_s", "fp16_flop_per_s", "details");
+constexpr std::size_t kCalibrationKey = kCalibrations["measured_at"] + 1;
+
+}  // namespace
+
 void Store::put_calibration(const CalibrationRecord& r) {
   if (r.device_uuid.empty())
     throw Error("a calibration record needs the device UUID (CalibrationRecord::device_uuid).");
+  constexpr auto c = kCalibrations;
+  detail::Params p(c.size());
+  p[c["device_uuid"]] = r.device_uuid;
+  p[c["measured_at"]] = r.measured_at;
+  p[c["device_name"]] = r.device_name;
+  p[c["arch"]] = r.arch;
+  p[c["sm_clock_mhz"]] = std::int64_t{r.sm_clock_mhz};
+  p[c["mem_clock_mhz"]] = std::int64_t{r.mem_clock_mhz};
+  p[c["dram_bytes_per_s"]] = r.dram_bytes_per_s;
+  p[c["fp32_flop_per_s"]] = r.fp32_flop_per_s;
+  p[c["bf16_flop_per_s"]] = r.bf16_flop_per_s;
+  p[c["fp16_flop_per_s"]] = r.fp16_flop_per_s;
+  p[c["details"]] = r.details.is_null() ? std::string("null") : r.details.dump();
+  std::string update;  // every column but the key takes the new record's value
+  for (std::size_t i = kCalibrationKey; i < c.size(); ++i)
+    update +=
+        fmt::format("{}{} = excluded.{}", i > kCalibrationKey ? ", " : "", c.names[i], c.names[i]);
   detail::in_write_transaction(*db_, [&] {
-    db_->exec(
-        "INSERT INTO calibrations (device_uuid, measured_at, device_name, arch, sm_clock_mhz, "
-        "mem_clock_mhz, dram_bytes_per_s, fp32_flop_per_s, bf16_flop_per_s, fp16_flop_per_s, "
-        "details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
-        "ON CONFLICT (device_uuid, measured_at) DO UPDATE SET device_name = excluded.device_name, "
-        "arch = excluded.arch, sm_clock_mhz = excluded.sm_clock_mhz, "
-        "mem_clock_mhz = excluded.mem_clock_mhz, dram_bytes_per_s = excluded.dram_bytes_per_s, "
-        "fp32_flop_per_s = excluded.fp32_flop_per_s, bf16_flop_per_s = excluded.bf16_flop_per_s, "
-        "fp16_flop_per_s = excluded.fp16_flop_per_s, details = excluded.details",
-        {r.device_uuid, r.measured_at, r.device_name, r.arch, std::int64_t{r.sm_clock_mhz},
-         std::int64_t{r.mem_clock_mhz}, r.dram_bytes_per_s, r.fp32_flop_per_s, r.bf16_flop_per_s,
-         r.fp16_flop_per_s, r.details.is_null() ? std::string("null") : r.details.dump()});
+    db_->exec(fmt::format("INSERT INTO calibrations ({}) VALUES ({}) ON CONFLICT (device_uuid, "
+                          "measured_at) DO UPDATE SET {}",
+                          c.list(), c.placeholders(), update),
+              p);
   });
 }
 
 std::optional<CalibrationRecord> Store::latest_calibration(const std::string& device_uuid) {
+  constexpr auto c = kCalibrations;
   const auto rows = db_->query(
-      "SELECT device_uuid, device_name, arch, sm_clock_mhz, mem_clock_mhz, dram_bytes_per_s, "
-      "fp32_flop_per_s, bf16_flop_per_s, fp16_flop_per_s, measured_at, details "
-      "FROM calibrations WHERE device_uuid = $1 ORDER BY measured_at DESC LIMIT 1",
+      fmt::format("SELECT {} FROM calibrations WHERE device_uuid = $1 ORDER BY measured_at DESC "
+                  "LIMIT 1",
+                  c.list()),
       {device_uuid});
   if (rows.empty()) return std::nullopt;
   const auto& row = rows[0];
   CalibrationRecord r;
-  r.device_uuid = row.text(0);
-  r.device_name = row.text(1);
-  r.arch = row.text(2);
-  r.sm_clock_mhz = static_cast<int>(row.i64(3));
-  r.mem_clock_mhz = static_cast<int>(row.i64(4));
-  r.dram_bytes_per_s = row.f64(5);
-  r.fp32_flop_per_s = row.f64(6);
-  r.bf16_flop_per_s = row.f64(7);
-  r.fp16_flop_per_s = row.f64(8);
-  r.measured_at = row.text(9);
-  r.details = nlohmann::json::parse(row.text(10), nullptr, /*allow_exceptions=*/false);
+  r.device_uuid = row.text(c["device_uuid"]);
+  r.device_name = row.text(c["device_name"]);
+  r.arch = row.text(c["arch"]);
+  r.sm_clock_mhz = static_cast<int>(row.i64(c["sm_clock_mhz"]));
+  r.mem_clock_mhz = static_cast<int>(row.i64(c["mem_clock_mhz"]));
+  r.dram_bytes_per_s = row.f64(c["dram_bytes_per_s"]);
+  r.fp32_flop_per_s = row.f64(c["fp32_flop_per_s"]);
+  r.bf16_flop_per_s = row.f64(c["bf16_flop_per_s"]);
+  r.fp16_flop_per_s = row.f64(c["fp16_flop_per_s"]);
+  r.measured_at = row.text(c["measured_at"]);
+  r.details = nlohmann::json::parse(row.text(c["details"]), nullptr, /*allow_exceptions=*/false);
   if (r.details.is_discarded())
     throw Error(
         fmt::format("the calibration of {} in the store {} has unreadable details JSON; "

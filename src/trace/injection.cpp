@@ -548,7 +548,7 @@ bool Tracer::start() {
 }
 
 void Tracer::fill_metadata() {
-  meta_.mode = mode_name(opts_);
+  meta_.mode = to_string(mode_of(opts_));
   meta_.records = record_kinds(opts_);
   meta_.command_line = own_command_line();
   meta_.pid = ::getpid();

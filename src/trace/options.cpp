@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/trace/metrics.hpp"
 #include "launch_selector.hpp"
@@ -200,16 +201,11 @@ TracerOptions options_from_env(const GetEnv& get) {
   if (const char* v = get(env("output")); v && *v) o.output = v;
   TracerOptions defaults;  // the record kinds' defaults: the mode's, before their own variables
   if (const char* v = get(env("mode")); v && *v) {
-    const std::string_view mode(v);
-    if (mode == "kernels")
+    const TraceMode mode = parse_trace_mode(v);
+    if (mode == TraceMode::kernels)
       o.kernels_only = true;
-    else if (mode == "full")
+    else if (mode == TraceMode::full)
       defaults.set_full();
-    else if (mode != "default")
-      throw Error(
-          fmt::format("KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default', 'kernels' "
-                      "or 'full'.",
-                      v));
   }
   o.window.delay_s = parse_duration_env(get, env("delay"));
   o.window.duration_s = parse_duration_env(get, env("duration"));
@@ -295,11 +291,30 @@ std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOpti
   return out;
 }
 
-std::string mode_name(const TracerOptions& o) {
-  if (o.kernels_only) return "kernels";
+namespace {
+constexpr EnumName<TraceMode> kTraceModeNames[] = {
+    {TraceMode::standard, "default"},
+    {TraceMode::kernels, "kernels"},
+    {TraceMode::full, "full"},
+};
+}  // namespace
+
+const char* to_string(TraceMode m) {
+  return name_of(kTraceModeNames, m);
+}
+
+TraceMode parse_trace_mode(std::string_view name) {
+  if (const auto m = value_of(kTraceModeNames, name)) return *m;
+  throw Error(fmt::format(
+      "KTUNE_TRACE_MODE='{}' is not a mode; set it to 'default', 'kernels' or 'full', or unset it.",
+      name));
+}
+
+TraceMode mode_of(const TracerOptions& o) {
+  if (o.kernels_only) return TraceMode::kernels;
   const bool all = o.driver_api && o.memset_records && o.sync_records && o.latency_timestamps &&
                    o.overhead_records;
-  return all ? "full" : "default";
+  return all ? TraceMode::full : TraceMode::standard;
 }
 
 std::vector<std::string> record_kinds(const TracerOptions& o) {

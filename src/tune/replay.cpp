@@ -314,7 +314,7 @@ nlohmann::json replay_json(const std::string& strategy, const std::string& space
   j["strategy"] = strategy;
   j["space"] = space;
   j["seeds"] = seeds;
-  j["window"] = window;
+  j["prefetch"] = window;
   j["results"] = nlohmann::json::array();
   for (const auto& r : results)
     j["results"].push_back(

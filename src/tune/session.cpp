@@ -20,7 +20,7 @@
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/core/version.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/strategy.hpp"
 #include "ktune/tune/t4.hpp"
 
@@ -68,7 +68,7 @@ class ResultsLog {
   explicit ResultsLog(const std::filesystem::path& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
-      throw Error(fmt::format("cannot open {} for appending ({}); check the --out directory.",
+      throw Error(fmt::format("cannot open {} for appending ({}); check the --output folder.",
                               path.string(), std::strerror(errno)));
   }
   ~ResultsLog() { ::close(fd_); }
@@ -161,7 +161,7 @@ std::vector<SessionRecord> read_results(const std::filesystem::path& path) {
       out.push_back(record_from_json(nlohmann::json::parse(lines[i])));
     } catch (const std::exception& e) {
       if (i + 1 == lines.size()) break;  // torn by a crash mid-write: that evaluation is redone
-      throw Error(fmt::format("{}:{}: {}; restore the line or start a new session with --out.",
+      throw Error(fmt::format("{}:{}: {}; restore the line or start a new session with --output.",
                               path.string(), i + 1, e.what()));
     }
   }
@@ -193,13 +193,13 @@ void open_out_dir(const std::filesystem::path& dir, bool resume) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw Error(fmt::format("cannot create the output directory {} ({}); pick another --out.",
+    throw Error(fmt::format("cannot create the output directory {} ({}); pick another --output.",
                             dir.string(), ec.message()));
   const std::filesystem::path results = Session::results_path(dir);
   if (!resume && std::filesystem::exists(results))
     throw Error(
         fmt::format("{} already holds a session; continue it with --resume {} or pick "
-                    "another --out.",
+                    "another --output.",
                     results.string(), dir.string()));
 }
 

@@ -10,8 +10,7 @@
 #include "ktune/core/assignments.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
-#include "ktune/cuda/nvrtc.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 
 namespace ktune::tune {
 
@@ -127,20 +126,26 @@ KernelLaunch make_launch(const ProblemSpec& spec, const std::string& source,
     if (code_may_use(name, l)) defines.push_back(fmt::format("-D{}={}", name, define_value(v)));
   l.flags.insert(l.flags.end(), defines.begin(), defines.end());
   const LaunchGeometry g = spec.launch_geometry(scope);
-  for (int d = 0; d < 3; ++d) {
-    if (g.grid[d] < 1 || g.block[d] < 1 || g.grid[d] > 0x7fffffff || g.block[d] > 1024)
-      throw Error(fmt::format(
-          "{}: the launch geometry of this configuration is grid {}x{}x{}, block {}x{}x{}; fix "
-          "KernelSpecification.GlobalSize/LocalSize so every dimension is at least 1.",
-          spec.source, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2]));
-    l.grid[d] = static_cast<unsigned>(g.grid[d]);
-    l.block[d] = static_cast<unsigned>(g.block[d]);
-  }
-  l.dynamic_shared_bytes = static_cast<unsigned>(std::max<std::int64_t>(0, g.shared_memory_bytes));
+  if (!set_geometry(l, g))
+    throw Error(fmt::format(
+        "{}: the launch geometry of this configuration is grid {}x{}x{}, block {}x{}x{}; fix "
+        "KernelSpecification.GlobalSize/LocalSize so every dimension is at least 1 (at most "
+        "1024 threads a block dimension).",
+        spec.source, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2]));
   return l;
 }
 
 }  // namespace
+
+bool set_geometry(bench::KernelLaunch& l, const LaunchGeometry& g) {
+  for (int d = 0; d < 3; ++d) {
+    l.grid[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.grid[d], 0, 0x7fffffff));
+    l.block[d] = static_cast<unsigned>(std::clamp<std::int64_t>(g.block[d], 0, 1 << 20));
+  }
+  l.dynamic_shared_bytes =
+      static_cast<unsigned>(std::clamp<std::int64_t>(g.shared_memory_bytes, 0, 1LL << 31));
+  return g.launchable();
+}
 
 ConfigMap default_config(const ProblemSpec& spec) {
   ConfigMap c;
@@ -213,22 +218,22 @@ bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
   const auto eval_size = [&](const Expression& e, const std::string& field) {
     return eval_in(sizes, e, field);
   };
-  // The spec's tolerance applies when it sets one; its untouched default is too tight for 16-bit
-  // outputs, so those get the per-dtype default instead.
-  const Tolerance untouched;
-  const bool spec_tolerance =
-      spec.ktune.tolerance.rtol != untouched.rtol || spec.ktune.tolerance.atol != untouched.atol;
   for (std::size_t i = 0; i < spec.kernel.arguments.size(); ++i) {
     const Argument& a = spec.kernel.arguments[i];
     const std::string field = fmt::format("KernelSpecification.Arguments[{}]", i);
     KernelArg k;
     k.name = a.name;
-    try {
-      k.dtype = cuda::parse_dtype(a.type);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: field {}.Type: {}", spec.source, field, e.what()));
+    // Read once with the spec; a type ktune cannot fill stops here, with parse_dtype's sentence
+    // naming the types it can.
+    if (!a.dtype) {
+      try {
+        parse_dtype(a.type);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: field {}.Type: {}", spec.source, field, e.what()));
+      }
     }
-    if (a.memory_type == "Scalar") {
+    k.dtype = *a.dtype;
+    if (a.memory_type == MemoryType::scalar) {
       k.kind = KernelArg::Kind::scalar;
       try {
         k.value = a.fill_value.as_double();
@@ -243,28 +248,27 @@ bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
                                 spec.source, field, count));
       // The byte count wrapped: 2**62+1 floats were "4 bytes", and the dry run passed.
       constexpr std::int64_t kMaxArgumentBytes = std::int64_t{1} << 40;  // past any GPU's memory
-      const auto element = static_cast<std::int64_t>(cuda::dtype_bytes(k.dtype));
+      const auto element = static_cast<std::int64_t>(dtype_bytes(k.dtype));
       if (count > kMaxArgumentBytes / element)
         throw Error(fmt::format(
             "{}: field {}.Size is {} elements of {} bytes, more than the 1 TiB any GPU holds; "
             "check the Size expression.",
             spec.source, field, count, element));
       k.count = static_cast<std::size_t>(count);
-      if (a.fill_type == "Random") {
+      if (a.fill_type == FillType::random) {
         k.fill = KernelArg::Fill::random;
-      } else if (a.fill_type == "Constant") {
+      } else if (a.fill_type == FillType::constant) {
         k.fill = KernelArg::Fill::constant;
         k.value = a.fill_value.as_double();
       } else {
         throw Error(
             fmt::format("{}: field {}.FillType {} is not supported by ktune bench yet; use "
                         "Random or Constant.",
-                        spec.source, field, a.fill_type));
+                        spec.source, field, to_string(a.fill_type)));
       }
       k.output = a.output;
       k.seed = a.random_seed;
-      if (spec_tolerance)
-        k.tolerance = bench::Tolerance{spec.ktune.tolerance.atol, spec.ktune.tolerance.rtol};
+      if (const auto& t = spec.ktune.tolerance) k.tolerance = bench::Tolerance{t->atol, t->rtol};
     }
     p.args.push_back(std::move(k));
   }

@@ -64,7 +64,7 @@ TEST_P(GpuCommandWithoutGpu, FailsWithOneSentence) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Commands, GpuCommandWithoutGpu,
-                         ::testing::Values("info", "info --json", "calibrate", "calibrate --json"));
+                         ::testing::Values("calibrate", "calibrate --json"));
 
 // A scratch copy of a recorded trace, so a test may try to damage it.
 class TraceCli : public ::testing::Test {
@@ -93,7 +93,7 @@ TEST_F(TraceCli, OutputsNeverReplaceTheirTrace) {
   for (const std::string& cmd :
        {"report " + t + " -o " + t,
         "report " + t + " --format json -o " + (dir_ / "." / "t.ktrace").string(),
-        "export " + t + " --chrome " + t}) {
+        "export " + t + " --chrome -o " + t}) {
     const RunResult r = run_ktune(cmd);
     EXPECT_EQ(r.exit_code, 1) << cmd;
     EXPECT_NE(r.err.find("it is the input " + t + " itself"), std::string::npos) << r.err;
@@ -102,7 +102,7 @@ TEST_F(TraceCli, OutputsNeverReplaceTheirTrace) {
   // Not a regular file: a pipe stands in for /dev/null, which a rename as root would replace.
   ASSERT_EQ(::mkfifo((dir_ / "pipe").c_str(), 0600), 0);
   for (const std::string& cmd : {"report " + t + " -o " + (dir_ / "pipe").string(),
-                                 "export " + t + " --chrome " + (dir_ / "pipe").string(),
+                                 "export " + t + " --chrome -o " + (dir_ / "pipe").string(),
                                  "report " + t + " -o " + dir_.string()}) {
     const RunResult r = run_ktune(cmd);
     EXPECT_EQ(r.exit_code, 1) << cmd;

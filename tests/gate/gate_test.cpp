@@ -161,7 +161,7 @@ TEST_F(GateTest, UnchangedPassesAndASlowdownFailsWithItsExplanation) {
   EXPECT_TRUE(slow.regressed());
   const auto& g = slow.results[1];
   EXPECT_EQ(g.comparison.verdict, Verdict::slower);
-  EXPECT_EQ(g.blame, "code");
+  EXPECT_EQ(g.blame, Blame::code);
   ASSERT_EQ(g.explain.size(), 2u);
   EXPECT_THAT(g.explain[0], HasSubstr("baseline (abc123): ktune profile --metrics roofline "
                                       "--kernel gemv_f16"));
@@ -184,7 +184,12 @@ TEST_F(GateTest, AnEnvironmentOnlyChangeIsBlamedOnTheEnvironment) {
   const CheckReport r = check(suite_, m_, b, {"abc123", ""}, {});
   EXPECT_TRUE(r.regressed());
   EXPECT_EQ(r.results[0].comparison.verdict, Verdict::slower);
-  EXPECT_EQ(r.results[0].blame, "environment");
+  EXPECT_EQ(r.results[0].blame, Blame::environment);
+  // The blame's words, in the JSON and the table, are the ones the gate has always printed.
+  EXPECT_EQ(nlohmann::json(r)["benchmarks"][0]["blame"], "environment");
+  EXPECT_EQ(r.results[1].blame, Blame::none);
+  EXPECT_EQ(nlohmann::json(r)["benchmarks"][1]["blame"], nullptr);
+  EXPECT_THAT(render_table(r), HasSubstr("blame: environment"));
   EXPECT_EQ(r.results[0].environment_changes,
             std::vector<std::string>{"toolkit 12.8 -> 12.8 +-Xptxas=-O1"});
   // New code under the new environment: a baseline of that environment shows the code did not
@@ -192,7 +197,7 @@ TEST_F(GateTest, AnEnvironmentOnlyChangeIsBlamedOnTheEnvironment) {
   record(suite_, m_, b, {"abc123", "env2"});
   const CheckReport later = check(suite_, m_, b, {"fff999", ""}, {.against = "main"});
   EXPECT_EQ(later.results[0].comparison.verdict, Verdict::slower);
-  EXPECT_EQ(later.results[0].blame, "environment");
+  EXPECT_EQ(later.results[0].blame, Blame::environment);
 }
 
 TEST_F(GateTest, ABenchmarkWithoutABaselineIsNewAndNeverFails) {

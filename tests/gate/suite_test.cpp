@@ -67,7 +67,7 @@ select = "BM_Gemm/4096"
   EXPECT_EQ(s.benchmarks[0].shape_key(), "k=16384,n=7168");
   EXPECT_FALSE(s.benchmarks[0].cached_winner);
   EXPECT_TRUE(s.benchmarks[1].cached_winner);
-  EXPECT_EQ(s.benchmarks[1].mode, "hot");
+  EXPECT_EQ(s.benchmarks[1].mode, bench::TimingMode::hot);
   EXPECT_TRUE(s.benchmarks[2].is_program());
   EXPECT_EQ(s.benchmarks[2].format, ProgramFormat::gbench);
 }

@@ -206,7 +206,7 @@ TEST(Cli, ReportAndExportATrace) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(read_file(dir.path / "r.html").find("<svg"), std::string::npos);
 
-  r = test::run_ktune("export " + t.string() + " --chrome " + (dir.path / "c.json").string());
+  r = test::run_ktune("export " + t.string() + " --chrome -o " + (dir.path / "c.json").string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("32 kernels"), std::string::npos) << r.out;
   EXPECT_NO_THROW(json::parse(read_file(dir.path / "c.json")));
@@ -256,8 +256,8 @@ TEST(Cli, BadInputFailsWithOneLine) {
        {"report " + (dir.path / "nope.ktrace").string(), "report " + t.string() + " --format pdf",
         "report " + t.string() + " --by launch", "report " + t.string() + " --names short",
         "report " + t.string() + " " + t.string() + " " + t.string(), "export " + t.string(),
-        "export " + (dir.path / "nope.ktrace").string() + " --chrome x.json",
-        "export " + t.string() + " --chrome " + (dir.path / "no/such/dir/x.json").string()}) {
+        "export " + (dir.path / "nope.ktrace").string() + " --chrome -o x.json",
+        "export " + t.string() + " --chrome -o " + (dir.path / "no/such/dir/x.json").string()}) {
     const auto r = test::run_ktune(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
@@ -306,7 +306,7 @@ TEST(Cli, DamagedTraceFailsWithOneSentenceNamingTheField) {
     sqlite3_close(db);
     for (const std::string& args :
          {"report " + path.string(),
-          "export " + path.string() + " --chrome " + (dir.path / "c.json").string()}) {
+          "export " + path.string() + " --chrome -o " + (dir.path / "c.json").string()}) {
       const auto r = test::run_ktune(args);
       EXPECT_NE(r.exit_code, 0) << args;
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

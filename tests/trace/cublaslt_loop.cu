@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                      \
-  do {                                                                \
-    if ((x) != 0) {                                                   \
-      std::fprintf(stderr, "%s failed at line %d\n", #x, __LINE__);   \
-      return 1;                                                       \
-    }                                                                 \
+#define CHECK(x)                                                    \
+  do {                                                              \
+    if ((x) != 0) {                                                 \
+      std::fprintf(stderr, "%s failed at line %d\n", #x, __LINE__); \
+      return 1;                                                     \
+    }                                                               \
   } while (0)
 
 int run(cublasLtHandle_t lt, bool trans_a, bool bias, int iters, void* a, void* b, void* d,

@@ -38,9 +38,16 @@ TEST(Options, DefaultsWithAnEmptyEnvironment) {
   EXPECT_FALSE(o.sync_records);
   EXPECT_FALSE(o.latency_timestamps);
   EXPECT_FALSE(o.overhead_records);
-  EXPECT_EQ(mode_name(o), "default");
+  EXPECT_EQ(mode_of(o), TraceMode::standard);
   EXPECT_EQ(record_kinds(o),
             (std::vector<std::string>{"kernel", "memcpy", "runtime_api", "nvtx", "driver_api"}));
+}
+
+TEST(TracerOptions, ModesReadAndPrintByTheirOneName) {
+  for (const TraceMode m : {TraceMode::standard, TraceMode::kernels, TraceMode::full})
+    EXPECT_EQ(parse_trace_mode(to_string(m)), m);
+  EXPECT_STREQ(to_string(TraceMode::standard), "default");
+  EXPECT_THROW(parse_trace_mode("fast"), Error);
 }
 
 TEST(Options, FullModeTurnsOnEveryKindUnlessOneIsSetOff) {
@@ -48,7 +55,7 @@ TEST(Options, FullModeTurnsOnEveryKindUnlessOneIsSetOff) {
   EXPECT_FALSE(full.kernels_only);
   EXPECT_TRUE(full.memset_records && full.sync_records && full.latency_timestamps &&
               full.overhead_records && full.driver_api);
-  EXPECT_EQ(mode_name(full), "full");
+  EXPECT_EQ(mode_of(full), TraceMode::full);
   EXPECT_EQ(record_kinds(full),
             (std::vector<std::string>{"kernel", "memcpy", "runtime_api", "nvtx", "driver_api",
                                       "memset", "sync", "overhead", "latency"}));
@@ -57,19 +64,19 @@ TEST(Options, FullModeTurnsOnEveryKindUnlessOneIsSetOff) {
       options_from_env(env_of({{"KTUNE_TRACE_MODE", "full"}, {"KTUNE_TRACE_SYNC", "0"}}));
   EXPECT_FALSE(most.sync_records);
   EXPECT_TRUE(most.memset_records);
-  EXPECT_EQ(mode_name(most), "default");
+  EXPECT_EQ(mode_of(most), TraceMode::standard);
   // Through the environment, as ktune profile --full hands it over.
   TracerOptions o;
   o.set_full();
   std::map<std::string, std::string> vars;
   for (const auto& [k, v] : options_to_env(o)) vars[k] = v;
-  EXPECT_EQ(mode_name(options_from_env(env_of(vars))), "full");
+  EXPECT_EQ(mode_of(options_from_env(env_of(vars))), TraceMode::full);
   // Kernels-only keeps latency timestamps, its one switch, and nothing else.
   TracerOptions k;
   k.kernels_only = true;
   k.latency_timestamps = true;
   k.memset_records = true;
-  EXPECT_EQ(mode_name(k), "kernels");
+  EXPECT_EQ(mode_of(k), TraceMode::kernels);
   EXPECT_EQ(record_kinds(k), (std::vector<std::string>{"kernel", "latency"}));
 }
 

@@ -36,7 +36,7 @@ void expect_one_sentence(const std::string& err, const std::string& needle) {
 
 TEST(ProfileCli, NeedsACommand) {
   const auto r = run_ktune("profile");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   expect_one_sentence(r.err, "no command to profile");
 }
 
@@ -60,31 +60,32 @@ TEST(ProfileCli, UnknownCommandIsOneSentence) {
 
 TEST(ProfileCli, BadRangeAndMissingTracerAreOneSentence) {
   const auto r = run_ktune("profile --range bogus -- true");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   expect_one_sentence(r.err, "capture range 'bogus'");
   const auto r2 = run_ktune("profile -- true", "KTUNE_TRACER=/nonexistent/libktune_tracer.so");
   EXPECT_EQ(r2.exit_code, 1);
   expect_one_sentence(r2.err, "KTUNE_TRACER=/nonexistent/libktune_tracer.so is not a file");
   const auto r3 = run_ktune("profile -- true", "KTUNE_TRACE_MODE=fast");
-  EXPECT_EQ(r3.exit_code, 1);
+  EXPECT_EQ(r3.exit_code, 2);
   expect_one_sentence(r3.err, "KTUNE_TRACE_MODE='fast' is not a mode");
   const auto r4 = run_ktune("profile --full --kernels-only -- true");
   EXPECT_NE(r4.exit_code, 0);
   expect_one_sentence(r4.err, "excludes");
 }
 
-// The counter tier's flags are checked before the program starts, on any machine.
+// The counter tier's flags are checked before the program starts, on any machine: bad values,
+// from a flag or a variable, are usage errors (2).
 TEST(ProfileCli, BadMetricsAndKernelRegexAreOneSentence) {
   const auto r = run_ktune("profile --metrics rooflin -- true");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   expect_one_sentence(r.err,
                       "'rooflin' is neither a metric set nor a metric name; use one of "
                       "roofline, memory, stalls, compute, full");
   const auto r2 = run_ktune("profile --metrics roofline --kernel 'gemm(' -- true");
-  EXPECT_EQ(r2.exit_code, 1);
+  EXPECT_EQ(r2.exit_code, 2);
   expect_one_sentence(r2.err, "--kernel 'gemm(' is not a valid regular expression");
   const auto r3 = run_ktune("profile -- true", "KTUNE_TRACE_METRICS=bogus");
-  EXPECT_EQ(r3.exit_code, 1);
+  EXPECT_EQ(r3.exit_code, 2);
   const auto r4 = run_ktune("profile --metrics roofline --every 0 -- true");
   EXPECT_NE(r4.exit_code, 0);
 }
@@ -93,10 +94,10 @@ TEST(ProfileCli, BadMetricsAndKernelRegexAreOneSentence) {
 TEST(ProfileCli, BenchMetricsIsCheckedFirst) {
   const std::string spec = std::string(KTUNE_SOURCE_DIR) + "/kernels/copy/copy.json";
   const auto r = run_ktune("bench " + spec + " --metrics rooflin");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   expect_one_sentence(r.err, "'rooflin' is neither a metric set nor a metric name");
   const auto r2 = run_ktune("bench " + spec + " --metrics roofline --json");
-  EXPECT_EQ(r2.exit_code, 1);
+  EXPECT_EQ(r2.exit_code, 2);
   expect_one_sentence(r2.err, "--metrics prints text for one configuration");
 }
 
@@ -239,20 +240,20 @@ TEST(ProfileCli, GemmShapesIsTheTracersAndLeavesCuBlasLtsVariablesAlone) {
 TEST(ProfileCli, GemmShapesConflictIsOneSentenceBeforeTheProgramRuns) {
   const auto r =
       run_ktune("profile --gemm-shapes -- sh -c 'echo ran'", "CUBLASLT_LOG_FILE=/tmp/mine.log");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   expect_one_sentence(r.err, "CUBLASLT_LOG_FILE=/tmp/mine.log configures it already");
 }
 
 TEST(ProfileCli, BadPeriodicWindowsAreOneSentence) {
   const auto alone = run_ktune("profile --window 2s -- true");
-  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_EQ(alone.exit_code, 2);
   expect_one_sentence(alone.err, "--window (KTUNE_TRACE_WINDOW) needs --period");
   const auto longer = run_ktune("profile --period 1s --window 2s -- true");
-  EXPECT_EQ(longer.exit_code, 1);
+  EXPECT_EQ(longer.exit_code, 2);
   expect_one_sentence(longer.err, "must fit in its period");
   const auto both = run_ktune("profile --period 1s --window 0.1s --range profiler -- true");
-  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_EQ(both.exit_code, 2);
   expect_one_sentence(both.err, "--range");
   const auto unit = run_ktune("profile --period 10x --window 1s -- true");
   EXPECT_EQ(unit.exit_code, 2);

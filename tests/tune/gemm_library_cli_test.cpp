@@ -40,8 +40,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tune --library cublaslt --op gemm_tn --shape m=8,n=8,k=8 --dtype q7", "q7"},
         Case{"tune spec.json --library cublaslt --op gemm_tn --shape m=8,n=8,k=8", "drop the SPEC"},
         Case{"tune --op gemm_tn --shape m=8,n=8,k=8", "go with --library"},
-        Case{"export", "--tunableop FILE"}, Case{"export --tunableop out.csv", "--torch-version"},
-        Case{"export t.ktrace --tunableop out.csv --torch-version 2.11.0", "not a trace"}),
+        Case{"export", "--tunableop"}, Case{"export --tunableop -o out.csv", "--torch-version"},
+        Case{"export t.ktrace --tunableop -o out.csv --torch-version 2.11.0", "not a trace"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::to_string(info.index); });
 
 TEST(ExportTunableOp, WritesTheCachedCublasLtWinners) {
@@ -61,7 +61,7 @@ TEST(ExportTunableOp, WritesTheCachedCublasLtWinners) {
   }
   auto r = test::run_ktune("--db " + db + " cache put " + (dir / "entry.json").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = test::run_ktune("--db " + db + " export --tunableop " + csv + " --torch-version 2.11.0");
+  r = test::run_ktune("--db " + db + " export --tunableop -o " + csv + " --torch-version 2.11.0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(csv);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
@@ -69,7 +69,7 @@ TEST(ExportTunableOp, WritesTheCachedCublasLtWinners) {
             "Validator,PT_VERSION,2.11.0\n"
             "GemmTunableOp_Half_TN,tn_4096_2048_4096,Gemm_Cublaslt_66,0.150000\n");
   // The store itself is never the output.
-  r = test::run_ktune("--db " + db + " export --tunableop " + db + " --torch-version 2.11.0");
+  r = test::run_ktune("--db " + db + " export --tunableop -o " + db + " --torch-version 2.11.0");
   EXPECT_NE(r.exit_code, 0);
   std::filesystem::remove_all(dir);
 }

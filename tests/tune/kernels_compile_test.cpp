@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "ktune/cuda/nvrtc.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/spec_problem.hpp"
 
 namespace fs = std::filesystem;

@@ -17,26 +17,26 @@ TEST(ReplayCli, JsonCarriesSchemaVersionAndOneRowPerBudget) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");  // no progress line when piped
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["strategy"], "genetic");
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["budget"], 2);
   EXPECT_DOUBLE_EQ(j["results"][1]["mean_fraction_of_optimum"].get<double>(), 1.0);  // all 8
   EXPECT_DOUBLE_EQ(j["results"][1]["random_mean_fraction_of_optimum"].get<double>(), 1.0);
-  EXPECT_EQ(j["window"], 1);
+  EXPECT_EQ(j["prefetch"], 1);
 }
 
-TEST(ReplayCli, WindowIsReportedAndRangeChecked) {
-  auto r = test::run_ktune("replay " + kFixture + " --budget 8 --seeds 2 --window 4 --json");
+TEST(ReplayCli, PrefetchIsReportedAndRangeChecked) {
+  auto r = test::run_ktune("replay " + kFixture + " --budget 8 --seeds 2 --prefetch 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["window"], 4);
-  r = test::run_ktune("replay " + kFixture + " --budget 8 --seeds 2 --window 4");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["prefetch"], 4);
+  r = test::run_ktune("replay " + kFixture + " --budget 8 --seeds 2 --prefetch 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("proposals made 4 ahead of their results"), std::string::npos) << r.out;
   for (const char* bad : {"0", "-2", "x"}) {
-    r = test::run_ktune(std::string("replay ") + kFixture + " --window " + bad);
-    EXPECT_NE(r.exit_code, 0) << bad;
-    EXPECT_NE(r.err.find("--window " + std::string(bad) + ": give a whole number"),
+    r = test::run_ktune(std::string("replay ") + kFixture + " --prefetch " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--prefetch " + std::string(bad) + ": give a whole number"),
               std::string::npos)
         << r.err;
   }
@@ -66,7 +66,7 @@ TEST(ReplayCli, WarmFromKeepsTheShapeAndNamesItsSources) {
                                  " --budget 2 --seeds 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["strategy"], "hybrid");
   EXPECT_EQ(j["warm_from"], nlohmann::json::array({kFixture}));
   // Its own recording as the source: the first proposal is the optimum.

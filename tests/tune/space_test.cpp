@@ -1,4 +1,4 @@
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 
 #include <gtest/gtest.h>
 

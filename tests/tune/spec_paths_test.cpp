@@ -14,8 +14,8 @@
 
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
-#include "ktune/tune/space.hpp"
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/space.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/tune/spec_problem.hpp"
 
 namespace ktune::tune {

@@ -1,4 +1,4 @@
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 #include <gtest/gtest.h>
 
@@ -43,13 +43,15 @@ TEST(Spec, ReadsT1AndKtuneExtension) {
   ASSERT_EQ(s.kernel.arguments.size(), 4u);
   EXPECT_TRUE(s.kernel.arguments[0].output);
   EXPECT_TRUE(s.kernel.arguments[2].constant_memory);
-  EXPECT_EQ(s.kernel.arguments[3].memory_type, "Scalar");
-  EXPECT_EQ(s.kernel.arguments[1].fill_type, "Random");
+  EXPECT_EQ(s.kernel.arguments[3].memory_type, MemoryType::scalar);
+  EXPECT_EQ(s.kernel.arguments[1].fill_type, FillType::random);
+  EXPECT_EQ(s.kernel.arguments[0].dtype, DType::f32);
   EXPECT_EQ(s.ktune.op, "matmul");
   EXPECT_EQ(s.ktune.dtype, "f32");
   ASSERT_TRUE(s.ktune.reference);
   EXPECT_EQ(s.ktune.reference->configuration.at("block_x").as_int(), 16);
-  EXPECT_DOUBLE_EQ(s.ktune.tolerance.rtol, 1e-4);
+  ASSERT_TRUE(s.ktune.tolerance);
+  EXPECT_DOUBLE_EQ(s.ktune.tolerance->rtol, 1e-4);
   ASSERT_EQ(s.ktune.shape.size(), 3u);
   EXPECT_EQ(s.ktune.shape[0].bucket.kind, store::BucketKind::pow2);
   EXPECT_EQ(s.ktune.shape[0].bucket.name, s.ktune.shape[0].name);
@@ -157,6 +159,47 @@ TEST(Spec, DefaultDtypeIsTheOutputsElementType) {
     for (auto& a : j["KernelSpecification"]["Arguments"]) a["Type"] = type;
     EXPECT_EQ(ProblemSpec::parse(j, "spec.json", test::fixtures_dir()).ktune.dtype, dtype) << type;
   }
+}
+
+// The argument rules are read once, into types: a Type ktune cannot fill is found when a problem
+// is made (an OpenCL spec with one is still read and enumerated), and a tolerance is the spec's
+// only when it gives one.
+TEST(Spec, ArgumentTypesAndToleranceAreParsedOnce) {
+  const std::filesystem::path dir = std::filesystem::path(KTUNE_SOURCE_DIR) / "kernels/gemv";
+  json j = json::parse(read_file(dir / "gemv.json"));
+  const ProblemSpec given = ProblemSpec::parse(j, "gemv.json", dir);
+  ASSERT_TRUE(given.ktune.tolerance);
+  for (const auto& a : make_problem(given, default_config(given)).args)
+    if (a.output) EXPECT_TRUE(a.tolerance) << a.name;
+
+  j["ktune"].erase("tolerance");
+  const ProblemSpec untouched = ProblemSpec::parse(j, "gemv.json", dir);
+  EXPECT_FALSE(untouched.ktune.tolerance);
+  for (const auto& a : make_problem(untouched, default_config(untouched)).args)
+    EXPECT_FALSE(a.tolerance) << a.name;  // each output takes its dtype's default
+
+  j["KernelSpecification"]["Arguments"][0]["Type"] = "float4";
+  const ProblemSpec vector_type = ProblemSpec::parse(j, "gemv.json", dir);
+  EXPECT_FALSE(vector_type.kernel.arguments[0].dtype);
+  try {
+    make_problem(vector_type, default_config(vector_type));
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Arguments[0].Type: unknown data type 'float4'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Spec, LaunchGeometryCudaCannotLaunchIsRefusedOnce) {
+  bench::KernelLaunch l;
+  EXPECT_TRUE(set_geometry(l, {{4, 1, 1}, {256, 1, 1}, 1024}));
+  EXPECT_EQ(l.grid[0], 4u);
+  EXPECT_EQ(l.block[0], 256u);
+  EXPECT_EQ(l.dynamic_shared_bytes, 1024u);
+  EXPECT_FALSE(set_geometry(l, {{0, 1, 1}, {256, 1, 1}, 0}));
+  EXPECT_FALSE(set_geometry(l, {{1, 1, 1}, {2048, 1, 1}, 0}));
+  EXPECT_FALSE(set_geometry(l, {{std::int64_t{1} << 31, 1, 1}, {32, 1, 1}, 0}));
 }
 
 TEST(Spec, ReadsTheCommunityDedispersionSpec) {

@@ -302,9 +302,9 @@ TEST(Replay, JsonShape) {
   const auto space = RecordedSpace::from_records(synthetic_space(3));
   const auto r = replay(*space, "genetic", {10, 20}, 3, 1);
   const nlohmann::json j = replay_json("genetic", "synthetic", 3, 1, r);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["strategy"], "genetic");
-  EXPECT_EQ(j["window"], 1);
+  EXPECT_EQ(j["prefetch"], 1);
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][1]["budget"], 20);
   for (const auto& e : j["results"]) {

@@ -56,6 +56,11 @@ struct Provenance {
 std::vector<store::GateRun> record(const Suite& suite, Measurer& m, store::Baselines& baselines,
                                    const Provenance& p);
 
+// What a slower or faster verdict is attributed to: the code alone changed, the environment alone
+// did, or both did and no baseline of the old code in the new environment tells them apart.
+enum class Blame { none, code, environment, code_or_environment };
+const char* to_string(Blame b);  // "", "code", "environment", "code or environment"
+
 struct BenchmarkResult {
   std::string name, shape;
   bool has_baseline = false;  // false: nothing stored to compare with (verdict "new")
@@ -65,8 +70,8 @@ struct BenchmarkResult {
   // Environment fields that differ from the baseline's: "GPU", "arch", "driver", "toolkit",
   // "ktune build", each with "old -> new".
   std::vector<std::string> environment_changes;
-  // For a slower or faster verdict: "code", "environment" or "code or environment".
-  std::string blame;
+  // For a slower or faster verdict, what moved the time; none for the other verdicts.
+  Blame blame = Blame::none;
   std::vector<std::string> explain;  // ktune profile commands that would explain a regression
   double measure_s = 0;              // wall time this check spent on it: preparation and every run
 };

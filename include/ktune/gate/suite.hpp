@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/bench/measurement.hpp"
 #include "ktune/gate/statistics.hpp"
 
 namespace ktune::gate {
@@ -19,8 +20,9 @@ inline constexpr int kSuiteSchemaVersion = 1;
 
 enum class ProgramFormat { ktune, gbench, nvbench };
 
-// A benchmark program's run that does not end within this is stopped (suite key timeout_s):
-// one that hung held `ktune gate record` and its CI job until the job's own timeout.
+// A benchmark program's run that does not end within this is stopped with an error naming it
+// (suite key timeout_s), so a program that hangs cannot hold `ktune gate record` and its CI job
+// until the job's own timeout.
 inline constexpr double kProgramTimeoutS = 600;
 
 struct SuiteBenchmark {
@@ -30,7 +32,7 @@ struct SuiteBenchmark {
   std::string config;          // "NAME=VALUE,..."; empty: the spec's defaults
   bool cached_winner = false;  // config = "cached": the store's winner for this GPU and shape
   std::map<std::string, std::int64_t> shape;  // shape variables; empty: the spec's own
-  std::string mode = "cold";                  // bench timing mode
+  bench::TimingMode mode = bench::TimingMode::cold;
   // An external program (command not empty): run once per run, its stdout parsed.
   std::vector<std::string> command;
   ProgramFormat format = ProgramFormat::ktune;

@@ -46,6 +46,13 @@ class StoreUnavailable : public Error {
   using Error::Error;
 };
 
+// A read_only open found no store there yet (no file, or no ktune tables): a listing shows it as
+// empty rather than failing.
+class NoStoreYet : public Error {
+ public:
+  using Error::Error;
+};
+
 // read_write creates the store (and a SQLite file's directories) and migrates its schema.
 // read_only creates and changes nothing: the store must exist, may be on read-only media, and
 // every write through it fails.

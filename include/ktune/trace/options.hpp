@@ -85,8 +85,14 @@ TracerOptions options_from_env(const GetEnv& get = [](const char* n) { return st
 // of its own environment in force.
 std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOptions& o);
 
-// "kernels", "full" (every opt-in record kind on) or "default": the mode a trace records.
-std::string mode_name(const TracerOptions& o);
+// The mode a trace records: the default record kinds, kernel records only, or every opt-in record
+// kind on. KTUNE_TRACE_MODE names it; a trace's metadata keeps its name.
+enum class TraceMode { standard, kernels, full };
+const char* to_string(TraceMode m);  // "default", "kernels", "full"
+// KTUNE_TRACE_MODE's value; ktune::Error naming the three modes for anything else.
+TraceMode parse_trace_mode(std::string_view name);
+// The mode `o` records: kernels-only, full when every opt-in record kind is on, else default.
+TraceMode mode_of(const TracerOptions& o);
 
 // The record kinds `o` captures, as stored in a trace's metadata ("kernel", "memcpy", "memset",
 // "runtime_api", "driver_api", "nvtx", "sync", "overhead", "latency"), so a report can tell

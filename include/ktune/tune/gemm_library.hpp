@@ -23,9 +23,9 @@
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/bench/pipeline.hpp"
 #include "ktune/core/identity.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/store/cache_entry.hpp"
 #include "ktune/tune/session.hpp"
-#include "ktune/tune/space.hpp"
 
 namespace ktune::tune {
 
@@ -54,9 +54,9 @@ bench::GemmProblem library_problem(const std::string& op,
 // id's shuffled list (seeded) so that every algorithm gets a share of a small budget. Split-K
 // configurations use the reduction schemes in `reductions` (CUBLASLT_REDUCTION_SCHEME_* bits) that
 // the algorithm supports.
-// The split-K reduction schemes enumerate_configs may offer for `p`: in the compute type only
-// for 16-bit outputs (partial sums reduced in f16 or bf16 lose what the f32 accumulation kept; on
-// the H100, 16 of 30 such bf16 candidates were wrong), every scheme otherwise.
+// The split-K reduction schemes enumerate_configs may offer for `p`: for 16-bit outputs only the
+// one in the compute type, since partial sums reduced in f16 or bf16 lose what the f32
+// accumulation kept and such candidates fail verification; every scheme otherwise.
 std::uint32_t split_k_reductions(const bench::GemmProblem& p);
 
 std::vector<bench::LtAlgoConfig> enumerate_configs(std::span<const bench::LtAlgoCaps> caps,

@@ -10,9 +10,9 @@
 
 #include "ktune/bench/pipeline.hpp"
 #include "ktune/core/identity.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/store/cache_entry.hpp"
 #include "ktune/tune/session.hpp"
-#include "ktune/tune/spec.hpp"
 
 namespace ktune::tune {
 

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/spec/space.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/tune/outcome.hpp"
-#include "ktune/tune/space.hpp"
-#include "ktune/tune/spec.hpp"
 
 namespace ktune::tune {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/strategy.hpp"
 #include "ktune/tune/t4.hpp"
 
@@ -78,8 +78,8 @@ std::vector<ReplayResult> replay(const RecordedSpace& space, const std::string& 
                                  const std::vector<std::size_t>& warm_order = {},
                                  std::size_t window = 1);
 
-constexpr int kReplaySchemaVersion = 1;
-// {"schema_version", "strategy", "space", "seeds", "window", "results": [{"budget",
+constexpr int kReplaySchemaVersion = 2;  // 2: "window" is "prefetch", as the flag
+// {"schema_version", "strategy", "space", "seeds", "prefetch", "results": [{"budget",
 // "mean_fraction_of_optimum", "random_mean_fraction_of_optimum"}]}
 nlohmann::json replay_json(const std::string& strategy, const std::string& space, std::size_t seeds,
                            std::size_t window, const std::vector<ReplayResult>& results);

@@ -1,9 +1,10 @@
 #pragma once
-// A tuning session: a strategy proposes configurations of a T1 spec, an Evaluator (the GPU side,
-// implemented in bench) measures them, and every outcome is appended to results.jsonl (one JSON
-// line per evaluation, fsync'ed) before the strategy sees it. A session killed at any point resumes
-// from that file: recorded configurations are fed back without being measured again. At the end
-// (or on a stop) it writes t4.json, summary.json and curve.svg beside the results.
+// A tuning session: a strategy proposes configurations of a T1 spec, an Evaluator (declared here;
+// GpuEvaluator, IsolatedEvaluator and LibraryEvaluator implement it) measures them, and every
+// outcome is appended to results.jsonl (one JSON line per evaluation, fsync'ed) before the strategy
+// sees it. A session killed at any point resumes from that file: recorded configurations are fed
+// back without being measured again. At the end (or on a stop) it writes t4.json, summary.json and
+// curve.svg beside the results.
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -15,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ktune/spec/space.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/tune/outcome.hpp"
-#include "ktune/tune/space.hpp"
-#include "ktune/tune/spec.hpp"
 #include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {

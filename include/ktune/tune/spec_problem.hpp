@@ -1,5 +1,5 @@
 #pragma once
-// Binds a T1 tuning spec (tune/spec.hpp) and one configuration to a harness Problem: the kernel
+// Binds a T1 tuning spec (spec/spec.hpp) and one configuration to a harness Problem: the kernel
 // source with the configuration as -DNAME=VALUE, grid/block/shared memory from the spec's
 // expressions, arguments with their fills, the reference and the FLOP and byte counts.
 #include <array>
@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "ktune/bench/problem.hpp"
+#include "ktune/spec/spec.hpp"
 #include "ktune/tune/session.hpp"
-#include "ktune/tune/spec.hpp"
 
 namespace ktune::tune {
 
@@ -21,6 +21,10 @@ ConfigMap default_config(const ProblemSpec& spec);
 // "NAME=VALUE,..." over the defaults. ktune::Error (one sentence naming the parameter and its
 // allowed values) for an unknown name or a value not in the spec.
 ConfigMap parse_config(const ProblemSpec& spec, std::string_view text);
+
+// Copies `g` into the launch `l` (each dimension clamped to what its field holds) and says whether
+// CUDA can launch it (LaunchGeometry::launchable): the one check of make_problem and the dry run.
+bool set_geometry(bench::KernelLaunch& l, const LaunchGeometry& g);
 
 // The Problem for `values` (all parameters). `shape` overrides the spec's shape variables.
 // ktune::Error for an argument ktune cannot fill (BinaryRaw, Generator), an unknown type, a launch

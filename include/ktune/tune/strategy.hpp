@@ -13,8 +13,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ktune/spec/space.hpp"
 #include "ktune/tune/outcome.hpp"
-#include "ktune/tune/space.hpp"
 
 namespace ktune::tune {
 
@@ -22,7 +22,7 @@ namespace ktune::tune {
 struct Evaluation {
   std::size_t index = 0;
   Status status = Status::ok;
-  double time_ns = 0;  // meaningful only when status is Ok
+  double time_ns = 0;  // meaningful only when has_time(status): ok or slower
 };
 
 // When a search ends, besides the space running out: after `max_evaluations` (failures count),

@@ -11,7 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ktune/core/error.hpp"
-#include "ktune/tune/expression.hpp"
+#include "ktune/spec/expression.hpp"
 #include "ktune/tune/outcome.hpp"
 
 namespace ktune::tune {

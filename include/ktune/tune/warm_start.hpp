@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ktune/tune/expression.hpp"
-#include "ktune/tune/space.hpp"
+#include "ktune/spec/expression.hpp"
+#include "ktune/spec/space.hpp"
 
 namespace ktune::tune {
 

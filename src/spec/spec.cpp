@@ -1,4 +1,4 @@
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/dtype.hpp"
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/paths.hpp"
 
 namespace ktune::tune {
@@ -89,19 +90,37 @@ class Fields {
   std::string path_;
 };
 
-const char* const kFillTypes[] = {"Constant", "Random", "BinaryRaw", "Generator"};
-const char* const kAccessTypes[] = {"ReadOnly", "WriteOnly", "ReadWrite"};
+constexpr EnumName<MemoryType> kMemoryTypes[] = {
+    {MemoryType::vector, "Vector"},
+    {MemoryType::scalar, "Scalar"},
+};
+constexpr EnumName<AccessType> kAccessTypes[] = {
+    {AccessType::read_only, "ReadOnly"},
+    {AccessType::write_only, "WriteOnly"},
+    {AccessType::read_write, "ReadWrite"},
+};
+constexpr EnumName<FillType> kFillTypes[] = {
+    {FillType::constant, "Constant"},
+    {FillType::random, "Random"},
+    {FillType::binary_raw, "BinaryRaw"},
+    {FillType::generator, "Generator"},
+};
+
+// The value `name` stands for in `table`; a failure of field `key` naming the accepted ones.
+template <class E, std::size_t N>
+E enum_field(const EnumName<E> (&table)[N], const std::string& name, const Fields& f,
+             const char* key) {
+  if (const auto v = value_of(table, name)) return *v;
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.emplace_back(entry.second);
+  f.fail(key, fmt::format("'{}' is not one of {}", name, fmt::join(names, ", ")));
+}
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
   });
-}
-
-template <typename List>
-bool one_of(const std::string& s, const List& list) {
-  return std::find(std::begin(list), std::end(list), s) != std::end(list);
 }
 
 Parameter parse_parameter(const json& j, const Fields& f, std::vector<std::string>& notes) {
@@ -168,18 +187,11 @@ Argument parse_argument(const json& j, const Fields& f, const std::filesystem::p
   Argument a;
   a.name = f.string(j, "Name", std::nullopt);
   a.type = f.string(j, "Type", std::nullopt);
-  a.memory_type = f.string(j, "MemoryType", "Vector");
-  if (a.memory_type != "Vector" && a.memory_type != "Scalar")
-    f.fail("MemoryType", fmt::format("'{}' is not Vector or Scalar", a.memory_type));
-  a.access_type = f.string(j, "AccessType", "ReadWrite");
-  if (!one_of(a.access_type, kAccessTypes))
-    f.fail("AccessType",
-           fmt::format("'{}' is not ReadOnly, WriteOnly or ReadWrite", a.access_type));
+  a.dtype = find_dtype(a.type);
+  a.memory_type = enum_field(kMemoryTypes, f.string(j, "MemoryType", "Vector"), f, "MemoryType");
+  a.access_type = enum_field(kAccessTypes, f.string(j, "AccessType", "ReadWrite"), f, "AccessType");
   a.constant_memory = f.string(j, "MemType", "Global") == "Constant";
-  a.fill_type = f.string(j, "FillType", "Constant");
-  if (!one_of(a.fill_type, kFillTypes))
-    f.fail("FillType",
-           fmt::format("'{}' is not one of Constant, Random, BinaryRaw, Generator", a.fill_type));
+  a.fill_type = enum_field(kFillTypes, f.string(j, "FillType", "Constant"), f, "FillType");
   a.size = f.expression(j, "Size", "1");
   if (const json* seed = f.optional(j, "RandomSeed")) {
     if (!seed->is_number_integer() || seed->get<std::int64_t>() < 0)
@@ -198,7 +210,7 @@ Argument parse_argument(const json& j, const Fields& f, const std::filesystem::p
     a.data_file = confined_path(root, base, file->get<std::string>(),
                                 fmt::format("{}: field {}", f.source(), f.join("DataSource")));
   }
-  if (a.fill_type == "BinaryRaw" && a.data_file.empty())
+  if (a.fill_type == FillType::binary_raw && a.data_file.empty())
     f.fail("DataSource", "is missing; FillType BinaryRaw reads its data from this file");
   if (const json* o = f.optional(j, "Output")) {
     if (!o->is_boolean() && !o->is_number_integer()) f.fail("Output", "must be 0/1 or true/false");
@@ -388,9 +400,11 @@ KtuneExtension parse_extension(const json& j, const Fields& f, const std::string
   if (const json* t = f.optional(j, "tolerance")) {
     const Fields tf = f.child("tolerance");
     if (!t->is_object()) tf.fail("", "must be an object {\"rtol\": ..., \"atol\": ...}");
-    x.tolerance.rtol = tf.number(*t, "rtol", x.tolerance.rtol);
-    x.tolerance.atol = tf.number(*t, "atol", x.tolerance.atol);
-    if (x.tolerance.rtol < 0 || x.tolerance.atol < 0) tf.fail("", "tolerances must be >= 0");
+    Tolerance tol;
+    tol.rtol = tf.number(*t, "rtol", tol.rtol);
+    tol.atol = tf.number(*t, "atol", tol.atol);
+    if (tol.rtol < 0 || tol.atol < 0) tf.fail("", "tolerances must be >= 0");
+    x.tolerance = tol;
   }
   if (f.optional(j, "flops")) x.flops = f.expression(j, "flops", std::nullopt);
   if (f.optional(j, "bytes")) x.bytes = f.expression(j, "bytes", std::nullopt);
@@ -439,14 +453,39 @@ std::string default_dtype(const std::vector<Argument>& args) {
 
 }  // namespace
 
+namespace {
+constexpr EnumName<GridSource> kGridSourceNames[] = {
+    {GridSource::grid_div, "griddiv"},
+    {GridSource::global_size, "global-size"},
+};
+}  // namespace
+
+const char* to_string(MemoryType m) {
+  return name_of(kMemoryTypes, m);
+}
+
+const char* to_string(AccessType a) {
+  return name_of(kAccessTypes, a);
+}
+
+const char* to_string(FillType f) {
+  return name_of(kFillTypes, f);
+}
+
+bool LaunchGeometry::launchable() const {
+  constexpr std::int64_t kMaxGridDim = 0x7fffffff, kMaxBlockDim = 1024;
+  for (int d = 0; d < 3; ++d)
+    if (grid[d] < 1 || block[d] < 1 || grid[d] > kMaxGridDim || block[d] > kMaxBlockDim)
+      return false;
+  return true;
+}
+
 const char* to_string(GridSource g) {
-  return g == GridSource::grid_div ? "griddiv" : "global-size";
+  return name_of(kGridSourceNames, g);
 }
 
 std::optional<GridSource> grid_source_from_string(std::string_view s) {
-  if (s == "griddiv") return GridSource::grid_div;
-  if (s == "global-size") return GridSource::global_size;
-  return std::nullopt;
+  return value_of(kGridSourceNames, s);
 }
 
 store::DimRule parse_bucket_rule(std::string_view text, const std::string& name) {

@@ -1,4 +1,4 @@
-#include "ktune/tune/expression.hpp"
+#include "ktune/spec/expression.hpp"
 
 #include <algorithm>
 #include <cctype>

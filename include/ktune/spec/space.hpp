@@ -12,7 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "ktune/tune/spec.hpp"
+#include "ktune/spec/spec.hpp"
 
 namespace ktune::tune {
 

@@ -12,8 +12,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ktune/core/dtype.hpp"
+#include "ktune/spec/expression.hpp"
 #include "ktune/store/bucket.hpp"
-#include "ktune/tune/expression.hpp"
 
 namespace ktune::tune {
 
@@ -32,14 +33,25 @@ struct Constraint {
   std::vector<std::string> parameters;  // as listed by T1 ("Parameters"); informative only
 };
 
+// An argument's T1 MemoryType, AccessType and FillType, each named as T1 spells it.
+enum class MemoryType { vector, scalar };
+enum class AccessType { read_only, write_only, read_write };
+enum class FillType { constant, random, binary_raw, generator };
+const char* to_string(MemoryType m);  // "Vector", "Scalar"
+const char* to_string(AccessType a);  // "ReadOnly", "WriteOnly", "ReadWrite"
+const char* to_string(FillType f);    // "Constant", "Random", "BinaryRaw", "Generator"
+
 // One kernel argument (KernelSpecification.Arguments[i]).
 struct Argument {
   std::string name;
-  std::string type;              // element type: "float", "double", "int32", "half", ...
-  std::string memory_type;       // "Vector" or "Scalar"
-  std::string access_type;       // "ReadOnly", "WriteOnly", "ReadWrite"
+  std::string type;  // T1 "Type" as written: "float", "double", "int32", "half", "float4", ...
+  // `type` as an element type ktune fills and compares; nullopt for one it has none of (an
+  // OpenCL vector type): the spec is read and enumerated, and a run names the argument.
+  std::optional<DType> dtype;
+  MemoryType memory_type = MemoryType::vector;
+  AccessType access_type = AccessType::read_write;
   bool constant_memory = false;  // T1 "MemType": "Constant": lives in __constant__ memory
-  std::string fill_type;         // "Constant", "Random", "BinaryRaw", "Generator"
+  FillType fill_type = FillType::constant;
   // Number of elements, evaluated once for every configuration: it reads ProblemSize, the shape
   // variables, and the parameters as their lists of values ("max(filter_width)"), as Kernel
   // Tuner's T1 reader evaluates it.
@@ -100,9 +112,11 @@ struct Reference {
   bool is_kernel() const { return !kernel_name.empty(); }
 };
 
+// A spec's own verification tolerance. Without one, each output is compared with the tolerance
+// of its dtype (bench/verify.hpp), since one default for all would be too tight for 16-bit outputs.
 struct Tolerance {
-  double rtol = 1e-5;  // relative
-  double atol = 1e-8;  // absolute
+  double rtol = 1e-5;  // relative; the default of a "tolerance" object that leaves it out
+  double atol = 1e-8;  // absolute; likewise
 };
 
 // The top-level "ktune" object. Everything is optional; defaults come from the T1 part.
@@ -110,9 +124,9 @@ struct KtuneExtension {
   std::string op;     // cache key, e.g. "dedispersion"; default: the BenchmarkName, else KernelName
   std::string dtype;  // e.g. "f32"; default: the first output argument's type, else the first's
   std::optional<Reference> reference;
-  Tolerance tolerance;
-  std::optional<Expression> flops;  // per launch; for achieved FLOP/s
-  std::optional<Expression> bytes;  // per launch; for achieved bandwidth
+  std::optional<Tolerance> tolerance;  // set: the spec gave a "tolerance" object
+  std::optional<Expression> flops;     // per launch; for achieved FLOP/s
+  std::optional<Expression> bytes;     // per launch; for achieved bandwidth
   std::vector<ShapeVariable> shape;
 };
 
@@ -120,6 +134,10 @@ struct KtuneExtension {
 struct LaunchGeometry {
   std::array<std::int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   std::int64_t shared_memory_bytes = 0;
+  // Whether CUDA can launch it at all: every dimension at least 1, at most 2^31 - 1 blocks and
+  // 1024 threads a dimension. The device's own limits (threads a block, shared memory) are the
+  // candidate pipeline's check (bench::launch_problem).
+  bool launchable() const;
 };
 
 struct ProblemSpec {

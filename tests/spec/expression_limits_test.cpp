@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ktune/tune/expression.hpp"
+#include "ktune/spec/expression.hpp"
 
 namespace ktune::tune {
 namespace {
