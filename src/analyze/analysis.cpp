@@ -700,7 +700,9 @@ class Analyzer {
 
 Analysis analyze(TraceSource& source, const AnalysisOptions& options) {
   Analysis a = Analyzer(source, options).run();
-  a.counters = analyze_counters(source, options.ceilings);
+  // The trace's own ceilings first: the report then reads the same on every machine.
+  a.counters = analyze_counters(source, trace_ceilings(a.metadata).value_or(options.ceilings));
+  attach_gemm_problems(a.counters, a.gemm);
   a.timeline = analyze_timeline(source);
   return a;
 }

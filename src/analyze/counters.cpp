@@ -1,6 +1,7 @@
 #include "ktune/analyze/counters.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <unordered_map>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "ktune/analyze/analysis.hpp"
+#include "ktune/analyze/gemm_calls.hpp"
 #include "ktune/core/enum_names.hpp"
 #include "ktune/trace/metrics.hpp"
 
@@ -56,6 +58,86 @@ std::string trigger(std::string_view name, double value) {
   return fmt::format("{}={:.4g}", name, value);
 }
 
+// Kernels whose code is a library's: the user picks among its algorithms, never edits its source.
+// Matched on the demangled name, first match wins; `advice` is what the user can change.
+struct Library {
+  std::string_view needle;
+  std::string_view name;
+  std::string_view advice;
+};
+constexpr Library kLibraries[] = {
+    {"flash", "flash-attention",
+     "Choose another attention backend or its settings (torch.nn.attention.sdpa_kernel, head "
+     "dimension and sequence padding); the kernel's code is the library's"},
+    {"fmha", "fused attention (cuDNN/CUTLASS fMHA)",
+     "Choose another attention backend (torch.nn.attention.sdpa_kernel) or cuDNN engine; the "
+     "kernel's code is the library's"},
+    {"cudnn", "cuDNN",
+     "Choose another cuDNN engine (torch.backends.cudnn.benchmark = True times them and keeps "
+     "the fastest); the kernel's code is the library's"},
+    {"cutlass", "CUTLASS",
+     "Choose another CUTLASS configuration (tile shape, stages, split-K) for this problem"},
+    {"xmma", "cuBLAS/cuDNN (xmma)",
+     "Choose another cuBLASLt algorithm or cuDNN engine for this problem; the kernel's code is "
+     "the library's"},
+};
+
+std::string library_of(std::string_view name) {
+  std::string lower(name);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const Library& l : kLibraries)
+    if (lower.find(l.needle) != std::string::npos) return std::string(l.name);
+  if (is_cublaslt_kernel(name)) return "cuBLAS";
+  return {};
+}
+
+std::string_view library_advice(std::string_view library) {
+  for (const Library& l : kLibraries)
+    if (l.name == library) return l.advice;
+  return "Choose another cuBLASLt algorithm (tile, stages, split-K) for this GEMM problem; record "
+         "it with ktune profile --gemm-shapes to get the ktune tune command";
+}
+
+// Warps in each state per issued instruction, largest first, with its share of the sum.
+void read_stalls(KernelDerivation& d, const Reader& r) {
+  double sum = 0;
+  for (std::string_view reason : metric::kStallReasons) {
+    const auto v = r.get(fmt::format("{}{}{}", metric::kStallPrefix, reason, metric::kStallSuffix));
+    if (!v || *v < 0) continue;
+    d.stalls.push_back({std::string(reason), *v, 0});
+    sum += *v;
+  }
+  if (d.stalls.empty() || sum <= 0) {
+    d.stalls.clear();
+    return;
+  }
+  d.warp_cycles_per_issue = sum;
+  for (StallShare& s : d.stalls) s.share = s.warps_per_issue / sum;
+  std::stable_sort(d.stalls.begin(), d.stalls.end(),
+                   [](const StallShare& a, const StallShare& b) { return a.share > b.share; });
+  // "selected" is the issuing warp itself, not a stall: the cause is the top reason besides it.
+  // An issue-bound kernel shows it through not_selected and dispatch_stall, and through the
+  // issue activity the verdict reads.
+  for (const StallShare& s : d.stalls) {
+    if (s.reason == "selected") continue;
+    if (s.share >= threshold::kStallCauseShare) d.stall_cause = stall_cause_of(s.reason);
+    break;
+  }
+}
+
+const StallShare* top_stall(const KernelDerivation& d) {
+  for (const StallShare& s : d.stalls)
+    if (s.reason != "selected") return &s;
+  return nullptr;
+}
+
+std::string stall_list(const KernelDerivation& d, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < d.stalls.size() && i < n; ++i)
+    out += fmt::format("{}{} {:.0f}%", i ? ", " : "", d.stalls[i].reason, 100 * d.stalls[i].share);
+  return out;
+}
+
 void place_on_roofline(KernelDerivation& d, const Ceilings& c) {
   if (c.dram_bytes_per_s <= 0 || !d.flop || !d.dram_bytes || *d.dram_bytes <= 0) return;
   RooflinePoint p;
@@ -82,6 +164,46 @@ void place_on_roofline(KernelDerivation& d, const Ceilings& c) {
   d.roofline = p;
 }
 
+// The verdict a stall profile gives when no memory throughput was collected: what the dominant
+// reason says about the unit the warps wait on.
+void decide_from_stalls(KernelDerivation& d, Reader& r, bool no_math) {
+  const StallShare* top = top_stall(d);
+  switch (d.stall_cause) {
+    case StallCause::compute_pipe:
+      d.bottleneck = no_math ? Bottleneck::issue : Bottleneck::compute;
+      return;
+    case StallCause::shared_memory:
+      // The MIO queue full is a throughput limit; waiting on its results (short scoreboard) is
+      // latency.
+      d.bottleneck =
+          top && top->reason == "mio_throttle" ? Bottleneck::memory : Bottleneck::latency;
+      return;
+    case StallCause::memory_queue:
+      d.bottleneck = Bottleneck::memory;
+      return;
+    case StallCause::issue:
+      d.bottleneck = Bottleneck::issue;
+      return;
+    case StallCause::memory_latency:
+      d.bottleneck = Bottleneck::latency;
+      r.cannot(
+          "memory latency-bound from the stalls; whether DRAM bandwidth is saturated "
+          "(memory-bound) is not known",
+          metric::kDramThroughputPct);
+      return;
+    case StallCause::synchronisation:
+    case StallCause::dependency:
+    case StallCause::instruction_fetch:
+    case StallCause::other:
+      d.bottleneck = Bottleneck::latency;
+      return;
+    case StallCause::none:
+      r.cannot("no stall reason dominates and no memory throughput, so no verdict",
+               metric::kDramThroughputPct);
+      return;
+  }
+}
+
 void decide(KernelDerivation& d, Reader& r) {
   using namespace threshold;
   const bool tiny = d.duration_ns > 0 && d.duration_ns < kLaunchBoundNs;
@@ -100,6 +222,18 @@ void decide(KernelDerivation& d, Reader& r) {
       d.dram_pct || d.memory_pct
           ? std::optional<double>(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0)))
           : std::nullopt;
+  // Counted FLOP of zero (a copy, a conversion): whatever keeps the SM busy, it is not math. A
+  // busy tensor pipe is math even where no ceiling turned it into FLOP.
+  const bool no_math = d.flop && *d.flop <= 0 && d.tensor_pct.value_or(0) < 1;
+  if (!memory && !d.stalls.empty()) {
+    // A stall profile: issue activity stands for the SM, the stalls for the rest.
+    if (compute && *compute >= kBoundPct)
+      d.bottleneck = !no_math && d.stall_cause == StallCause::compute_pipe ? Bottleneck::compute
+                                                                           : Bottleneck::issue;
+    else
+      decide_from_stalls(d, r, no_math);
+    return;
+  }
   if (!compute) r.cannot("no compute throughput, so no verdict", metric::kSmThroughputPct);
   if (!memory) r.cannot("no memory throughput, so no verdict", metric::kDramThroughputPct);
   if (!compute || !memory) return;
@@ -108,7 +242,7 @@ void decide(KernelDerivation& d, Reader& r) {
     return;
   }
   if (*compute >= *memory) {
-    d.bottleneck = Bottleneck::compute;
+    d.bottleneck = no_math ? Bottleneck::issue : Bottleneck::compute;
     return;
   }
   d.bottleneck = Bottleneck::memory;
@@ -122,6 +256,45 @@ void decide(KernelDerivation& d, Reader& r) {
              d.dram_pct.value_or(0) >= d.memory_pct.value_or(0) * 0.9) {
     d.bottleneck = Bottleneck::locality;
   }
+}
+
+// What the dominant stall reason means, in a clause; "" without one.
+std::string stall_clause(const KernelDerivation& d) {
+  const StallShare* top = top_stall(d);
+  if (!top) return {};
+  const char* meaning = "";
+  switch (stall_cause_of(top->reason)) {
+    case StallCause::memory_latency:
+      meaning = "waiting for global or local memory results";
+      break;
+    case StallCause::synchronisation:
+      meaning = "waiting at barriers or memory fences for the other warps";
+      break;
+    case StallCause::compute_pipe:
+      meaning = "waiting for a busy math pipe";
+      break;
+    case StallCause::shared_memory:
+      meaning = "waiting on shared memory and the MIO queue";
+      break;
+    case StallCause::memory_queue:
+      meaning = "waiting for room in the memory instruction queue";
+      break;
+    case StallCause::dependency:
+      meaning = "waiting on fixed-latency dependencies between instructions";
+      break;
+    case StallCause::instruction_fetch:
+      meaning = "waiting for instructions to be fetched or branches resolved";
+      break;
+    case StallCause::issue:
+      meaning = "eligible but not picked: the scheduler issues as fast as it can";
+      break;
+    case StallCause::other:
+    case StallCause::none:
+      meaning = "in other states";
+      break;
+  }
+  return fmt::format("Warps spend {:.0f}% of their cycles on {} ({}); top stalls: {}.",
+                     100 * top->share, top->reason, meaning, stall_list(d, threshold::kTopStalls));
 }
 
 std::string occupancy_clause(const KernelDerivation& d) {
@@ -140,8 +313,14 @@ std::string occupancy_clause(const KernelDerivation& d) {
         "Achieved occupancy ({}%) is well below the theoretical {}%: uneven "
         "blocks or a tail leave warps slots empty.",
         pct(*d.achieved_occupancy_pct), pct(d.theoretical->occupancy_pct));
-  return "Warps stall on dependencies (the stalls set tells which) rather than waiting on a "
-         "busy unit.";
+  if (d.stalls.empty())
+    return "Warps stall on dependencies (--metrics stalls tells which) rather than waiting on a "
+           "busy unit.";
+  return {};
+}
+
+std::string percent_or_unknown(const std::optional<double>& v) {
+  return v ? pct(*v) + "%" : std::string("not collected");
 }
 
 void explain(KernelDerivation& d, const Ceilings& c) {
@@ -151,6 +330,19 @@ void explain(KernelDerivation& d, const Ceilings& c) {
   const std::string ridge =
       d.roofline ? fmt::format(" (the ridge point is {:.3g})", d.roofline->ridge_flop_per_byte)
                  : "";
+  const std::optional<double> memory_side =
+      d.dram_pct || d.memory_pct
+          ? std::optional<double>(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0)))
+          : std::nullopt;
+  const StallShare* top = top_stall(d);
+  const std::string stalls = stall_clause(d);
+  const std::string top_cause =
+      d.stall_cause != StallCause::none && top
+          ? fmt::format("{} ({} {:.0f}%)", to_string(d.stall_cause), top->reason, 100 * top->share)
+          : "";
+  const auto with_stalls = [&](std::string text) {
+    return stalls.empty() ? text : text + " " + stalls;
+  };
   switch (d.bottleneck) {
     case Bottleneck::launch:
       d.key_issue = "launch overhead";
@@ -162,52 +354,161 @@ void explain(KernelDerivation& d, const Ceilings& c) {
           static_cast<double>(d.shape.grid.x) * d.shape.grid.y * d.shape.grid.z);
       break;
     case Bottleneck::memory:
-      d.key_issue = "DRAM bandwidth";
-      d.root_cause = fmt::format(
+      if (!memory_side) {
+        // From the stalls alone: the queue of a memory unit is full.
+        d.key_issue = top_cause.empty() ? "memory" : top_cause;
+        d.root_cause = with_stalls(
+            "The warps wait for a memory unit's queue, which is throughput, not latency.");
+        break;
+      }
+      d.key_issue =
+          d.stall_cause == StallCause::shared_memory || d.stall_cause == StallCause::memory_queue
+              ? top_cause
+              : "DRAM bandwidth";
+      d.root_cause = with_stalls(fmt::format(
           "Memory throughput is at {}% of peak{}, with {}{}. The kernel waits on data: only "
           "moving fewer bytes (fusion, narrower types, reuse) makes it much faster.",
-          pct(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0))),
+          pct(*memory_side),
           d.dram_bytes_per_s && c.dram_bytes_per_s > 0
               ? fmt::format(" ({}B/s of the calibrated {}B/s)", si(*d.dram_bytes_per_s),
                             si(c.dram_bytes_per_s))
               : "",
-          intensity, ridge);
+          intensity, ridge));
       break;
     case Bottleneck::locality:
       d.key_issue = "L2 misses";
-      d.root_cause = fmt::format(
+      d.root_cause = with_stalls(fmt::format(
           "DRAM is the busy unit at {}% of peak while L2 hits only {}% of accesses, although "
           "the kernel reuses its data ({}). Tiling or an access order that keeps the working set "
           "in L2 or shared memory would turn DRAM traffic into hits.",
-          pct(d.dram_pct.value_or(0)), pct(d.l2_hit_pct.value_or(0)), intensity);
+          pct(d.dram_pct.value_or(0)), pct(d.l2_hit_pct.value_or(0)), intensity));
       break;
     case Bottleneck::compute:
-      d.key_issue =
-          d.tensor_pct && *d.tensor_pct >= threshold::kBoundPct ? "tensor pipe" : "SM throughput";
-      d.root_cause = fmt::format(
-          "The SM is at {}% of peak (tensor pipe {}), with {}{}. Math throughput bounds it: "
+      d.key_issue = d.tensor_pct && *d.tensor_pct >= threshold::kBoundPct ? "tensor pipe"
+                    : !top_cause.empty()                                  ? top_cause
+                                                                          : "SM throughput";
+      d.root_cause = with_stalls(fmt::format(
+          "The SM is at {} of peak (tensor pipe {}), with {}{}. Math throughput bounds it: "
           "fewer or cheaper instructions (tensor cores, lower precision) is what speeds it up.",
-          pct(d.sm_pct.value_or(0)), d.tensor_pct ? pct(*d.tensor_pct) + "%" : "not collected",
-          intensity, ridge);
+          percent_or_unknown(d.sm_pct), percent_or_unknown(d.tensor_pct), intensity, ridge));
       break;
-    case Bottleneck::latency:
+    case Bottleneck::issue:
+      d.key_issue = "instruction issue";
+      d.root_cause = with_stalls(fmt::format(
+          "Instruction issue is at {} of peak {} (memory {}): the schedulers are busy with "
+          "address arithmetic, conversions, loads and stores. Fewer instructions per byte (wider "
+          "loads and stores, less index math) is what speeds it up.",
+          percent_or_unknown(d.sm_pct),
+          d.flop && *d.flop <= 0 ? "while the kernel does no floating-point math"
+                                 : "and no math pipe is what the warps wait on",
+          percent_or_unknown(memory_side)));
+      break;
+    case Bottleneck::latency: {
       d.key_issue = d.theoretical && d.theoretical->occupancy_pct < threshold::kLowOccupancyPct
                         ? fmt::format("occupancy ({})", to_string(d.theoretical->limiter))
                     : d.waves_per_sm && *d.waves_per_sm < 1 ? "small grid"
+                    : !top_cause.empty()                    ? top_cause
                                                             : "latency";
-      d.root_cause = fmt::format(
-          "Neither the SM ({}%) nor memory ({}%) reaches {:.0f}% of peak, so the kernel is "
-          "latency-bound. {}",
-          pct(d.sm_pct.value_or(0)),
-          pct(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0))), threshold::kBoundPct,
-          occupancy_clause(d));
+      const std::string lead =
+          memory_side
+              ? fmt::format(
+                    "Neither the SM ({}) nor memory ({}%) reaches {:.0f}% of peak, so the kernel "
+                    "is latency-bound.",
+                    percent_or_unknown(d.sm_pct), pct(*memory_side), threshold::kBoundPct)
+              : fmt::format(
+                    "Instruction issue is at {} of peak and the warps wait on latency, not on a "
+                    "busy unit.",
+                    percent_or_unknown(d.sm_pct));
+      std::string occupancy = occupancy_clause(d);
+      d.root_cause = with_stalls(occupancy.empty() ? lead : lead + " " + occupancy);
       break;
+    }
     case Bottleneck::unknown:
       d.key_issue = "not enough counters";
-      d.root_cause =
-          "The counters collected do not decide the bottleneck. Profile with --metrics roofline.";
+      d.root_cause = with_stalls(
+          "The counters collected do not decide the bottleneck. Profile with --metrics "
+          "roofline,stalls.");
       break;
   }
+}
+
+// The one thing a user can change about a library's kernel: which algorithm runs. Its gain is
+// what the bounding unit leaves below a practical 90 % (no tuned kernel runs a unit at its peak);
+// without throughput counters, the cycles the top stall takes.
+void library_opportunity(const KernelDerivation& d, double busiest, std::vector<Opportunity>& all) {
+  const StallShare* top = top_stall(d);
+  if (busiest > 0)
+    all.push_back({std::string(library_advice(d.library)),
+                   fmt::format("library={} busiest_unit={:.3g}%", d.library, busiest),
+                   std::clamp(1 - busiest / 90, 0.0, 1.0)});
+  else if (top)
+    all.push_back({std::string(library_advice(d.library)),
+                   fmt::format("library={} {}={:.3g}", d.library, top->reason, top->share),
+                   top->share});
+}
+
+// The source change the dominant stall reason calls for, on the user's own kernels. Its gain:
+// the reason's share of warp cycles, bounded by what the busiest unit leaves idle.
+void stall_opportunities(const KernelDerivation& d, double headroom,
+                         std::vector<Opportunity>& all) {
+  const StallShare* top = top_stall(d);
+  if (d.bottleneck == Bottleneck::issue) {
+    // What-if: half the instructions; the memory side (when known) then bounds the time.
+    const double issue = d.sm_pct.value_or(0);
+    const double memory = std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0));
+    const double after = issue > 0 ? std::max(0.5, memory / issue) : 1;
+    all.push_back(
+        {"Fewer instructions per element: wider (128-bit) loads and stores, less index "
+         "arithmetic and fewer conversions per value",
+         trigger(metric::kIssueActivePct, issue), std::clamp(1 - after, 0.0, 1.0)});
+  }
+  if (!top || d.stall_cause == StallCause::none) return;
+  const bool fits =
+      d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::unknown ||
+      (d.bottleneck == Bottleneck::memory &&
+       (d.stall_cause == StallCause::shared_memory || d.stall_cause == StallCause::memory_queue));
+  if (!fits) return;
+  const char* action = nullptr;
+  switch (d.stall_cause) {
+    case StallCause::memory_latency:
+      action =
+          "Keep more memory requests in flight: more independent loads per thread (unroll, "
+          "vectorise), more resident warps, or prefetch into shared memory (cp.async, TMA)";
+      break;
+    case StallCause::synchronisation:
+      action =
+          "Wait less at barriers: balance the work between __syncthreads, use smaller blocks, "
+          "or warp-level sync (__syncwarp, shuffles) where a block-wide barrier is not needed";
+      break;
+    case StallCause::compute_pipe:
+      action =
+          "Spread the math over other pipes or cheaper instructions (tensor cores, fewer "
+          "conversions, lower precision)";
+      break;
+    case StallCause::shared_memory:
+      action =
+          "Fewer shared-memory instructions: wider (128-bit) shared loads, no bank conflicts, "
+          "warp shuffles instead of shared-memory round trips";
+      break;
+    case StallCause::memory_queue:
+      action = "Fewer, wider global-memory instructions (128-bit vector loads and stores)";
+      break;
+    case StallCause::dependency:
+      action =
+          "More independent instructions between dependent ones (unroll, interleave "
+          "independent work)";
+      break;
+    case StallCause::instruction_fetch:
+      action =
+          "A smaller, straighter hot loop: less unrolling or inlining, fewer divergent branches";
+      break;
+    case StallCause::issue:
+    case StallCause::other:
+    case StallCause::none:
+      return;  // issue-bound has its own; the rest name no change
+  }
+  const double room = d.bottleneck == Bottleneck::memory ? 1.0 : headroom;
+  all.push_back({action, fmt::format("{}={:.3g}", top->reason, top->share), top->share * room});
 }
 
 void find_opportunities(KernelDerivation& d, const Ceilings& c) {
@@ -217,6 +518,9 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
                                    d.dram_pct.value_or(0), d.memory_pct.value_or(0)});
   // The share of time a latency fix can win: what the busiest unit leaves idle.
   const double headroom = std::clamp(1 - busiest / 100, 0.0, 1.0);
+  // A library's kernel: its code is not the user's to edit. What the user controls is which of
+  // the library's algorithms runs, and the fusion around it.
+  const bool own_code = d.library.empty();
 
   if (d.bottleneck == Bottleneck::launch) {
     // Fusing removes one launch's host cost: the launch overhead the analysis assumes where a
@@ -226,7 +530,9 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
                    trigger(metric::kDuration, d.duration_ns),
                    overhead / (overhead + d.duration_ns)});
   }
-  if (d.waves_per_sm && *d.waves_per_sm < 1 && d.bottleneck != Bottleneck::launch)
+  if (!own_code) {
+    library_opportunity(d, busiest, all);
+  } else if (d.waves_per_sm && *d.waves_per_sm < 1 && d.bottleneck != Bottleneck::launch)
     all.push_back({"Launch more, smaller blocks (or split the work, e.g. split-K) to fill every SM",
                    trigger("waves_per_sm", *d.waves_per_sm), 1 - *d.waves_per_sm});
   else if (d.waves_per_sm && *d.waves_per_sm >= 1 && *d.waves_per_sm < 4) {
@@ -236,7 +542,7 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
     all.push_back({"Resize the grid or the blocks so the last wave is full (tail effect)",
                    trigger("waves_per_sm", waves), tail});
   }
-  if (d.theoretical && d.theoretical->occupancy_pct < kLowOccupancyPct &&
+  if (own_code && d.theoretical && d.theoretical->occupancy_pct < kLowOccupancyPct &&
       (d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::locality)) {
     const Occupancy& o = *d.theoretical;
     // Capping registers on a kernel that already spills trades occupancy for more spills.
@@ -259,7 +565,7 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
                                to_string(o.limiter)),
                    (1 - o.occupancy_pct / 100) * headroom});
   }
-  if (d.achieved_occupancy_pct && d.theoretical && d.theoretical->occupancy_pct > 0 &&
+  if (own_code && d.achieved_occupancy_pct && d.theoretical && d.theoretical->occupancy_pct > 0 &&
       *d.achieved_occupancy_pct < 0.8 * d.theoretical->occupancy_pct &&
       d.bottleneck == Bottleneck::latency && d.waves_per_sm && *d.waves_per_sm >= 1)
     all.push_back({"Balance work across blocks so achieved occupancy nears the theoretical",
@@ -270,11 +576,11 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
     // What-if: half the bytes (fp32 -> bf16 storage, or fusing away one pass of two).
     all.push_back({"Move fewer bytes: fuse with the producer or consumer, or store narrower types",
                    trigger(metric::kDramThroughputPct, dram), 0.5 * dram / 100});
-    if (dram < 90)
+    if (dram < 90 && own_code)
       all.push_back({"Coalesce and vectorise accesses to reach the DRAM roof",
                      trigger(metric::kDramThroughputPct, dram), 1 - dram / 90});
   }
-  if (d.bottleneck == Bottleneck::locality && d.l2_hit_pct) {
+  if (own_code && d.bottleneck == Bottleneck::locality && d.l2_hit_pct) {
     // If L2 hit kGoodL2HitPct, DRAM traffic (and the time it bounds) would shrink by this much.
     const double miss = 1 - *d.l2_hit_pct / 100, target_miss = 1 - kGoodL2HitPct / 100;
     const double gain =
@@ -282,7 +588,7 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
     all.push_back({"Tile for reuse (shared memory, thread-block swizzle) so L2 serves the re-reads",
                    trigger(metric::kL2HitRatePct, *d.l2_hit_pct), gain});
   }
-  if (d.bottleneck == Bottleneck::compute) {
+  if (own_code && d.bottleneck == Bottleneck::compute) {
     const double fp32 = d.fp32_flop.value_or(0);
     const double tensor_pct = d.tensor_pct.value_or(0);
     const double tensor_peak = std::max(c.bf16_flop_per_s, c.fp16_flop_per_s);
@@ -305,7 +611,7 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
                          d.shape.block.x * d.shape.block.y * d.shape.block.z;
   const double spill_traffic =
       d.local_memory_bytes.value_or(2.0 * d.local_memory_per_thread_bytes * threads);
-  if (spill_traffic > 0) {
+  if (own_code && spill_traffic > 0) {
     const double memory_side = d.dram_bytes.value_or(0) + spill_traffic;
     const double share = d.dram_bytes ? spill_traffic / memory_side : 0.25;
     const double gain = share * std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(50)) / 100;
@@ -315,6 +621,7 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
                        : trigger("local_memory_per_thread_bytes", d.local_memory_per_thread_bytes),
                    gain});
   }
+  if (own_code) stall_opportunities(d, headroom, all);
   std::stable_sort(all.begin(), all.end(), [](const Opportunity& a, const Opportunity& b) {
     return a.estimated_gain > b.estimated_gain;
   });
@@ -331,9 +638,86 @@ namespace {
 constexpr EnumName<Bottleneck> kBottleneckNames[] = {
     {Bottleneck::memory, "memory-bound"},   {Bottleneck::compute, "compute-bound"},
     {Bottleneck::latency, "latency-bound"}, {Bottleneck::locality, "locality"},
-    {Bottleneck::launch, "launch-bound"},   {Bottleneck::unknown, "unknown"},
+    {Bottleneck::launch, "launch-bound"},   {Bottleneck::issue, "issue-bound"},
+    {Bottleneck::unknown, "unknown"},
+};
+constexpr EnumName<StallCause> kStallCauseNames[] = {
+    {StallCause::none, "none"},
+    {StallCause::memory_latency, "memory latency"},
+    {StallCause::synchronisation, "synchronisation"},
+    {StallCause::compute_pipe, "math pipe"},
+    {StallCause::shared_memory, "shared memory/MIO"},
+    {StallCause::memory_queue, "memory instruction queue"},
+    {StallCause::dependency, "instruction dependencies"},
+    {StallCause::instruction_fetch, "instruction fetch"},
+    {StallCause::issue, "instruction issue"},
+    {StallCause::other, "other"},
+};
+// Each of trace::metric::kStallReasons, with the cause it points at.
+constexpr std::pair<std::string_view, StallCause> kStallCauses[] = {
+    {"long_scoreboard", StallCause::memory_latency},
+    {"barrier", StallCause::synchronisation},
+    {"membar", StallCause::synchronisation},
+    {"math_pipe_throttle", StallCause::compute_pipe},
+    {"gmma", StallCause::compute_pipe},
+    {"mio_throttle", StallCause::shared_memory},
+    {"short_scoreboard", StallCause::shared_memory},
+    {"lg_throttle", StallCause::memory_queue},
+    {"tex_throttle", StallCause::memory_queue},
+    {"wait", StallCause::dependency},
+    {"no_instruction", StallCause::instruction_fetch},
+    {"branch_resolving", StallCause::instruction_fetch},
+    {"imc_miss", StallCause::instruction_fetch},
+    {"selected", StallCause::issue},
+    {"not_selected", StallCause::issue},
+    {"dispatch_stall", StallCause::issue},
+    {"drain", StallCause::other},
+    {"sleeping", StallCause::other},
+    {"misc", StallCause::other},
 };
 }  // namespace
+
+constexpr EnumName<CeilingsOrigin> kCeilingsOriginNames[] = {
+    {CeilingsOrigin::none, "none"},
+    {CeilingsOrigin::trace, "trace"},
+    {CeilingsOrigin::reading_store, "reading machine's store"},
+};
+
+const char* to_string(CeilingsOrigin o) {
+  return name_of(kCeilingsOriginNames, o);
+}
+
+Ceilings to_ceilings(const trace::TraceCeilings& c, CeilingsOrigin origin) {
+  Ceilings out;
+  out.dram_bytes_per_s = c.dram_bytes_per_s;
+  out.fp32_flop_per_s = c.fp32_flop_per_s;
+  out.bf16_flop_per_s = c.bf16_flop_per_s;
+  out.fp16_flop_per_s = c.fp16_flop_per_s;
+  out.kind = c.kind;
+  out.source = c.source;
+  out.origin = origin;
+  return out;
+}
+
+std::optional<Ceilings> trace_ceilings(const trace::TraceMetadata& metadata) {
+  if (metadata.ceilings.empty()) return std::nullopt;
+  // The first traced GPU's, as the counter analysis reads every kernel against one set.
+  if (metadata.identity && !metadata.identity->devices.empty())
+    for (const trace::TraceCeilings& c : metadata.ceilings)
+      if (c.device_uuid == metadata.identity->devices.front().uuid)
+        return to_ceilings(c, CeilingsOrigin::trace);
+  return to_ceilings(metadata.ceilings.front(), CeilingsOrigin::trace);
+}
+
+const char* to_string(StallCause c) {
+  return name_of(kStallCauseNames, c);
+}
+
+StallCause stall_cause_of(std::string_view reason) {
+  for (const auto& [name, cause] : kStallCauses)
+    if (name == reason) return cause;
+  return StallCause::other;
+}
 
 const char* to_string(Bottleneck b) {
   return name_of(kBottleneckNames, b);
@@ -352,6 +736,8 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
   d.shape = counters.shape;
   d.device_id = counters.device_id;
   d.launches = counters.launches;
+  d.shape_launches = counters.shape_launches;
+  d.shape_total_ns = counters.shape_total_ns;
   for (const auto& [name, sum] : counters.values)
     if (sum.launches > 0) d.metrics[name] = sum.total / static_cast<double>(sum.launches);
   Reader r{counters, d};
@@ -414,6 +800,8 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
       add(r.get(metric::kLocalLoadSectors), r.get(metric::kLocalStoreSectors));
   if (local_sectors) d.local_memory_bytes = *local_sectors * 32;
 
+  read_stalls(d, r);
+  d.library = library_of(d.name);
   if (ceilings.empty()) r.cannot("no roofline position", "a calibration (ktune calibrate)");
   place_on_roofline(d, ceilings);
   decide(d, r);
@@ -471,13 +859,55 @@ CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings) 
     by_launch.erase(it);
   });
   out.unmatched_launches = by_launch.size();
+  // The time each profiled shape owns: every launch of the kernel with that shape.
+  std::unordered_map<std::string, std::vector<std::size_t>> by_name;
+  for (std::size_t i = 0; i < groups.size(); ++i) by_name[groups[i].name].push_back(i);
+  source.kernels([&](const trace::KernelRecord& k) {
+    const auto it = by_name.find(display_name(k));
+    if (it == by_name.end()) return;
+    const LaunchShape shape = launch_shape(k);
+    for (std::size_t i : it->second)
+      if (groups[i].device_id == k.device_id && groups[i].shape == shape) {
+        ++groups[i].shape_launches;
+        groups[i].shape_total_ns += static_cast<std::int64_t>(k.duration_ns());
+        break;
+      }
+  });
   for (const KernelCounters& g : groups)
     out.kernels.push_back(derive(g, ceilings, device_facts(source.metadata(), g.device_id)));
   std::stable_sort(out.kernels.begin(), out.kernels.end(),
                    [](const KernelDerivation& a, const KernelDerivation& b) {
+                     if (a.shape_total_ns != b.shape_total_ns)
+                       return a.shape_total_ns > b.shape_total_ns;
                      return a.duration_ns * a.launches > b.duration_ns * b.launches;
                    });
   return out;
+}
+
+const KernelDerivation* CounterAnalysis::owning(std::string_view name) const {
+  for (const KernelDerivation& k : kernels)  // sorted by the time their shape owns
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+void attach_gemm_problems(CounterAnalysis& counters, const GemmCalls& gemm) {
+  for (KernelDerivation& d : counters.kernels) {
+    if (d.library.empty()) continue;
+    const GemmShape* best = nullptr;
+    for (const GemmShape& s : gemm.shapes)
+      if (!s.tune_command.empty() &&
+          std::find(s.kernels.begin(), s.kernels.end(), d.name) != s.kernels.end() &&
+          (!best || s.gpu_ns > best->gpu_ns))
+        best = &s;
+    if (!best) continue;
+    d.tune_command = best->tune_command;
+    for (Opportunity& o : d.opportunities)
+      if (o.action == library_advice(d.library))
+        o.action = fmt::format(
+            "Choose another cuBLASLt algorithm for this GEMM ({}x{}x{}, batch {}, {}): {}",
+            best->problem.m, best->problem.n, best->problem.k, best->problem.batch, best->dtype,
+            d.tune_command);
+  }
 }
 
 }  // namespace ktune::analyze

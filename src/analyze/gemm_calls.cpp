@@ -162,6 +162,10 @@ void GemmTimer::on_kernel(std::int64_t event, const trace::KernelRecord& k,
   const std::size_t call = events_[e].call;
   if (gpu_ns_.size() <= call) gpu_ns_.resize(call + 1, 0);
   gpu_ns_[call] += duration_ns;
+  if (kernels_.size() <= call) kernels_.resize(call + 1);
+  auto& names = kernels_[call];
+  if (std::find(names.begin(), names.end(), k.display_name()) == names.end())
+    names.push_back(k.display_name());
   timed_[e] = true;
 }
 
@@ -171,6 +175,8 @@ GemmCalls GemmTimer::calls(TraceSource& source) const {
   std::vector<GemmTiming> timing(records.size());
   for (std::size_t i = 0; i < records.size() && i < gpu_ns_.size(); ++i)
     timing[i].gpu_ns = gpu_ns_[i];
+  for (std::size_t i = 0; i < records.size() && i < kernels_.size(); ++i)
+    timing[i].kernels = kernels_[i];
   for (std::size_t e = 0; e < events_.size(); ++e)
     if (timed_[e] && events_[e].call < records.size()) ++timing[events_[e].call].timed_calls;
   const auto& kinds = source.metadata().records;
@@ -228,6 +234,9 @@ GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bo
       if (timing && i < timing->size()) {
         s.gpu_ns += (*timing)[i].gpu_ns;
         s.timed_calls += (*timing)[i].timed_calls;
+        for (const std::string& name : (*timing)[i].kernels)
+          if (std::find(s.kernels.begin(), s.kernels.end(), name) == s.kernels.end())
+            s.kernels.push_back(name);
       }
       const std::string text = algorithm_text(r);
       auto a = std::find_if(algos.begin(), algos.end(), [&](auto& p) { return p.first == text; });

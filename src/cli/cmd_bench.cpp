@@ -79,7 +79,8 @@ int bench_with_counters(const BenchArgs& a, const tune::ProblemSpec& spec) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{dir};
-  const int code = run_profile(o, own_args_without_metrics());
+  // The default store: bench reads the counters alone, never the roofline.
+  const int code = run_profile(o, own_args_without_metrics(), "");
   if (!std::filesystem::exists(o.output)) return code == 0 ? 1 : code;
   const trace::KtraceReader reader(o.output);
   std::map<std::uint32_t, std::string> names;

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "print_json.hpp"
 #include "ktune/analyze/source.hpp"
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/error.hpp"
@@ -16,6 +15,7 @@
 #include "ktune/report/chrome_trace.hpp"
 #include "ktune/store/store.hpp"
 #include "ktune/tune/tunableop.hpp"
+#include "print_json.hpp"
 
 namespace ktune::cli {
 namespace {

@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "print_json.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/cublaslt.hpp"
 #include "ktune/cuda/driver.hpp"
@@ -21,6 +20,7 @@
 #include "ktune/cuda/nvrtc.hpp"
 #include "ktune/gate/gpu_measurer.hpp"
 #include "ktune/store/store.hpp"
+#include "print_json.hpp"
 
 #ifndef KTUNE_BUILD_TYPE
 #define KTUNE_BUILD_TYPE "unknown"

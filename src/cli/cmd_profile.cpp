@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -22,6 +23,7 @@
 
 #include "command.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/report/ceilings.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/options.hpp"
 #include "ktune/trace/watch.hpp"
@@ -161,8 +163,24 @@ CLI::Option* setting_flag(CLI::App& app, const char* name, bool& value) {
 
 }  // namespace
 
+namespace {
+// Files into a finished trace the ceilings it was profiled under, so its roofline reads the same on
+// every machine; returns their source ("" when none). A store that cannot be read costs the trace
+// its ceilings, not the run.
+std::string file_ceilings(const fs::path& path, const std::string& db) {
+  try {
+    const auto ceilings = report::resolve_ceilings(trace::read_ktrace_counts(path).metadata, db);
+    trace::write_ktrace_ceilings(path, ceilings);
+    return ceilings.empty() ? std::string() : ceilings.front().source;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ktune: trace %s has no ceilings: %s\n", path.c_str(), e.what());
+    return {};
+  }
+}
+}  // namespace
+
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
-                const TraceHandler& on_traces) {
+                const std::string& db, const TraceHandler& on_traces) {
   if (cmd.empty())
     throw UsageError(
         "no command to profile; put it after '--', e.g. ktune profile -- python3 train.py.");
@@ -237,11 +255,21 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   int status = 0;
   // Traces the tracer has finished go to `on_traces` while the command still runs.
   trace::TraceWatch watch(opts.output, since, kWatchEvery_s);
+  // Each trace gets its ceilings once: when handed over mid-run, else after the command.
+  std::map<fs::path, std::string> ceilings_of;
+  const auto filed = [&](const fs::path& p) -> const std::string& {
+    auto it = ceilings_of.find(p);
+    if (it == ceilings_of.end()) it = ceilings_of.emplace(p, file_ceilings(p, db)).first;
+    return it->second;
+  };
   const auto started = std::chrono::steady_clock::now();
   const auto hand_over = [&](const std::vector<fs::path>& paths) {
     if (!on_traces || paths.empty()) return;
     std::vector<std::string> names;
-    for (const fs::path& p : paths) names.push_back(p.string());
+    for (const fs::path& p : paths) {
+      filed(p);  // before the handler reads it (ingest)
+      names.push_back(p.string());
+    }
     on_traces(names);
   };
   for (;;) {
@@ -280,6 +308,8 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
           static_cast<unsigned long long>(c.counters),
           static_cast<unsigned long long>(c.metadata.dropped_records),
           c.metadata.complete ? "" : " (cut short: holds what was recorded)");
+      if (const std::string& source = filed(p); !source.empty())
+        std::fprintf(stderr, "ktune: roofline ceilings filed into the trace: %s\n", source.c_str());
     } catch (const Error& e) {
       std::fprintf(stderr, "ktune: trace %s is unreadable: %s\n", p.c_str(), e.what());
     }
@@ -333,6 +363,7 @@ const bool registered = register_command(
        setting_option(app, "kernel", c.kernel_regex);
        setting_option(app, "launch-skip", c.launch_skip);
        setting_option(app, "launch-count", c.launch_count);
+       setting_option(app, "launch-shapes", c.launch_shapes)->check(CLI::PositiveNumber);
        setting_option(app, "every", c.every)->check(CLI::PositiveNumber);
        setting_option(app, "max-kernels", c.max_kernels);
        setting_option(app, "time-box", c.time_box_s)->check(CLI::NonNegativeNumber);
@@ -365,19 +396,20 @@ const bool registered = register_command(
          opts->output = *output;
          if (opts->window.job_id.empty())
            if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) opts->window.job_id = s;
-         if (!*ingest) return run_profile(*opts, *cmd);
+         if (!*ingest) return run_profile(*opts, *cmd, globals.db);
          // Each trace is ingested as soon as it is finished: with --period, window by window
          // while the command runs. The command's exit code stands; a failed ingest makes a clean
          // exit a failure.
          bool failed = false;
-         const int code = run_profile(*opts, *cmd, [&](const std::vector<std::string>& traces) {
-           try {
-             run_ingest(traces, *ingest_opts, globals);
-           } catch (const Error& e) {
-             std::fprintf(stderr, "ktune: the traces were not ingested: %s\n", e.what());
-             failed = true;
-           }
-         });
+         const int code =
+             run_profile(*opts, *cmd, globals.db, [&](const std::vector<std::string>& traces) {
+               try {
+                 run_ingest(traces, *ingest_opts, globals);
+               } catch (const Error& e) {
+                 std::fprintf(stderr, "ktune: the traces were not ingested: %s\n", e.what());
+                 failed = true;
+               }
+             });
          if (failed && code == 0) return 1;
          return code;
        };

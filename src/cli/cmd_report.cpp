@@ -12,8 +12,8 @@
 #include "ktune/analyze/merge.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
+#include "ktune/report/ceilings.hpp"
 #include "ktune/report/report.hpp"
-#include "ktune/store/store.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -25,35 +25,10 @@ struct ReportOptions {
   bool merge = false;
 };
 
-// The newest calibration of the traced GPU, for the roofline; none when the trace has no identity
-// block or nothing was calibrated. A store file that does not exist yet (the default one, or a
-// --db file nothing has been stored in) is no error: nothing was calibrated. (A profile run's
-// fresh KTUNE_DB made the report exit 1 before ingest had created it.)
-analyze::Ceilings stored_ceilings(const trace::TraceMetadata& metadata, const std::string& db) {
-  analyze::Ceilings c;
-  if (!metadata.identity || metadata.identity->devices.empty()) return c;
-  if (db.find("://") == std::string::npos) {
-    const std::string file = db.empty()                    ? default_db_path().string()
-                             : db.rfind("sqlite:", 0) == 0 ? db.substr(7)
-                                                           : db;
-    if (!std::filesystem::exists(file)) return c;
-  }
-  const auto store = store::Store::open(db, store::Access::read_only);
-  const auto& device = metadata.identity->devices.front();
-  const auto record = store->latest_calibration(device.uuid);
-  if (!record) return c;
-  c.dram_bytes_per_s = record->dram_bytes_per_s;
-  c.fp32_flop_per_s = record->fp32_flop_per_s;
-  c.bf16_flop_per_s = record->bf16_flop_per_s;
-  c.fp16_flop_per_s = record->fp16_flop_per_s;
-  c.source = fmt::format("ktune calibrate on {} at {}", record->device_name, record->measured_at);
-  return c;
-}
-
 analyze::Analysis analyze_file(const std::string& path, analyze::AnalysisOptions options,
                                const std::string& db) {
   const auto source = analyze::open_trace(path);
-  options.ceilings = stored_ceilings(source->metadata(), db);
+  options.ceilings = report::report_ceilings(source->metadata(), db);
   return analyze::analyze(*source, options);
 }
 
@@ -115,9 +90,9 @@ const bool registered = register_command(
          if (o->merge) {
            std::vector<std::unique_ptr<analyze::TraceSource>> ranks;
            for (const std::string& path : o->traces)
-             ranks.push_back(std::make_unique<analyze::KtraceSource>(path));
+             ranks.push_back(analyze::open_trace(path));  // a PyTorch profiler trace too
            analyze::MergedSource source(std::move(ranks));
-           options.ceilings = stored_ceilings(source.metadata(), globals.db);
+           options.ceilings = report::report_ceilings(source.metadata(), globals.db);
            emit(format.render(analyze::analyze(source, options), render), o->output);
            return 0;
          }

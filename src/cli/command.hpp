@@ -89,12 +89,13 @@ std::optional<std::string> closest_match(const std::string& word,
                                          const std::vector<std::string>& candidates);
 
 // ktune profile's run: `cmd` with the tracer injected and `opts` handed over; prints the traces it
-// left and returns the command's exit code (cmd_profile.cpp). ktune bench --metrics uses it too.
-// `on_traces`, when given, gets every trace once: each finished one (a closed capture window, a
-// child process that exited) while the command runs, the rest when it has ended.
+// left, files into each the ceilings of its GPUs (the calibration in store `db`, else the
+// datasheet) and returns the command's exit code (cmd_profile.cpp). ktune bench --metrics uses it
+// too. `on_traces`, when given, gets every trace once: each finished one (a closed capture window,
+// a child process that exited) while the command runs, the rest when it has ended.
 using TraceHandler = std::function<void(const std::vector<std::string>& traces)>;
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
-                const TraceHandler& on_traces = {});
+                const std::string& db, const TraceHandler& on_traces = {});
 
 // libktune_tracer.so: KTUNE_TRACER, else beside the binary (build tree or install); ktune::Error
 // naming where it looked (cmd_profile.cpp).

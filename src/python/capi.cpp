@@ -23,6 +23,7 @@
 #include "ktune/core/error.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/cuda/driver.hpp"
+#include "ktune/report/ceilings.hpp"
 #include "ktune/report/report.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/bucket.hpp"
@@ -169,6 +170,10 @@ int ktune_report_json(const char* path, const char* by, char** out) {
     analyze::AnalysisOptions options;
     options.group_by = analyze::parse_group_by(text(by, "by"));
     const auto source = analyze::open_trace(text(path, "path"));
+    // The store the CLI reads without --db (KTUNE_DB, else the default): the same ceilings for
+    // an older trace.
+    const char* db = std::getenv("KTUNE_DB");
+    options.ceilings = report::report_ceilings(source->metadata(), db ? db : "");
     hand_out(report::to_json(analyze::analyze(*source, options)).dump(), out);
   });
 }

@@ -45,8 +45,41 @@ std::string shape_cell(const analyze::LaunchShape& s) {
   return fmt::format("{} {}", d::dim3(s.grid), d::dim3(s.block));
 }
 
-// The group of the kernel table a derivation belongs to (its share of all GPU time).
+// "long_scoreboard 62%, wait 12%, not_selected 8%"; "-" without the stalls set.
+std::string stalls_cell(const KernelDerivation& k) {
+  std::string out;
+  for (std::size_t i = 0; i < k.stalls.size() && i < analyze::threshold::kTopStalls; ++i)
+    out += fmt::format("{}{} {:.0f}%", i ? ", " : "", k.stalls[i].reason, 100 * k.stalls[i].share);
+  return out.empty() ? "-" : out;
+}
+
+// Which launch the counters were taken on: its grid and block, its duration, and how much of the
+// kernel's time launches of that shape own.
+std::string profiled_launch_cell(const KernelDerivation& k) {
+  return fmt::format(
+      "grid {} block {}, {} profiled at {} each; launches of that shape: {}, {} "
+      "in all",
+      d::dim3(k.shape.grid), d::dim3(k.shape.block), k.launches, d::duration(k.duration_ns),
+      k.shape_launches, d::duration(double(k.shape_total_ns)));
+}
+
+std::string verdict_cell(const KernelDerivation& k) {
+  std::string out = analyze::to_string(k.bottleneck);
+  if (k.stall_cause != analyze::StallCause::none)
+    out += fmt::format(" ({})", analyze::to_string(k.stall_cause));
+  return out;
+}
+
+std::string ceilings_line(const analyze::Ceilings& c) {
+  if (c.empty()) return "none: the trace carries none and this machine has no calibration";
+  if (c.origin == analyze::CeilingsOrigin::none) return c.source;
+  return fmt::format("{}; from the {}", c.source, analyze::to_string(c.origin));
+}
+
+// The group of the kernel table a derivation belongs to (its share of all GPU time). Grouped by
+// name, a kernel's group goes with the shape that owns most of its time only.
 double share_of(const Analysis& a, const KernelDerivation& k) {
+  if (a.group_by == analyze::GroupBy::name && a.counters.owning(k.name) != &k) return 0;
   for (const auto& g : a.kernels)
     if (g.name == k.name && (a.group_by == analyze::GroupBy::name || g.shape == k.shape))
       return g.share;
@@ -121,18 +154,18 @@ std::vector<Section> counter_sections(const Analysis& a, const RenderOptions& o)
   if (c.empty()) return {};
   std::vector<Section> out;
   Section v{"Why it is slow (counter tier)",
-            fmt::format("{} profiled launches; ceilings: {}. docs/analysis.md explains the "
-                        "verdicts.",
-                        c.profiled_launches,
-                        c.ceilings.empty() ? std::string("none stored (ktune calibrate)")
-                                           : c.ceilings.source)};
-  v.header = {"Kernel", "Launches",  "Duration",   "TC %",
-              "DRAM %", "Occupancy", "Bottleneck", "Key issue"};
+            fmt::format("{} profiled launches; ceilings: {}. Launch: the grid and block the "
+                        "counters were taken on. Stalls: share of the warps' cycles. "
+                        "docs/analysis.md explains the verdicts.",
+                        c.profiled_launches, ceilings_line(c.ceilings))};
+  v.header = {"Kernel", "Launch",    "Launches",   "Duration",  "TC %",
+              "DRAM %", "Occupancy", "Bottleneck", "Key issue", "Top stalls"};
   for (std::size_t i = 0; i < c.kernels.size() && i < o.top_kernels; ++i) {
     const auto& k = c.kernels[i];
-    v.rows.push_back({analyze::shown_name(k.name, o.names), std::to_string(k.launches),
-                      duration(k.duration_ns), pct_cell(k.tensor_pct), pct_cell(k.dram_pct),
-                      occupancy_cell(k), analyze::to_string(k.bottleneck), k.key_issue});
+    v.rows.push_back({analyze::shown_name(k.name, o.names), shape_cell(k.shape),
+                      std::to_string(k.launches), duration(k.duration_ns), pct_cell(k.tensor_pct),
+                      pct_cell(k.dram_pct), occupancy_cell(k), verdict_cell(k), k.key_issue,
+                      stalls_cell(k)});
   }
   out.push_back(v);
 
@@ -208,7 +241,13 @@ json counters_json(const analyze::CounterAnalysis& c) {
               {"waves_per_sm", optional_json(k.waves_per_sm)},
               {"local_memory_per_thread_bytes", k.local_memory_per_thread_bytes},
               {"local_memory_bytes", optional_json(k.local_memory_bytes)},
+              {"shape_launches", k.shape_launches},
+              {"shape_total_ns", k.shape_total_ns},
               {"bottleneck", analyze::to_string(k.bottleneck)},
+              {"stall_cause", analyze::to_string(k.stall_cause)},
+              {"warp_cycles_per_issue", optional_json(k.warp_cycles_per_issue)},
+              {"library", k.library},
+              {"tune_command", k.tune_command},
               {"key_issue", k.key_issue},
               {"root_cause", k.root_cause},
               {"unknown", k.unknown},
@@ -231,6 +270,11 @@ json counters_json(const analyze::CounterAnalysis& c) {
       ops.push_back(
           {{"action", o.action}, {"trigger", o.trigger}, {"estimated_gain", o.estimated_gain}});
     j["opportunities"] = ops;
+    json stalls = json::array();
+    for (const auto& st : k.stalls)
+      stalls.push_back(
+          {{"reason", st.reason}, {"warps_per_issue", st.warps_per_issue}, {"share", st.share}});
+    j["stalls"] = stalls;
     kernels.push_back(std::move(j));
   }
   return {{"ceilings",
@@ -238,6 +282,8 @@ json counters_json(const analyze::CounterAnalysis& c) {
             {"fp32_flop_per_s", c.ceilings.fp32_flop_per_s},
             {"bf16_flop_per_s", c.ceilings.bf16_flop_per_s},
             {"fp16_flop_per_s", c.ceilings.fp16_flop_per_s},
+            {"kind", c.ceilings.kind},
+            {"origin", analyze::to_string(c.ceilings.origin)},
             {"source", c.ceilings.source}}},
           {"profiled_launches", c.profiled_launches},
           {"unmatched_launches", c.unmatched_launches},
@@ -291,16 +337,17 @@ std::string render_contract(const Analysis& a, const RenderOptions& o) {
                             m.tracer_version.empty() ? "?" : m.tracer_version)});
   const auto& c = a.counters;
   config.push_back({"Ceilings", c.ceilings.empty()
-                                    ? std::string("none stored: run ktune calibrate on this GPU")
+                                    ? ceilings_line(c.ceilings)
                                     : fmt::format("DRAM {}, FP32 {}, BF16 {}, FP16 {} ({})",
                                                   rate(c.ceilings.dram_bytes_per_s, "B/s"),
                                                   rate(c.ceilings.fp32_flop_per_s, "FLOP/s"),
                                                   rate(c.ceilings.bf16_flop_per_s, "FLOP/s"),
                                                   rate(c.ceilings.fp16_flop_per_s, "FLOP/s"),
-                                                  c.ceilings.source)});
-  config.push_back({"Counters", c.empty() ? std::string("none: profile with --metrics roofline")
-                                          : fmt::format("{} profiled launches of {} kernels",
-                                                        c.profiled_launches, c.kernels.size())});
+                                                  ceilings_line(c.ceilings))});
+  config.push_back({"Counters", c.empty()
+                                    ? std::string("none: profile with --metrics roofline,stalls")
+                                    : fmt::format("{} profiled launches of {} kernels",
+                                                  c.profiled_launches, c.kernels.size())});
   config.push_back({"GPU time", fmt::format("{} in {} kernels; busy {}",
                                             d::duration(double(a.kernel_total_ns)), a.kernel_count,
                                             d::percent(d::fraction(a.busy_ns(), a.window_ns())))});
@@ -311,33 +358,41 @@ std::string render_contract(const Analysis& a, const RenderOptions& o) {
   const std::size_t top = std::min<std::size_t>(o.top_kernels, 10);
   for (std::size_t i = 0; i < a.kernels.size() && i < top; ++i) {
     const auto& g = a.kernels[i];
-    const KernelDerivation* k = nullptr;
-    for (const auto& x : c.kernels)
-      if (x.name == g.name && (a.group_by == analyze::GroupBy::name || x.shape == g.shape)) {
-        k = &x;
-        break;
-      }
-    stages.push_back(
-        {std::to_string(i + 1), analyze::shown_name(g.name, o.names), d::percent(g.share),
-         std::to_string(g.duration_ns.count), d::duration(g.duration_ns.median),
-         k && k->flop_per_s ? rate(*k->flop_per_s, "FLOP/s") : "-",
-         k && k->dram_bytes_per_s ? rate(*k->dram_bytes_per_s, "B/s") : "-",
-         k ? pct_cell(k->tensor_pct) : "-", k ? pct_cell(k->dram_pct) : "-",
-         k ? occupancy_cell(*k) : "-", k ? analyze::to_string(k->bottleneck) : "not profiled"});
+    // Grouped by name, the counters of the shape that owns most of the kernel's time.
+    const KernelDerivation* k = a.group_by == analyze::GroupBy::name ? c.owning(g.name) : nullptr;
+    if (a.group_by != analyze::GroupBy::name)
+      for (const auto& x : c.kernels)
+        if (x.name == g.name && x.shape == g.shape) {
+          k = &x;
+          break;
+        }
+    stages.push_back({std::to_string(i + 1), analyze::shown_name(g.name, o.names),
+                      d::percent(g.share), std::to_string(g.duration_ns.count),
+                      d::duration(g.duration_ns.median),
+                      k && k->flop_per_s ? rate(*k->flop_per_s, "FLOP/s") : "-",
+                      k && k->dram_bytes_per_s ? rate(*k->dram_bytes_per_s, "B/s") : "-",
+                      k ? pct_cell(k->tensor_pct) : "-", k ? pct_cell(k->dram_pct) : "-",
+                      k ? occupancy_cell(*k) : "-", k ? verdict_cell(*k) : "not profiled",
+                      k ? stalls_cell(*k) : "-"});
   }
   out += d::md_table({"#", "Kernel", "Time", "Launches", "Median", "FLOP/s", "DRAM B/s", "TC %",
-                      "DRAM %", "Occupancy", "Bottleneck"},
+                      "DRAM %", "Occupancy", "Bottleneck", "Top stalls"},
                      stages);
 
   out += "\n## Bottleneck and root cause\n\n";
   if (c.empty()) {
-    out += "No counters in this trace: `ktune profile --metrics roofline -- CMD` collects them.\n";
+    out +=
+        "No counters in this trace: `ktune profile --metrics roofline,stalls -- CMD` collects "
+        "them.\n";
   } else {
     for (std::size_t i = 0; i < c.kernels.size() && i < 3; ++i) {
       const auto& k = c.kernels[i];
-      out +=
-          fmt::format("- **{}** ({}, {}): {}\n", md_cell(analyze::shown_name(k.name, o.names)),
-                      shape_cell(k.shape), analyze::to_string(k.bottleneck), md_cell(k.root_cause));
+      out += fmt::format("- **{}** ({}): {}\n", md_cell(analyze::shown_name(k.name, o.names)),
+                         verdict_cell(k), md_cell(k.root_cause));
+      out += fmt::format("  - profiled launch: {}\n", md_cell(profiled_launch_cell(k)));
+      if (!k.library.empty())
+        out += fmt::format("  - library: {}{}\n", md_cell(k.library),
+                           k.tune_command.empty() ? "" : " (`" + k.tune_command + "`)");
       for (const auto& u : k.unknown) out += fmt::format("  - not concluded: {}\n", md_cell(u));
     }
   }

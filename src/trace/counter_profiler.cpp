@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "decode.hpp"
 #include "ktune/cuda/cupti.hpp"
 #include "ktune/trace/metrics.hpp"
 #include "launch_selector.hpp"
@@ -296,14 +297,16 @@ std::vector<std::uint32_t> CounterProfiler::launch_callbacks(CUpti_CallbackDomai
   return out;
 }
 
-void CounterProfiler::on_launch(const CUpti_CallbackData* info, bool capturing) noexcept {
+void CounterProfiler::on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                const CUpti_CallbackData* info, bool capturing) noexcept {
   try {
     Impl& m = *impl_;
     if (info->callbackSite == CUPTI_API_ENTER) {
       if (t_depth++ > 0 || !capturing || m.off || !info->context) return;
       std::unique_lock lock(m.mu);
       const char* symbol = info->symbolName;
-      if (!symbol || !m.selector.select(symbol)) return;
+      if (!symbol || !m.selector.select(symbol, launch_size(domain, cbid, info->functionParams)))
+        return;
       Impl::Context* c = m.context_for(info->context);
       if (!c) return;
       t_started = Clock::now();

@@ -39,8 +39,10 @@ class CounterProfiler {
   // The launch callbacks the tracer must enable (runtime and driver API ids).
   static std::vector<std::uint32_t> launch_callbacks(CUpti_CallbackDomain domain);
   // Called for every enabled launch callback, enter and exit; never throws. A launch entered
-  // while `capturing` is false is not considered for profiling.
-  void on_launch(const CUpti_CallbackData* info, bool capturing) noexcept;
+  // while `capturing` is false is not considered for profiling. The launch's grid and block come
+  // from its parameters (launch_size), so the selector can pick larger shapes as they appear.
+  void on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* info,
+                 bool capturing) noexcept;
   // One line for the exit summary: launches and kernels profiled, seconds spent.
   std::string summary() const;
 

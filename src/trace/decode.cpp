@@ -241,4 +241,77 @@ bool ActivityDecoder::decode(const CUpti_Activity& record, Trace& out) {
   }
 }
 
+namespace {
+LaunchSize size_of(std::uint64_t gx, std::uint64_t gy, std::uint64_t gz, std::uint64_t bx,
+                   std::uint64_t by, std::uint64_t bz) {
+  return {gx * gy * gz, bx * by * bz};
+}
+template <class P>
+LaunchSize runtime_size(const void* params) {
+  const auto* p = static_cast<const P*>(params);
+  return size_of(p->gridDim.x, p->gridDim.y, p->gridDim.z, p->blockDim.x, p->blockDim.y,
+                 p->blockDim.z);
+}
+template <class P>
+LaunchSize runtime_ex_size(const void* params) {
+  const auto* p = static_cast<const P*>(params);
+  if (!p->config) return {};
+  const cudaLaunchConfig_t& c = *p->config;
+  return size_of(c.gridDim.x, c.gridDim.y, c.gridDim.z, c.blockDim.x, c.blockDim.y, c.blockDim.z);
+}
+template <class P>
+LaunchSize driver_size(const void* params) {
+  const auto* p = static_cast<const P*>(params);
+  return size_of(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ);
+}
+template <class P>
+LaunchSize driver_ex_size(const void* params) {
+  const auto* p = static_cast<const P*>(params);
+  if (!p->config) return {};
+  const CUlaunchConfig& c = *p->config;
+  return size_of(c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY, c.blockDimZ);
+}
+}  // namespace
+
+LaunchSize launch_size(CUpti_CallbackDomain domain, std::uint32_t cbid, const void* params) {
+  if (!params) return {};
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+        return runtime_size<cudaLaunchKernel_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+        return runtime_size<cudaLaunchKernel_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+        return runtime_size<cudaLaunchCooperativeKernel_v9000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+        return runtime_size<cudaLaunchCooperativeKernel_ptsz_v9000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+        return runtime_ex_size<cudaLaunchKernelExC_v11060_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+        return runtime_ex_size<cudaLaunchKernelExC_ptsz_v11060_params>(params);
+      default:
+        return {};
+    }
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        return driver_size<cuLaunchKernel_params>(params);
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+        return driver_size<cuLaunchKernel_ptsz_params>(params);
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+        return driver_size<cuLaunchCooperativeKernel_params>(params);
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+        return driver_size<cuLaunchCooperativeKernel_ptsz_params>(params);
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+        return driver_ex_size<cuLaunchKernelEx_params>(params);
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+        return driver_ex_size<cuLaunchKernelEx_ptsz_params>(params);
+      default:
+        return {};
+    }
+  }
+  return {};
+}
+
 }  // namespace ktune::trace

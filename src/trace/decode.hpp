@@ -12,8 +12,14 @@
 #include <vector>
 
 #include "ktune/trace/ktrace.hpp"
+#include "launch_selector.hpp"
 
 namespace ktune::trace {
+
+// The grid and block of a kernel launch call, read from its callback parameters (CUPTI's
+// generated *_params structs) at the call's entry, before the kernel runs: what the counter tier
+// needs to pick launches by size. {} for a callback it does not read.
+LaunchSize launch_size(CUpti_CallbackDomain domain, std::uint32_t cbid, const void* params);
 
 // Names of CUPTI's enums as the .ktrace stores them; "unknown" for a value this build does not
 // know.

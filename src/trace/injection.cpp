@@ -451,7 +451,7 @@ void Tracer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
     const auto& owned = counter_cbids_[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1];
     if (counters_ && cbid < owned.size() && owned[cbid]) {
       // Counters follow the capture window (--delay, --duration, --range) like every record.
-      counters_->on_launch(info, capturing_now_.load(std::memory_order_relaxed));
+      counters_->on_launch(domain, cbid, info, capturing_now_.load(std::memory_order_relaxed));
       return;
     }
     const bool start = domain == CUPTI_CB_DOMAIN_RUNTIME_API

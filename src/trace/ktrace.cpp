@@ -386,6 +386,19 @@ nlohmann::json window_json(const TraceWindow& w) {
           {"max_records", w.max_records}};
 }
 
+nlohmann::json ceilings_json(const std::vector<TraceCeilings>& all) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TraceCeilings& c : all)
+    out.push_back({{"device_uuid", c.device_uuid},
+                   {"dram_bytes_per_s", c.dram_bytes_per_s},
+                   {"fp32_flop_per_s", c.fp32_flop_per_s},
+                   {"bf16_flop_per_s", c.bf16_flop_per_s},
+                   {"fp16_flop_per_s", c.fp16_flop_per_s},
+                   {"kind", c.kind},
+                   {"source", c.source}});
+  return out;
+}
+
 // Metadata as (key, JSON value) rows.
 std::vector<std::pair<std::string, nlohmann::json>> metadata_rows(const TraceMetadata& m) {
   return {{"schema_version", kKtraceSchemaVersion},
@@ -401,7 +414,8 @@ std::vector<std::pair<std::string, nlohmann::json>> metadata_rows(const TraceMet
           {"window", window_json(m.window)},
           {"dropped_records", m.dropped_records},
           {"capped_records", m.capped_records},
-          {"tracer_version", m.tracer_version}};
+          {"tracer_version", m.tracer_version},
+          {"ceilings", ceilings_json(m.ceilings)}};
 }
 
 }  // namespace
@@ -735,6 +749,8 @@ class MetadataFields {
   std::vector<std::string> texts(const char* key) const {
     return read(key, std::vector<std::string>(), json_strings);
   }
+  // Any field, of any JSON type; nullptr: absent.
+  const nlohmann::json* find_field(const char* key) const { return find(key); }
   // An object field; nullptr: absent.
   const nlohmann::json* object(const char* key) const {
     const nlohmann::json* v = find(key);
@@ -823,6 +839,24 @@ TraceMetadata read_metadata(const Connection& db, const std::filesystem::path& p
     m.window = window_from_json(MetadataFields(*w, path, "window."));
   m.capped_records = f.count("capped_records");
   m.tracer_version = f.text("tracer_version");
+  if (const nlohmann::json* all = f.find_field("ceilings")) {
+    if (!all->is_array()) f.wrong("ceilings", "must be an array");
+    for (std::size_t i = 0; i < all->size(); ++i) {
+      const nlohmann::json& one = (*all)[i];
+      const std::string prefix = fmt::format("ceilings[{}].", i);
+      if (!one.is_object()) f.wrong("ceilings", fmt::format("[{}] must be an object", i));
+      const MetadataFields c(one, path, prefix);
+      TraceCeilings out;
+      out.device_uuid = c.text("device_uuid");
+      out.dram_bytes_per_s = c.number("dram_bytes_per_s", 0.0);
+      out.fp32_flop_per_s = c.number("fp32_flop_per_s", 0.0);
+      out.bf16_flop_per_s = c.number("bf16_flop_per_s", 0.0);
+      out.fp16_flop_per_s = c.number("fp16_flop_per_s", 0.0);
+      out.kind = c.text("kind");
+      out.source = c.text("source");
+      m.ceilings.push_back(std::move(out));
+    }
+  }
   // The drops table is the truth (written as drops happen); the metadata total only at close.
   Statement d(db, "SELECT COALESCE(SUM(count), 0) FROM drops");
   m.dropped_records = d.step() ? static_cast<std::uint64_t>(d.i64(0)) : 0;
@@ -1092,6 +1126,21 @@ Trace read_ktrace(const std::filesystem::path& path) {
 
 TraceCounts read_ktrace_counts(const std::filesystem::path& path) {
   return KtraceReader(path).counts();
+}
+
+void write_ktrace_ceilings(const std::filesystem::path& path,
+                           const std::vector<TraceCeilings>& ceilings) {
+  const int version = TraceFile(path).metadata().schema_version;  // refuses what is no trace
+  if (version != kKtraceSchemaVersion)
+    throw Error(fmt::format(
+        "trace file {} has schema_version {}; ceilings are filed only into traces of version {} "
+        "(this ktune's tracer): re-record it with ktune profile.",
+        path.string(), version, kKtraceSchemaVersion));
+  Connection db = open_trace(path, SQLITE_OPEN_READWRITE);
+  Statement q(db, "INSERT OR REPLACE INTO metadata(key, value) VALUES('ceilings', ?)");
+  const std::string value = ceilings_json(ceilings).dump();
+  q.bind(1, std::string_view(value));
+  q.run();
 }
 
 }  // namespace ktune::trace

@@ -1,5 +1,7 @@
 #include "launch_selector.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ktune/core/error.hpp"
@@ -19,7 +21,7 @@ LaunchSelector::LaunchSelector(CounterSelection selection) : selection_(std::mov
   }
 }
 
-bool LaunchSelector::select(std::string_view mangled_name) {
+bool LaunchSelector::select(std::string_view mangled_name, LaunchSize size) {
   if (exhausted()) return false;
   auto it = kernels_.find(mangled_name);
   if (it == kernels_.end()) {
@@ -31,13 +33,19 @@ bool LaunchSelector::select(std::string_view mangled_name) {
   Kernel& k = it->second;
   if (!k.matches) return false;
   const std::uint64_t index = k.seen++;
-  if (index < selection_.launch_skip) return false;
-  if ((index - selection_.launch_skip) % selection_.every != 0) return false;
-  if (selection_.launch_count > 0 && k.profiled >= selection_.launch_count) return false;
+  const std::uint64_t threads = size.threads();
+  const bool larger = threads > 0 && threads >= kShapeGrowth * k.largest_threads;
+  const bool scheduled = index >= selection_.launch_skip &&
+                         (index - selection_.launch_skip) % selection_.every == 0 &&
+                         (selection_.launch_count == 0 || k.profiled < selection_.launch_count);
+  const bool new_shape = k.profiled > 0 && larger && k.shapes < selection_.launch_shapes;
+  if (!scheduled && !new_shape) return false;
   if (k.profiled == 0) {
     if (selection_.max_kernels > 0 && profiled_kernels_ >= selection_.max_kernels) return false;
     ++profiled_kernels_;
   }
+  if (k.profiled == 0 || larger) ++k.shapes;
+  k.largest_threads = std::max(k.largest_threads, threads);
   ++k.profiled;
   ++profiled_launches_;
   return true;

@@ -11,13 +11,29 @@
 
 namespace ktune::trace {
 
+// A launch's size as its launch call gives it; 0: not known (a launch call the tracer cannot read).
+struct LaunchSize {
+  std::uint64_t blocks = 0;             // grid x * y * z
+  std::uint64_t threads_per_block = 0;  // block x * y * z
+  std::uint64_t threads() const { return blocks * threads_per_block; }
+};
+
+// A later launch with at least this many times the threads of a kernel's largest profiled launch
+// is a new shape worth its own counters (a copy measured at grid 8192 while its 131072-block
+// launches own the time); smaller steps (a sequence growing by one) are not.
+inline constexpr std::uint64_t kShapeGrowth = 2;
+
 class LaunchSelector {
  public:
   // Throws ktune::Error with one sentence when kernel_regex is not a valid ECMAScript regex.
   explicit LaunchSelector(CounterSelection selection);
 
   // Whether this launch of `mangled_name` is profiled; counts it either way. Not thread-safe.
-  bool select(std::string_view mangled_name);
+  // Beyond the skip/every/count rules, a launch of a kernel already profiled whose `size` has at
+  // least kShapeGrowth times the threads of its largest profiled launch is profiled too, up to
+  // `launch_shapes` shapes per kernel: the tracer cannot know which shape will own the time, so
+  // it keeps the counters of each larger one and the analysis reads the one that does.
+  bool select(std::string_view mangled_name, LaunchSize size = {});
   // Time spent collecting counters for one selected launch; counts against time_box_s.
   void spent(double seconds) { spent_s_ += seconds; }
   double spent_s() const { return spent_s_; }
@@ -29,8 +45,10 @@ class LaunchSelector {
  private:
   struct Kernel {
     bool matches = false;
-    std::uint64_t seen = 0;      // matching launches so far
-    std::uint64_t profiled = 0;  // of them, profiled
+    std::uint64_t seen = 0;             // matching launches so far
+    std::uint64_t profiled = 0;         // of them, profiled
+    std::uint64_t largest_threads = 0;  // of the profiled launches
+    std::uint64_t shapes = 0;           // profiled sizes, each kShapeGrowth x the one before
   };
   CounterSelection selection_;
   std::regex regex_;

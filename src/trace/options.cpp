@@ -40,6 +40,7 @@ const std::vector<TracerSetting> kSettings = {
     {"kernel", "--kernel", "KTUNE_TRACE_KERNEL", "regex", "", "counters only for kernels whose mangled or demangled name matches; none: every kernel"},
     {"launch-skip", "--launch-skip", "KTUNE_TRACE_LAUNCH_SKIP", "count", "0", "skip this many matching launches of each kernel first"},
     {"launch-count", "--launch-count", "KTUNE_TRACE_LAUNCH_COUNT", "count", "1", "profile at most this many launches of each kernel; 0: no limit"},
+    {"launch-shapes", "--launch-shapes", "KTUNE_TRACE_LAUNCH_SHAPES", "count", "4", "also profile a later launch of a kernel with at least twice the threads of its largest profiled launch, up to this many sizes per kernel (the report reads the size that owns the kernel's time); 1: only the launches above"},
     {"every", "--every", "KTUNE_TRACE_EVERY", "count", "1", "profile every K-th matching launch after the skipped ones"},
     {"max-kernels", "--max-kernels", "KTUNE_TRACE_MAX_KERNELS", "count", "0", "profile at most this many distinct kernels; 0: no limit"},
     {"time-box", "--time-box", "KTUNE_TRACE_TIME_BOX_S", "seconds", "0", "stop collecting counters once this much time went into them; 0: no limit"},
@@ -246,6 +247,8 @@ TracerOptions options_from_env(const GetEnv& get) {
       parse_number(get, env("launch-skip"), c.launch_skip, std::uint64_t{0}, "a launch count");
   c.launch_count =
       parse_number(get, env("launch-count"), c.launch_count, std::uint64_t{0}, "a launch count");
+  c.launch_shapes = parse_number(get, env("launch-shapes"), c.launch_shapes, std::uint64_t{1},
+                                 "a count of launch sizes >= 1");
   c.every = parse_number(get, env("every"), c.every, std::uint64_t{1},
                          "a sampling step K >= 1 (every K-th launch)");
   c.max_kernels =
@@ -273,6 +276,7 @@ std::vector<std::pair<std::string, std::string>> options_to_env(const TracerOpti
       {env("kernel"), o.counters.kernel_regex},
       {env("launch-skip"), std::to_string(o.counters.launch_skip)},
       {env("launch-count"), std::to_string(o.counters.launch_count)},
+      {env("launch-shapes"), std::to_string(o.counters.launch_shapes)},
       {env("every"), std::to_string(o.counters.every)},
       {env("max-kernels"), std::to_string(o.counters.max_kernels)},
       {env("time-box"), fmt::format("{}", o.counters.time_box_s)}};

@@ -472,5 +472,34 @@ TEST(Analysis, GemmCallsGetTheGpuTimeOfTheKernelsTheyLaunched) {
   EXPECT_EQ(alone.timed_calls, 2u);
 }
 
+// A profiled cuBLASLt kernel whose GEMM problem the trace recorded gets the command that tunes
+// that problem, in its opportunity, instead of advice about code the user cannot edit.
+TEST(Analysis, ProfiledCuBlasKernelGetsTheTuneCommandOfItsProblem) {
+  TraceBuilder b;
+  b.t.metadata.records = {"kernel", "gemm_call", "gemm_event", "counter"};
+  b.t.gemm_calls = {gemm_record(64)};
+  b.t.gemm_events = {{4242, 11, TraceBuilder::at(0), 0}};
+  const std::string nvjet = "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN";
+  b.launched(nvjet, 1, 2, 10, 400, 1);
+  for (const auto& [metric, value] :
+       {std::pair<std::string, double>{"gpu__time_duration.sum", 390'000},
+        {"smsp__issue_active.avg.pct_of_peak_sustained_active", 30},
+        {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 45}})
+    b.t.counters.push_back({0, 1, metric, value});
+  MemorySource source(b.t);
+  const Analysis a = analyze(source);
+  ASSERT_EQ(a.counters.kernels.size(), 1u);
+  const KernelDerivation& d = a.counters.kernels[0];
+  EXPECT_EQ(d.library, "cuBLAS");
+  ASSERT_EQ(a.gemm.shapes.size(), 1u);
+  ASSERT_FALSE(a.gemm.shapes[0].tune_command.empty()) << a.gemm.shapes[0].not_tunable;
+  EXPECT_EQ(a.gemm.shapes[0].kernels, std::vector<std::string>{nvjet});
+  EXPECT_EQ(d.tune_command, a.gemm.shapes[0].tune_command);
+  ASSERT_EQ(d.opportunities.size(), 1u);
+  EXPECT_NE(d.opportunities[0].action.find("64x64x64"), std::string::npos)
+      << d.opportunities[0].action;
+  EXPECT_NE(d.opportunities[0].action.find(d.tune_command), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ktune::analyze

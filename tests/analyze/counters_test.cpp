@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "counter_samples.hpp"
 #include "ktune/analyze/analysis.hpp"
 
@@ -75,8 +77,13 @@ TEST(Counters, TensorGemmIsComputeBoundOnTheTensorPipe) {
   EXPECT_EQ(d.theoretical->blocks_per_sm, 1);
   EXPECT_DOUBLE_EQ(d.theoretical->occupancy_pct, 18.75);
   EXPECT_DOUBLE_EQ(*d.waves_per_sm, 1.0);
+  // cuBLAS's kernel: the advice is another algorithm, never an edit of code the user cannot
+  // change; its gain is what the tensor pipe (84 %) leaves below a practical 90 %.
+  EXPECT_EQ(d.library, "cuBLAS");
   ASSERT_EQ(d.opportunities.size(), 1u);
-  EXPECT_NE(d.opportunities[0].trigger.find("fraction_of_roof"), std::string::npos);
+  EXPECT_NE(d.opportunities[0].action.find("cuBLASLt algorithm"), std::string::npos);
+  EXPECT_EQ(d.opportunities[0].trigger, "library=cuBLAS busiest_unit=84%");
+  EXPECT_NEAR(d.opportunities[0].estimated_gain, 1 - 84.0 / 90, 1e-9);
 }
 
 // What `ktune profile --metrics roofline` collects on Hopper: issue-active instead of SM
@@ -210,6 +217,303 @@ TEST(Counters, DamagedLaunchDimensionsDoNotOverflow) {
   ASSERT_TRUE(d.theoretical);
   EXPECT_EQ(d.theoretical->blocks_per_sm, 0);
   EXPECT_EQ(d.theoretical->limiter, OccupancyLimiter::block_size);
+}
+
+// The float->bf16 copy of the issue: no FLOP at all, instruction issue the busiest unit. It was
+// called compute-bound with "close the gap to the compute roof"; it is issue-bound, and the
+// change is fewer instructions per element.
+TEST(Counters, ZeroFlopKernelIsNeverComputeBound) {
+  CounterTraceBuilder b;
+  b.launch(
+      "void at::native::vectorized_elementwise_kernel<4, CopyFunctor<c10::BFloat16, float> >"
+      "(int, CopyFunctor, at::detail::Array<char*, 2>)",
+      24.4, 131072, 128, 24, 0,
+      {{m::kDuration, 24'400},
+       {m::kIssueActivePct, 71},
+       {m::kDramThroughputPct, 19},
+       {m::kDramBytesRead, 6.7e7},
+       {m::kDramBytesWrite, 3.4e7},
+       {m::kFp32Fma, 0},
+       {m::kFp32Add, 0},
+       {m::kFp32Mul, 0},
+       {m::kFp16Fma, 0},
+       {m::kTensorGmmaBf16Ops, 0},
+       {m::kTensorPipePct, 0},
+       {m::kAchievedOccupancyPct, 80}});
+  const KernelDerivation d = only(run(b));
+  EXPECT_EQ(d.bottleneck, Bottleneck::issue);
+  EXPECT_EQ(d.key_issue, "instruction issue");
+  EXPECT_NE(d.root_cause.find("no floating-point math"), std::string::npos);
+  for (const Opportunity& o : d.opportunities) {
+    EXPECT_EQ(o.action.find("compute roof"), std::string::npos) << o.action;
+    EXPECT_EQ(o.action.find("tensor cores"), std::string::npos) << o.action;
+  }
+  ASSERT_FALSE(d.opportunities.empty());
+  EXPECT_EQ(actions(d)[0], "Fewer instructions per element");
+  // Half the instructions: issue would fall to 35.5 %, still above DRAM's 19 %.
+  EXPECT_NEAR(d.opportunities[0].estimated_gain, 0.5, 1e-9);
+}
+
+// The same copy as Nsight Compute saw it (SM 46 %, DRAM 19 %): nothing near its peak, so
+// latency-bound, as ncu says; never compute-bound.
+TEST(Counters, ZeroFlopKernelBelowEveryPeakIsLatencyBound) {
+  CounterTraceBuilder b;
+  b.launch("copy_to_bf16(float const*, __nv_bfloat16*, long)", 24.4, 131072, 128, 24, 0,
+           {{m::kDuration, 24'400},
+            {m::kSmThroughputPct, 46},
+            {m::kDramThroughputPct, 19},
+            {m::kDramBytesRead, 6.7e7},
+            {m::kDramBytesWrite, 3.4e7},
+            {m::kFp32Fma, 0}});
+  EXPECT_EQ(only(run(b)).bottleneck, Bottleneck::latency);
+}
+
+// An mma.sync kernel under the roofline set counts no GMMA ops, and without ceilings its busy
+// tensor pipe gives no FLOP estimate: still math, so compute-bound, not issue-bound.
+TEST(Counters, ABusyTensorPipeIsMathEvenWithoutACeiling) {
+  CounterTraceBuilder b;
+  b.launch("hmma_gemm(Params)", 500, 264, 256, 128, 0,
+           {{m::kDuration, 500'000},
+            {m::kIssueActivePct, 70},
+            {m::kDramThroughputPct, 20},
+            {m::kDramBytesRead, 1e8},
+            {m::kFp32Fma, 0},
+            {m::kTensorGmmaBf16Ops, 0},
+            {m::kTensorPipePct, 75}});
+  EXPECT_EQ(only(run(b, {})).bottleneck, Bottleneck::compute);
+}
+
+// A cuDNN kernel limited by its registers: the user cannot cap them with __launch_bounds__; the
+// change is another engine.
+TEST(Counters, LibraryKernelGetsAnAlgorithmNotASourceEdit) {
+  CounterTraceBuilder b;
+  trace::KernelRecord& k =
+      b.launch("void cudnn::fusion::compute_attention_fwd<128, 64>(Params)", 300, 1056, 256, 255, 0,
+               {{m::kDuration, 300'000},
+                {m::kSmThroughputPct, 34},
+                {m::kMemoryThroughputPct, 45},
+                {m::kDramThroughputPct, 11},
+                {m::kDramBytesRead, 9.0e7},
+                {m::kDramBytesWrite, 1.0e7},
+                {m::kFp32Fma, 2.0e9},
+                {m::kLocalLoadSectors, 2.0e6},
+                {m::kLocalStoreSectors, 2.0e6},
+                {m::kAchievedOccupancyPct, 12.2}});
+  k.local_memory_per_thread_bytes = 64;
+  const KernelDerivation d = only(run(b));
+  EXPECT_EQ(d.library, "cuDNN");
+  EXPECT_EQ(d.bottleneck, Bottleneck::latency);
+  ASSERT_EQ(d.opportunities.size(), 1u);
+  EXPECT_NE(d.opportunities[0].action.find("cuDNN engine"), std::string::npos);
+  EXPECT_EQ(d.opportunities[0].action.find("__launch_bounds__"), std::string::npos);
+  EXPECT_NEAR(d.opportunities[0].estimated_gain, 1 - 45.0 / 90, 1e-9);
+  for (const char* name :
+       {"pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128> >(Params)",
+        "fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel)",
+        "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+        "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN"}) {
+    CounterTraceBuilder lib;
+    lib.launch(name, 300, 1056, 256, 64, 0, {{m::kDuration, 300'000}});
+    EXPECT_FALSE(only(run(lib)).library.empty()) << name;
+  }
+  CounterTraceBuilder own;
+  own.spilling();
+  EXPECT_EQ(only(run(own)).library, "");
+}
+
+namespace stalls {
+// A stall profile (`--metrics stalls`): issue activity and the warps per issued instruction in
+// each state; the rest of the reasons share `rest` evenly.
+void launch(CounterTraceBuilder& b, double issue_pct,
+            std::initializer_list<std::pair<std::string_view, double>> reasons, double rest = 0) {
+  std::vector<std::pair<std::string, double>> values = {
+      {std::string(m::kDuration), 200'000}, {std::string(m::kIssueActivePct), issue_pct}};
+  const std::size_t others = std::size(m::kStallReasons) - reasons.size();
+  for (std::string_view reason : m::kStallReasons) {
+    double v = rest / static_cast<double>(others);
+    for (const auto& [name, value] : reasons)
+      if (name == reason) v = value;
+    values.emplace_back(fmt::format("{}{}{}", m::kStallPrefix, reason, m::kStallSuffix), v);
+  }
+  trace::KernelRecord& k =
+      b.launch("stencil(float const*, float*, int)", 200, 2112, 256, 32, 0, {});
+  for (const auto& [name, value] : values)
+    b.t.counters.push_back({0, k.correlation_id, name, value});
+}
+}  // namespace stalls
+
+// Shares are of all warp cycles ("selected" included: the sum is the cycles per issued
+// instruction, as Nsight Compute's warp-state section reads), largest first.
+TEST(Counters, StallSharesAreOfAllWarpCyclesLargestFirst) {
+  CounterTraceBuilder b;
+  stalls::launch(b, 30, {{"long_scoreboard", 6.0}, {"wait", 1.5}, {"selected", 1.0}}, 1.5);
+  const KernelDerivation d = only(run(b));
+  ASSERT_EQ(d.stalls.size(), std::size(m::kStallReasons));
+  ASSERT_TRUE(d.warp_cycles_per_issue);
+  EXPECT_NEAR(*d.warp_cycles_per_issue, 10.0, 1e-9);
+  EXPECT_EQ(d.stalls[0].reason, "long_scoreboard");
+  EXPECT_NEAR(d.stalls[0].share, 0.6, 1e-9);
+  EXPECT_EQ(d.stalls[1].reason, "wait");
+  EXPECT_EQ(d.stalls[2].reason, "selected");
+  double sum = 0;
+  for (const StallShare& s : d.stalls) sum += s.share;
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  EXPECT_EQ(d.stall_cause, StallCause::memory_latency);
+  // A stall profile alone decides what it can: latency-bound on memory, and says DRAM
+  // throughput would tell memory-bound from it.
+  EXPECT_EQ(d.bottleneck, Bottleneck::latency);
+  EXPECT_EQ(d.key_issue, "memory latency (long_scoreboard 60%)");
+  EXPECT_NE(d.root_cause.find("top stalls: long_scoreboard 60%, wait 15%, selected 10%"),
+            std::string::npos)
+      << d.root_cause;
+  bool said = false;
+  for (const auto& u : d.unknown) said |= u.find(m::kDramThroughputPct) != std::string::npos;
+  EXPECT_TRUE(said);
+  ASSERT_FALSE(d.opportunities.empty());
+  EXPECT_EQ(actions(d)[0], "Keep more memory requests in flight");
+  EXPECT_NEAR(d.opportunities[0].estimated_gain, 0.6 * 0.7, 1e-9);  // share x what issue leaves
+}
+
+// Each reason's rule, from a stall profile alone.
+TEST(Counters, EachStallReasonDecidesItsVerdict) {
+  struct Case {
+    std::string_view reason;
+    double issue_pct;
+    Bottleneck verdict;
+    StallCause cause;
+  };
+  const Case cases[] = {
+      {"long_scoreboard", 20, Bottleneck::latency, StallCause::memory_latency},
+      {"barrier", 20, Bottleneck::latency, StallCause::synchronisation},
+      {"membar", 20, Bottleneck::latency, StallCause::synchronisation},
+      {"math_pipe_throttle", 40, Bottleneck::compute, StallCause::compute_pipe},
+      {"math_pipe_throttle", 80, Bottleneck::compute, StallCause::compute_pipe},
+      {"mio_throttle", 30, Bottleneck::memory, StallCause::shared_memory},
+      {"short_scoreboard", 30, Bottleneck::latency, StallCause::shared_memory},
+      {"lg_throttle", 30, Bottleneck::memory, StallCause::memory_queue},
+      {"tex_throttle", 30, Bottleneck::memory, StallCause::memory_queue},
+      {"wait", 30, Bottleneck::latency, StallCause::dependency},
+      {"no_instruction", 30, Bottleneck::latency, StallCause::instruction_fetch},
+      {"branch_resolving", 30, Bottleneck::latency, StallCause::instruction_fetch},
+      {"not_selected", 30, Bottleneck::issue, StallCause::issue},
+      {"dispatch_stall", 30, Bottleneck::issue, StallCause::issue},
+      {"long_scoreboard", 75, Bottleneck::issue, StallCause::memory_latency},  // issue busy
+      {"gmma", 40, Bottleneck::compute, StallCause::compute_pipe},
+      {"drain", 30, Bottleneck::latency, StallCause::other},
+  };
+  for (const Case& c : cases) {
+    CounterTraceBuilder b;
+    stalls::launch(b, c.issue_pct, {{c.reason, 5.0}, {"selected", 1.0}}, 2.0);
+    const KernelDerivation d = only(run(b));
+    EXPECT_EQ(d.stall_cause, c.cause) << c.reason;
+    EXPECT_EQ(d.bottleneck, c.verdict) << c.reason << " at issue " << c.issue_pct << " %";
+    EXPECT_NE(d.key_issue, "not enough counters") << c.reason;
+  }
+}
+
+TEST(Counters, NoDominantStallLeavesTheVerdictOpenAndSaysWhy) {
+  CounterTraceBuilder b;
+  stalls::launch(b, 30, {}, 10);  // every reason alike: none holds a quarter
+  const KernelDerivation d = only(run(b));
+  EXPECT_EQ(d.stall_cause, StallCause::none);
+  EXPECT_EQ(d.bottleneck, Bottleneck::unknown);
+  EXPECT_NE(d.root_cause.find("--metrics roofline,stalls"), std::string::npos);
+  bool said = false;
+  for (const auto& u : d.unknown) said |= u.find("no stall reason dominates") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// With throughput collected too, the verdict is the throughput's; the stalls name the cause
+// and the change.
+TEST(Counters, StallsRefineALatencyVerdict) {
+  CounterTraceBuilder b;
+  stalls::launch(b, 25, {{"barrier", 7.0}, {"selected", 1.0}}, 2.0);
+  b.t.counters.push_back(
+      {0, b.t.kernels.back().correlation_id, std::string(m::kDramThroughputPct), 30});
+  b.t.counters.push_back(
+      {0, b.t.kernels.back().correlation_id, std::string(m::kMemoryThroughputPct), 35});
+  const KernelDerivation d = only(run(b));
+  EXPECT_EQ(d.bottleneck, Bottleneck::latency);
+  EXPECT_EQ(d.stall_cause, StallCause::synchronisation);
+  EXPECT_EQ(d.key_issue, "synchronisation (barrier 70%)");
+  ASSERT_FALSE(d.opportunities.empty());
+  EXPECT_EQ(actions(d)[0], "Wait less at barriers");
+  EXPECT_NEAR(d.opportunities[0].estimated_gain, 0.7 * 0.65, 1e-9);
+}
+
+// A library kernel's stalls are shown, but its change stays the algorithm.
+TEST(Counters, LibraryKernelStallsGiveNoSourceEdit) {
+  CounterTraceBuilder b;
+  stalls::launch(b, 20, {{"long_scoreboard", 6.0}, {"selected", 1.0}}, 3.0);
+  b.t.kernels.back().name = b.t.kernels.back().demangled_name =
+      "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN";
+  const KernelDerivation d = only(run(b));
+  EXPECT_EQ(d.library, "cuBLAS");
+  EXPECT_EQ(d.stall_cause, StallCause::memory_latency);
+  ASSERT_EQ(d.opportunities.size(), 1u);
+  EXPECT_NE(d.opportunities[0].action.find("cuBLASLt algorithm"), std::string::npos);
+}
+
+// The counters of a kernel profiled at two sizes: the analysis reads the size that owns its
+// time (the 131072-block launches), not the first one profiled (8192 blocks, 12 us).
+TEST(Counters, TheShapeThatOwnsTheTimeIsTheKernelsDerivation) {
+  CounterTraceBuilder b;
+  const std::string copy = "copy_to_bf16(float const*, __nv_bfloat16*, long)";
+  b.launch(copy, 12, 8192, 128, 24, 0, {{m::kDuration, 12'000}, {m::kSmThroughputPct, 70}});
+  b.launch(copy, 200, 131072, 128, 24, 0, {{m::kDuration, 200'000}, {m::kSmThroughputPct, 40}});
+  for (int i = 0; i < 15; ++i) {  // unprofiled launches of each size
+    b.kernel(copy, 1000 + 300 * i, 1200 + 300 * i, 5000 + i).grid_x = 131072;
+    b.t.kernels.back().block_x = 128;
+    b.t.kernels.back().registers_per_thread = 24;
+  }
+  b.kernel(copy, 9000, 9012, 6000).grid_x = 8192;
+  b.t.kernels.back().block_x = 128;
+  b.t.kernels.back().registers_per_thread = 24;
+  const CounterAnalysis a = run(b);
+  ASSERT_EQ(a.kernels.size(), 2u);
+  const KernelDerivation* owner = a.owning(copy);
+  ASSERT_NE(owner, nullptr);
+  EXPECT_EQ(owner, &a.kernels[0]);
+  EXPECT_EQ(owner->shape.grid.x, 131072);
+  EXPECT_EQ(owner->shape_launches, 16u);
+  EXPECT_EQ(owner->shape_total_ns, 16 * 200'000);
+  EXPECT_EQ(a.kernels[1].shape.grid.x, 8192);
+  EXPECT_EQ(a.kernels[1].shape_launches, 2u);
+  EXPECT_EQ(a.kernels[1].shape_total_ns, 24'000);
+  EXPECT_EQ(a.owning("never_profiled(int)"), nullptr);
+}
+
+// A trace that carries its ceilings is read against them, whatever the reading machine has;
+// an older trace falls back to the machine's.
+TEST(Counters, TheTracesOwnCeilingsComeFirst) {
+  CounterTraceBuilder b;
+  b.copy();
+  add_h100_identity(b.t);
+  b.t.metadata.identity->devices[0].uuid = "GPU-1";
+  trace::TraceCeilings carried;
+  carried.device_uuid = "GPU-1";
+  carried.dram_bytes_per_s = 3.35e12;
+  carried.fp32_flop_per_s = 66.9e12;
+  carried.bf16_flop_per_s = carried.fp16_flop_per_s = 989.4e12;
+  carried.kind = "datasheet";
+  carried.source = "datasheet of the NVIDIA H100 SXM5 80GB";
+  b.t.metadata.ceilings = {carried};
+  AnalysisOptions options;
+  options.ceilings = h100_ceilings();
+  options.ceilings.origin = CeilingsOrigin::reading_store;
+  MemorySource source(b.t);
+  const Analysis a = analyze(source, options);
+  EXPECT_EQ(a.counters.ceilings.origin, CeilingsOrigin::trace);
+  EXPECT_EQ(a.counters.ceilings.kind, "datasheet");
+  EXPECT_DOUBLE_EQ(a.counters.ceilings.dram_bytes_per_s, 3.35e12);
+  EXPECT_NEAR(a.counters.kernels.at(0).roofline->ridge_flop_per_byte, 66.9 / 3.35, 1e-9);
+
+  b.t.metadata.ceilings.clear();  // a trace of schema 4
+  MemorySource old(b.t);
+  const Analysis fallback = analyze(old, options);
+  EXPECT_EQ(fallback.counters.ceilings.origin, CeilingsOrigin::reading_store);
+  EXPECT_DOUBLE_EQ(fallback.counters.ceilings.dram_bytes_per_s, 3.0e12);
 }
 
 TEST(Counters, TraceWithoutCountersHasNoDerivation) {

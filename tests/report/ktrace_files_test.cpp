@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "counter_samples.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/report/chrome_trace.hpp"
@@ -222,7 +223,7 @@ TEST(Cli, ReportComparesOldWithNewAndPrintsTheContract) {
       "report " + old_trace.string() + " " + new_trace.string() + " --format contract", env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"# Profile contract", "## Stages", "No counters in this trace",
-                        "none stored: run ktune calibrate",
+                        "none: the trace carries none and this machine has no calibration",
                         "## Compared with the baseline, per launch", "| +0.0 % |", "within_noise"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   r = test::run_ktune(
@@ -313,6 +314,47 @@ TEST(Cli, DamagedTraceFailsWithOneSentenceNamingTheField) {
       EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
     }
   }
+}
+
+// A trace older than carried ceilings (schema 1 here, recorded on an H200) is read against the
+// reading machine's: no calibration in this store, so the H200's datasheet, labelled as both.
+TEST(ReportCli, AnOldTraceFallsBackToTheReadingMachinesCeilings) {
+  const auto trace =
+      std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace";
+  const auto missing = std::filesystem::temp_directory_path() / "ktune-no-store-yet" / "s.db";
+  const auto r =
+      test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(r.out)["counters"]["ceilings"];
+  EXPECT_EQ(c["origin"], "reading machine's store");
+  EXPECT_EQ(c["kind"], "datasheet");
+  EXPECT_DOUBLE_EQ(c["dram_bytes_per_s"].get<double>(), 4.8e12);
+  EXPECT_NE(c["source"].get<std::string>().find("predates carried ceilings"), std::string::npos);
+}
+
+// A trace that carries its ceilings reads the same on any machine: the store is not consulted.
+TEST(ReportCli, ATraceCarryingCeilingsIsReadAgainstThem) {
+  TempDir dir;
+  trace::Trace t = analyze::test::sample_counter_trace();
+  t.metadata.identity->devices[0].uuid = "GPU-carried";
+  trace::TraceCeilings carried;
+  carried.device_uuid = "GPU-carried";
+  carried.dram_bytes_per_s = 3.1e12;
+  carried.fp32_flop_per_s = 52e12;
+  carried.bf16_flop_per_s = carried.fp16_flop_per_s = 700e12;
+  carried.kind = "calibration";
+  carried.source = "ktune calibrate on NVIDIA H100 80GB HBM3 at 2026-11-20T10:00:00Z";
+  t.metadata.ceilings = {carried};
+  const auto path = dir.path / "carried.ktrace";
+  trace::write_ktrace(path, t);
+  const auto r = test::run_ktune("--db " + (dir.path / "none.db").string() +
+                                 " report --format json " + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(r.out)["counters"]["ceilings"];
+  EXPECT_EQ(c["origin"], "trace");
+  EXPECT_EQ(c["kind"], "calibration");
+  EXPECT_DOUBLE_EQ(c["dram_bytes_per_s"].get<double>(), 3.1e12);
+  EXPECT_EQ(c["source"], carried.source);
 }
 
 }  // namespace

@@ -72,10 +72,10 @@ TEST(ReportCounters, WithoutCountersThereIsNoVerdictTable) {
 // Pins the derivation's JSON shape: a change here needs a new report schema_version.
 TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
   const json j = json::parse(render_json(analysis_of(counter_trace()), {}));
-  EXPECT_EQ(j["schema_version"], 7);
+  EXPECT_EQ(j["schema_version"], 8);
   const json& c = j["counters"];
   EXPECT_EQ(keys(c["ceilings"]), (Keys{"bf16_flop_per_s", "dram_bytes_per_s", "fp16_flop_per_s",
-                                       "fp32_flop_per_s", "source"}));
+                                       "fp32_flop_per_s", "kind", "origin", "source"}));
   EXPECT_EQ(c["profiled_launches"], 7);
   ASSERT_EQ(c["kernels"].size(), 7u);
   const json& k = c["kernels"][0];  // the longest: the locality GEMM (2 ms)
@@ -96,6 +96,7 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
                            "l2_hit_pct",
                            "launch",
                            "launches",
+                           "library",
                            "local_memory_bytes",
                            "local_memory_per_thread_bytes",
                            "memory_pct",
@@ -104,12 +105,23 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
                            "opportunities",
                            "roofline",
                            "root_cause",
+                           "shape_launches",
+                           "shape_total_ns",
                            "sm_pct",
+                           "stall_cause",
+                           "stalls",
                            "tensor_flop",
                            "tensor_pct",
                            "theoretical_occupancy",
+                           "tune_command",
                            "unknown",
+                           "warp_cycles_per_issue",
                            "waves_per_sm"}));
+  EXPECT_EQ(k["shape_launches"], 1);
+  EXPECT_EQ(k["shape_total_ns"], 2'000'000);
+  EXPECT_EQ(k["library"], "");
+  EXPECT_TRUE(k["stalls"].empty());  // no stalls set: an empty list
+  EXPECT_EQ(k["stall_cause"], "none");
   EXPECT_EQ(k["name"], "sgemm_naive(float const*, float const*, float*, int)");
   EXPECT_EQ(k["bottleneck"], "locality");
   EXPECT_EQ(keys(k["theoretical_occupancy"]),
@@ -122,6 +134,42 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
   bool full_name = false;
   for (const auto& x : c["kernels"]) full_name |= x["name"] == "attention_fwd<128, 64>(Params)";
   EXPECT_TRUE(full_name);
+}
+
+// A stall profile: every reason with its share in JSON, the top three in the tables, the cause
+// beside the verdict, and the launch the counters were taken on.
+TEST(ReportCounters, StallReasonsAreShownWithTheirShares) {
+  CounterTraceBuilder b;
+  trace::KernelRecord& k =
+      b.launch("stencil(float const*, float*, int)", 200, 2112, 256, 32, 0,
+               {{analyze::test::m::kDuration, 200'000}, {analyze::test::m::kIssueActivePct, 30}});
+  const std::pair<const char*, double> reasons[] = {
+      {"long_scoreboard", 6.0}, {"wait", 1.5}, {"selected", 1.0}, {"barrier", 0.5}, {"misc", 1.0}};
+  for (const auto& [reason, value] : reasons)
+    b.t.counters.push_back({0, k.correlation_id,
+                            std::string(analyze::test::m::kStallPrefix) + reason +
+                                std::string(analyze::test::m::kStallSuffix),
+                            value});
+  analyze::test::add_h100_identity(b.t);
+  const analyze::Analysis a = analysis_of(b.t);
+  const json j = json::parse(render_json(a, {}));
+  const json& d = j["counters"]["kernels"][0];
+  ASSERT_EQ(d["stalls"].size(), 5u);
+  EXPECT_EQ(keys(d["stalls"][0]), (Keys{"reason", "share", "warps_per_issue"}));
+  EXPECT_EQ(d["stalls"][0]["reason"], "long_scoreboard");
+  EXPECT_DOUBLE_EQ(d["stalls"][0]["share"].get<double>(), 0.6);
+  EXPECT_EQ(d["stall_cause"], "memory latency");
+  EXPECT_EQ(d["bottleneck"], "latency-bound");
+  const std::string t = render_text(a, {});
+  for (const char* s : {"Top stalls", "long_scoreboard 60%, wait 15%, selected 10%",
+                        "latency-bound (memory latency)", "2112x1x1 256x1x1"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  const std::string md = render_contract(a, {});
+  for (const char* s :
+       {"| Top stalls |", "long_scoreboard 60%, wait 15%, selected 10%",
+        "profiled launch: grid 2112x1x1 block 256x1x1, 1 profiled at 200.00 us each; "
+        "launches of that shape: 1, 200.00 us in all"})
+    EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
 }
 
 // The profile contract is pinned line by line. KTUNE_UPDATE_GOLDEN=1 rewrites the golden file

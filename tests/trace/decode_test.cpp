@@ -198,6 +198,61 @@ TEST(Decode, IgnoresKindsTheTraceDoesNotKeep) {
   EXPECT_EQ(out.record_count(), 0u);
 }
 
+// The grid and block of a launch, read from its callback parameters as the counter tier reads
+// them at the launch's entry.
+TEST(Decode, LaunchSizeFromRuntimeAndDriverLaunchParameters) {
+  cudaLaunchKernel_v7000_params runtime{};
+  runtime.gridDim = {131072, 1, 1};
+  runtime.blockDim = {128, 1, 1};
+  LaunchSize s = launch_size(CUPTI_CB_DOMAIN_RUNTIME_API,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime);
+  EXPECT_EQ(s.blocks, 131072u);
+  EXPECT_EQ(s.threads_per_block, 128u);
+
+  cudaLaunchConfig_t config{};
+  config.gridDim = {4, 3, 2};
+  config.blockDim = {32, 4, 1};
+  cudaLaunchKernelExC_v11060_params ex{};
+  ex.config = &config;
+  s = launch_size(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                  &ex);
+  EXPECT_EQ(s.threads(), 24u * 128);
+
+  cuLaunchKernel_params driver{};
+  driver.gridDimX = 132;
+  driver.gridDimY = driver.gridDimZ = 1;
+  driver.blockDimX = 384;
+  driver.blockDimY = driver.blockDimZ = 1;
+  s = launch_size(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &driver);
+  EXPECT_EQ(s.blocks, 132u);
+  EXPECT_EQ(s.threads_per_block, 384u);
+
+  CUlaunchConfig driver_config{};
+  driver_config.gridDimX = 8;
+  driver_config.gridDimY = driver_config.gridDimZ = 1;
+  driver_config.blockDimX = 256;
+  driver_config.blockDimY = driver_config.blockDimZ = 1;
+  cuLaunchKernelEx_params driver_ex{};
+  driver_ex.config = &driver_config;
+  s = launch_size(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &driver_ex);
+  EXPECT_EQ(s.threads(), 8u * 256);
+
+  // What it cannot read is 0: the selector's size rule then stays out of the way.
+  const cuLaunchKernelEx_params no_config{};
+  EXPECT_EQ(
+      launch_size(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &no_config)
+          .threads(),
+      0u);
+  EXPECT_EQ(
+      launch_size(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &runtime)
+          .threads(),
+      0u);
+  EXPECT_EQ(launch_size(CUPTI_CB_DOMAIN_RUNTIME_API,
+                        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, nullptr)
+                .threads(),
+            0u);
+}
+
 TEST(Decode, NamesForCuptiEnums) {
   EXPECT_STREQ(memcpy_kind_name(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD), "HtoD");
   EXPECT_STREQ(memcpy_kind_name(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP), "PtoP");

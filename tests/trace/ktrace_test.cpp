@@ -128,8 +128,8 @@ TEST(Ktrace, SchemaIsPinned) {
     sqlite3_finalize(s);
     return v;
   };
-  EXPECT_EQ(one("PRAGMA user_version"), "4");
-  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "4");
+  EXPECT_EQ(one("PRAGMA user_version"), "5");
+  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "5");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
                 "type='table' ORDER BY name)"),
             "api_calls,counters,drops,gemm_calls,gemm_events,kernels,memcpys,memsets,metadata,"
@@ -149,8 +149,8 @@ TEST(Ktrace, SchemaIsPinned) {
             "dynamic_shared_bytes,local_memory_per_thread_bytes,local_memory_total_bytes,"
             "graph_id,graph_node_id");
   EXPECT_EQ(one("SELECT group_concat(key, ',') FROM (SELECT key FROM metadata ORDER BY key)"),
-            "capped_records,command_line,complete,dropped_records,finished_at,identity,mode,pid,"
-            "ppid,records,schema_version,started_at,tracer_version,window");
+            "capped_records,ceilings,command_line,complete,dropped_records,finished_at,identity,"
+            "mode,pid,ppid,records,schema_version,started_at,tracer_version,window");
   // Interned: two kernels, one memcpy kind etc., each distinct string stored once.
   EXPECT_EQ(one("SELECT COUNT(*) - COUNT(DISTINCT value) FROM strings"), "0");
   sqlite3_close(db);
@@ -541,6 +541,10 @@ TEST(KtraceReader, MetadataOfTheWrongTypeGetsOneSentence) {
       {"UPDATE metadata SET value = '{\"delay_s\": \"soon\"}' WHERE key = 'window'",
        "field 'window.delay_s' must be a number, not \"soon\""},
       {"UPDATE metadata SET value = '{\"host\": 7}' WHERE key = 'identity'", "field 'identity'"},
+      {"UPDATE metadata SET value = '{}' WHERE key = 'ceilings'",
+       "field 'ceilings' must be an array"},
+      {"UPDATE metadata SET value = '[{\"dram_bytes_per_s\": \"fast\"}]' WHERE key = 'ceilings'",
+       "field 'ceilings[0].dram_bytes_per_s' must be a number, not \"fast\""},
   };
   int n = 0;
   for (const auto& c : cases) {
@@ -607,6 +611,66 @@ TEST(Ktrace, VersionOneTraceStillReads) {
   std::size_t counters = 0;
   reader.counters([&](const CounterRecord&) { ++counters; });
   EXPECT_EQ(counters, 0u);
+}
+
+TraceCeilings h100_datasheet() {
+  TraceCeilings c;
+  c.device_uuid = "GPU-5e1d";
+  c.dram_bytes_per_s = 3.35e12;
+  c.fp32_flop_per_s = 66.9e12;
+  c.bf16_flop_per_s = c.fp16_flop_per_s = 989.4e12;
+  c.kind = "datasheet";
+  c.source = "datasheet of the NVIDIA H100 SXM5 80GB";
+  return c;
+}
+
+void expect_same(const TraceCeilings& a, const TraceCeilings& b) {
+  EXPECT_EQ(std::tie(a.device_uuid, a.dram_bytes_per_s, a.fp32_flop_per_s, a.bf16_flop_per_s,
+                     a.fp16_flop_per_s, a.kind, a.source),
+            std::tie(b.device_uuid, b.dram_bytes_per_s, b.fp32_flop_per_s, b.bf16_flop_per_s,
+                     b.fp16_flop_per_s, b.kind, b.source));
+}
+
+// The ceilings a trace was profiled under travel in its metadata, written with the trace or filed
+// afterwards (ktune profile does, once the program exits).
+TEST(Ktrace, CeilingsRoundTripAndAreFiledIntoAFinishedTrace) {
+  TempDir dir;
+  Trace in = sample_trace();
+  in.metadata.ceilings = {h100_datasheet()};
+  write_ktrace(dir.path / "with.ktrace", in);
+  const TraceMetadata with = read_ktrace(dir.path / "with.ktrace").metadata;
+  ASSERT_EQ(with.ceilings.size(), 1u);
+  expect_same(with.ceilings[0], h100_datasheet());
+
+  write_ktrace(dir.path / "later.ktrace", sample_trace());
+  EXPECT_TRUE(read_ktrace(dir.path / "later.ktrace").metadata.ceilings.empty());
+  TraceCeilings calibrated = h100_datasheet();
+  calibrated.kind = "calibration";
+  calibrated.dram_bytes_per_s = 3.0e12;
+  write_ktrace_ceilings(dir.path / "later.ktrace", {calibrated});
+  const Trace later = read_ktrace(dir.path / "later.ktrace");
+  ASSERT_EQ(later.metadata.ceilings.size(), 1u);
+  expect_same(later.metadata.ceilings[0], calibrated);
+  EXPECT_EQ(later.kernels.size(), sample_trace().kernels.size());  // nothing else changed
+}
+
+// Older traces have no ceilings: they read as having none, and none are filed into them (the
+// metadata would claim a schema the file does not have).
+TEST(Ktrace, AnOlderTraceReadsWithoutCeilingsAndTakesNone) {
+  const auto fixture = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests" / "fixtures" / "traces" /
+                       "torch_layer_h200.ktrace";
+  TempDir dir;
+  std::filesystem::copy_file(fixture, dir.path / "old.ktrace");
+  EXPECT_LT(KtraceReader(dir.path / "old.ktrace").metadata().schema_version, 5);
+  EXPECT_TRUE(KtraceReader(dir.path / "old.ktrace").metadata().ceilings.empty());
+  try {
+    write_ktrace_ceilings(dir.path / "old.ktrace", {h100_datasheet()});
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ceilings are filed only into traces of version 5"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 GemmCallRecord gemm_bias_call() {

@@ -67,6 +67,54 @@ TEST(LaunchSelector, TimeBoxStopsProfiling) {
   EXPECT_FALSE(s.select("b"));
 }
 
+std::string picks_sized(LaunchSelector& s, std::string_view name,
+                        std::initializer_list<std::uint64_t> blocks) {
+  std::string out;
+  for (std::uint64_t b : blocks) out += s.select(name, {b, 128}) ? 'x' : '.';
+  return out;
+}
+
+// The copy of the issue: first launched at grid 8192, while its 131072-block launches own the
+// time. A later launch of at least twice the threads is profiled too, up to --launch-shapes
+// sizes; a size no larger, or growing by small steps, is not.
+TEST(LaunchSelector, LargerLaunchShapesAreProfiledUpToTheCap) {
+  LaunchSelector s({});
+  EXPECT_EQ(picks_sized(s, "copy", {8192, 8192, 131072, 131072, 8192, 200000, 262144}), "x.x...x");
+  EXPECT_EQ(s.profiled_launches(), 3u);
+  EXPECT_EQ(s.profiled_kernels(), 1u);
+
+  CounterSelection c;
+  c.launch_shapes = 3;
+  LaunchSelector capped(c);
+  EXPECT_EQ(picks_sized(capped, "k", {1, 2, 4, 8, 16, 32}), "xxx...");
+
+  c.launch_shapes = 1;  // only the scheduled launches
+  LaunchSelector first_only(c);
+  EXPECT_EQ(picks_sized(first_only, "k", {8192, 131072}), "x.");
+}
+
+TEST(LaunchSelector, UnknownSizesAndUnmatchedKernelsAreNeverGrown) {
+  CounterSelection c;
+  c.kernel_regex = "gemm";
+  LaunchSelector s(c);
+  EXPECT_EQ(picks_sized(s, "copy", {1, 1000}), "..");  // not matched
+  EXPECT_TRUE(s.select("gemm", {}));                   // size unknown: the scheduled launch
+  EXPECT_FALSE(s.select("gemm", {}));
+  EXPECT_TRUE(s.select("gemm", {64, 128}));  // the first size it can read is larger than none
+  EXPECT_FALSE(s.select("gemm", {100, 128}));
+}
+
+TEST(LaunchSelector, ALaterShapeRespectsTheSkipAndTheTimeBox) {
+  CounterSelection c;
+  c.launch_skip = 2;
+  c.time_box_s = 1;
+  LaunchSelector s(c);
+  // Not profiled yet (skipping): a larger size is no reason to start early.
+  EXPECT_EQ(picks_sized(s, "k", {1, 64, 64, 4096}), "..xx");
+  s.spent(2);
+  EXPECT_FALSE(s.select("k", {1 << 20, 128}));
+}
+
 TEST(LaunchSelector, BadRegexIsOneSentence) {
   CounterSelection c;
   c.kernel_regex = "gemm(";

@@ -133,6 +133,7 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   o.sync_records = true;
   o.latency_timestamps = true;
   o.overhead_records = true;
+  o.counters.launch_shapes = 2;
   std::map<std::string, std::string> vars;
   for (const auto& [k, v] : options_to_env(o)) vars[k] = v;
   const TracerOptions back = options_from_env(env_of(vars));
@@ -152,6 +153,7 @@ TEST(Options, RoundTripThroughTheEnvironment) {
   EXPECT_TRUE(back.sync_records);
   EXPECT_TRUE(back.latency_timestamps);
   EXPECT_TRUE(back.overhead_records);
+  EXPECT_EQ(back.counters.launch_shapes, 2u);
   // Every variable written is in the one documented list.
   for (const auto& [k, v] : vars) {
     bool listed = false;
@@ -175,6 +177,7 @@ TEST(Options, BadValuesNameTheVariable) {
   expect_error({{"KTUNE_TRACE_SAMPLE", "0"}}, "KTUNE_TRACE_SAMPLE");
   expect_error({{"KTUNE_TRACE_MAX_RECORDS", "12abc"}}, "KTUNE_TRACE_MAX_RECORDS");
   expect_error({{"KTUNE_TRACE_MODE", "everything"}}, "KTUNE_TRACE_MODE='everything'");
+  expect_error({{"KTUNE_TRACE_LAUNCH_SHAPES", "0"}}, "KTUNE_TRACE_LAUNCH_SHAPES");
   expect_error({{"KTUNE_TRACE_RANGE", "nvtx:"}}, "KTUNE_TRACE_RANGE");
   expect_error({{"KTUNE_TRACE_FLUSH_MS", "1"}}, "KTUNE_TRACE_FLUSH_MS");
 }

@@ -34,7 +34,8 @@ struct AnalysisOptions {
   std::size_t top_gaps = 20;        // largest gaps kept with their details
   std::size_t top_storms = 20;      // longest storms kept
   std::size_t timeline_bins = 400;  // resolution of the per-device utilisation strip
-  Ceilings ceilings;                // this GPU's calibrated ceilings, for the roofline verdicts
+  // The ceilings for a trace that carries none (older than schema 5): the reading machine's.
+  Ceilings ceilings;
 };
 
 struct KernelGroup {

@@ -19,15 +19,28 @@
 
 namespace ktune::analyze {
 
-// This GPU's ceilings as `ktune calibrate` measured them (store::CalibrationRecord); 0: unknown.
+// Where the ceilings of an analysis come from: the trace (ktune profile filed the ceilings it
+// ran under, schema 5 on), or, for an older trace, the store of the machine reading it.
+enum class CeilingsOrigin { none, trace, reading_store };
+const char* to_string(CeilingsOrigin o);  // "none", "trace", "reading machine's store"
+
+// The traced GPU's ceilings: `ktune calibrate`'s measurement, else the datasheet's; 0: unknown.
 struct Ceilings {
   double dram_bytes_per_s = 0;  // read + write
   double fp32_flop_per_s = 0;   // FMA = 2 FLOP
   double bf16_flop_per_s = 0;   // tensor cores, dense
   double fp16_flop_per_s = 0;
-  std::string source;  // where they come from, for the report ("calibrated on ... at ...")
+  std::string kind;    // "calibration" or "datasheet"
+  std::string source;  // where they come from, for the report ("ktune calibrate on ... at ...")
+  CeilingsOrigin origin = CeilingsOrigin::none;
   bool empty() const { return dram_bytes_per_s <= 0 && fp32_flop_per_s <= 0; }
 };
+
+// The ceilings a trace carries for its (first) traced GPU, nullopt when it carries none (a trace
+// older than schema 5, or profiled on a GPU with neither calibration nor datasheet).
+std::optional<Ceilings> trace_ceilings(const trace::TraceMetadata& metadata);
+// As a trace carries them: `c` with its origin set to the trace.
+Ceilings to_ceilings(const trace::TraceCeilings& c, CeilingsOrigin origin);
 
 // The thresholds of the verdict; docs/analysis.md explains each. First principles, not fitted.
 namespace threshold {
@@ -53,10 +66,45 @@ inline constexpr double kGoodL2HitPct = 80.0;
 inline constexpr double kLowOccupancyPct = 50.0;
 // Opportunities estimated to save less than this share of the kernel's time are not listed.
 inline constexpr double kMinGain = 0.02;
+// A stall reason holding at least this share of the warps' cycles names the kernel's limiter
+// (the top reason of a kernel that waits on one thing holds 40-80 %; below a quarter the
+// cycles are spread over several reasons and none explains the kernel alone).
+inline constexpr double kStallCauseShare = 0.25;
+// The stall reasons the report lists per kernel.
+inline constexpr std::size_t kTopStalls = 3;
 }  // namespace threshold
 
-enum class Bottleneck { memory, compute, latency, locality, launch, unknown };
-const char* to_string(Bottleneck b);  // "memory-bound", ..., "launch-bound", "unknown"
+// issue: the schedulers issue nearly every cycle, yet not math (a kernel doing no FLOP whose
+// instruction issue is the busiest unit: address arithmetic, conversions, loads and stores).
+enum class Bottleneck { memory, compute, latency, locality, launch, issue, unknown };
+const char* to_string(Bottleneck b);  // "memory-bound", ..., "issue-bound", "unknown"
+
+// What the warps wait on, read from the dominant stall reason (Nsight Compute's warp-state
+// reasons, grouped by the fix they call for). docs/analysis.md has the table.
+enum class StallCause {
+  none,               // no stall counters, or no reason holds kStallCauseShare
+  memory_latency,     // long_scoreboard: global/local memory results (L1TEX)
+  synchronisation,    // barrier, membar: __syncthreads, memory fences
+  compute_pipe,       // math_pipe_throttle, gmma: a math pipe (or the tensor cores) is busy
+  shared_memory,      // mio_throttle, short_scoreboard: shared memory and the MIO queue
+  memory_queue,       // lg_throttle, tex_throttle: the global-memory / texture instruction queue
+  dependency,         // wait: fixed-latency dependencies between instructions
+  instruction_fetch,  // no_instruction, branch_resolving, imc_miss: code fetch and branches
+  issue,              // selected, not_selected, dispatch_stall: the scheduler is the limit
+  other,              // drain, sleeping, misc
+};
+const char* to_string(StallCause c);  // "memory latency", "synchronisation", ...
+// The cause a stall reason ("long_scoreboard", as in trace::metric::kStallReasons) belongs to.
+StallCause stall_cause_of(std::string_view reason);
+
+// One warp-state reason: warps in that state per issued instruction (the metric's value) and its
+// share of all warp cycles (value / sum over every reason, "selected" included, as Nsight
+// Compute's warp-state chart reads: the sum is the warp cycles per issued instruction).
+struct StallShare {
+  std::string reason;  // Nsight Compute's name: "long_scoreboard", "barrier", ...
+  double warps_per_issue = 0;
+  double share = 0;  // 0..1
+};
 
 struct Opportunity {
   std::string action;     // one line: what to change
@@ -82,6 +130,9 @@ struct KernelCounters {
   trace::KernelRecord first;  // the first profiled launch: its attributes (local memory, grid)
   std::size_t launches = 0;
   std::uint64_t activity_ns = 0;  // summed KernelRecord durations
+  // Every launch of this kernel with this shape, profiled or not: the time the shape owns.
+  std::size_t shape_launches = 0;
+  std::int64_t shape_total_ns = 0;
   struct Sum {
     double total = 0;
     std::size_t launches = 0;  // that reported it
@@ -95,8 +146,12 @@ struct KernelDerivation {
   std::string name;  // full demangled name
   LaunchShape shape;
   std::uint32_t device_id = 0;
-  std::size_t launches = 0;    // profiled launches aggregated
-  double duration_ns = 0;      // mean per launch (counter tier, else activity tier)
+  std::size_t launches = 0;  // profiled launches aggregated
+  double duration_ns = 0;    // mean per profiled launch (counter tier, else activity tier)
+  // Every launch of the kernel with this shape, profiled or not, and their GPU time: with shapes
+  // of one kernel profiled apart, the analysis reads the one that owns the most time.
+  std::size_t shape_launches = 0;
+  std::int64_t shape_total_ns = 0;
   std::optional<double> flop;  // per launch, all precisions (tensor estimate included)
   std::optional<double> fp32_flop, fp16_flop, fp64_flop, tensor_flop;
   std::optional<double> flop_per_s;
@@ -110,6 +165,17 @@ struct KernelDerivation {
   std::uint32_t local_memory_per_thread_bytes = 0;  // spills and local arrays (compiler's count)
   std::optional<double> local_memory_bytes;         // per launch, local traffic (memory set)
   std::optional<RooflinePoint> roofline;
+  // Every collected stall reason, largest share first; empty without the stalls set.
+  std::vector<StallShare> stalls;
+  std::optional<double> warp_cycles_per_issue;  // the sum of the reasons
+  StallCause stall_cause = StallCause::none;    // the top reason's, when it holds enough
+  // The library the kernel belongs to ("cuBLAS", "cuDNN", "CUTLASS", "flash-attention", ...):
+  // its code is not the user's, so the advice is another algorithm, never a source edit. "":
+  // the user's own kernel (or one ktune does not recognise).
+  std::string library;
+  // `ktune tune --library cublaslt ...` for the GEMM problem whose calls launched this kernel
+  // (ktune profile --gemm-shapes), "" when none is known.
+  std::string tune_command;
   Bottleneck bottleneck = Bottleneck::unknown;
   std::string root_cause;                  // two sentences
   std::string key_issue;                   // a few words for a table
@@ -128,9 +194,13 @@ struct DeviceFacts {
 struct CounterAnalysis {
   Ceilings ceilings;
   std::size_t profiled_launches = 0;
-  std::size_t unmatched_launches = 0;     // counter values whose correlation id has no kernel
-  std::vector<KernelDerivation> kernels;  // by profiled time (duration x launches), descending
+  std::size_t unmatched_launches = 0;  // counter values whose correlation id has no kernel
+  // By the time their shape owns (shape_total_ns), descending: a kernel's first derivation is
+  // the shape that owns most of its time.
+  std::vector<KernelDerivation> kernels;
   bool empty() const { return kernels.empty(); }
+  // The derivation of `name` whose shape owns the most GPU time; nullptr when not profiled.
+  const KernelDerivation* owning(std::string_view name) const;
 };
 
 // Derives one kernel's numbers, verdict, root cause and opportunities.
@@ -140,6 +210,11 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
 // Joins the source's counter values to their launches, groups them by (name, launch shape) and
 // derives each group. A source without counters gives an empty analysis.
 CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings);
+
+// Gives each library kernel whose GEMM problem the trace recorded (--gemm-shapes) the command
+// that tunes it: the problem with the most GPU time among those whose calls launched it.
+struct GemmCalls;
+void attach_gemm_problems(CounterAnalysis& counters, const GemmCalls& gemm);
 
 // The device facts of `device_id` from trace metadata (identity block), empty when not recorded.
 DeviceFacts device_facts(const trace::TraceMetadata& metadata, std::uint32_t device_id);

@@ -31,6 +31,8 @@ struct GemmShape {
   // captured into a CUDA graph runs at replay, where no call launches it).
   std::int64_t gpu_ns = 0;
   std::uint64_t timed_calls = 0;
+  // The kernels (display names) its calls launched, so a profiled kernel finds its problem.
+  std::vector<std::string> kernels;
 };
 
 struct GemmCalls {
@@ -46,6 +48,7 @@ struct GemmCalls {
 struct GemmTiming {
   std::int64_t gpu_ns = 0;
   std::uint64_t timed_calls = 0;
+  std::vector<std::string> kernels;  // display names, each once
 };
 
 // Groups `records` by problem (sizes, batch, types, compute and scale type, transposes,
@@ -75,9 +78,10 @@ class GemmTimer {
   };
   std::vector<trace::GemmEventRecord> events_;
   std::map<ThreadKey, std::vector<std::size_t>> threads_;
-  std::vector<std::uint8_t> launches_;  // per event
-  std::vector<bool> timed_;             // per event
-  std::vector<std::int64_t> gpu_ns_;    // per gemm_calls row
+  std::vector<std::uint8_t> launches_;             // per event
+  std::vector<bool> timed_;                        // per event
+  std::vector<std::int64_t> gpu_ns_;               // per gemm_calls row
+  std::vector<std::vector<std::string>> kernels_;  // per gemm_calls row, each name once
 };
 
 // `timing`, when given, holds one entry per record: the shapes get GPU time and rank by it.

@@ -24,7 +24,10 @@ namespace ktune::report {
 //    verdict (docs/report.md).
 // 7: each kernel's PyTorch "op" ("op", "op_kernels", "ops"), the CUDA API time table "api", the
 //    per-stream view "streams", and "notes" (what the trace's format cannot hold).
-inline constexpr int kReportSchemaVersion = 7;
+// 8: the counter tier's stalls ("stalls", "stall_cause", "warp_cycles_per_issue"), "library" and
+//    "tune_command", the time of the profiled shape ("shape_launches", "shape_total_ns"), the
+//    "issue-bound" verdict, and the ceilings' "kind" and "origin".
+inline constexpr int kReportSchemaVersion = 8;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all

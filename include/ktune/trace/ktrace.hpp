@@ -7,9 +7,10 @@
 // Times are CUPTI timestamps in nanoseconds: one clock for GPU and CPU records of a trace. A value
 // of 0 means "not known". Ids (device, context, stream, correlation, graph) are CUPTI's.
 //
-// SQL layout (schema_version 4; additive changes only within a version). Text columns that repeat
+// SQL layout (schema_version 5; additive changes only within a version). Text columns that repeat
 // are interned: *_id columns point at strings(id, value).
 //   metadata(key TEXT PRIMARY KEY, value TEXT)   value is JSON; keys are TraceMetadata's fields
+//           (`ceilings` since version 5: the roofline ceilings the trace was profiled under)
 //   strings(id, value)
 //   kernels(name_id, demangled_id, queued_ns, submitted_ns, start_ns, end_ns, device_id,
 //           context_id, stream_id, correlation_id, grid_x/y/z, block_x/y/z, cluster_x/y/z,
@@ -52,7 +53,7 @@
 
 namespace ktune::trace {
 
-inline constexpr int kKtraceSchemaVersion = 4;
+inline constexpr int kKtraceSchemaVersion = 5;
 
 struct KernelRecord {
   std::string name;            // mangled, as the driver reports it
@@ -187,6 +188,19 @@ struct TraceWindow {
   std::uint64_t max_records = 0;    // cap on records written; 0: none
 };
 
+// The roofline ceilings of one traced GPU as ktune profile found them when it ran: the newest
+// `ktune calibrate` of that GPU in the store, else the datasheet figures of its model. Carried in
+// the trace (metadata field `ceilings`, since version 5) so the report reads the same anywhere.
+struct TraceCeilings {
+  std::string device_uuid;
+  double dram_bytes_per_s = 0;  // read + write
+  double fp32_flop_per_s = 0;   // FMA = 2 FLOP
+  double bf16_flop_per_s = 0;   // tensor cores, dense
+  double fp16_flop_per_s = 0;
+  std::string kind;    // "calibration" or "datasheet"
+  std::string source;  // "ktune calibrate on NVIDIA H100 80GB HBM3 at ...", "datasheet: ..."
+};
+
 struct TraceMetadata {
   int schema_version = kKtraceSchemaVersion;  // as stored, when read
   std::string mode;                           // "default", "kernels" (kernels only) or "full"
@@ -197,9 +211,10 @@ struct TraceMetadata {
   bool complete = false;  // the tracer closed the file (false: cut short by a crash or kill -9)
   std::optional<Identity> identity;  // ktune info's identity block, as captured in the process
   TraceWindow window;
-  std::uint64_t dropped_records = 0;  // total of the drops table
-  std::uint64_t capped_records = 0;   // not written because window.max_records was reached
-  std::string tracer_version;         // ktune version (commit) of the tracer
+  std::uint64_t dropped_records = 0;    // total of the drops table
+  std::uint64_t capped_records = 0;     // not written because window.max_records was reached
+  std::string tracer_version;           // ktune version (commit) of the tracer
+  std::vector<TraceCeilings> ceilings;  // one per traced GPU that has any; empty before version 5
 };
 
 // Everything in one .ktrace, or one batch of records on its way into one.
@@ -347,6 +362,11 @@ Trace read_ktrace(const std::filesystem::path& path);
 
 // Metadata and row counts only.
 TraceCounts read_ktrace_counts(const std::filesystem::path& path);
+
+// Files the ceilings a trace was profiled under into its metadata (ktune profile does, once the
+// program has exited). Throws ktune::Error when the file is not a trace of this schema_version.
+void write_ktrace_ceilings(const std::filesystem::path& path,
+                           const std::vector<TraceCeilings>& ceilings);
 
 // Writes `trace` as a closed .ktrace (tests and fixtures build traces from hand-made records).
 void write_ktrace(const std::filesystem::path& path, const Trace& trace);

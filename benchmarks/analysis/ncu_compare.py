@@ -1,0 +1,163 @@
+"""Helpers of ncu_compare.sh: the kernels a .ktrace profiled, the stall metric names, and the
+comparison of ktune's verdicts and stall reasons with Nsight Compute's on the same launches.
+
+  ncu_compare.py names TRACE            -> a regex of the mangled names ktune profiled
+  ncu_compare.py stall-metrics          -> the 19 stall ratios, comma-separated
+  ncu_compare.py compare TRACE REPORT_JSON NCU_RAW_CSV
+
+A launch is matched by its mangled name and its invocation number among that name's launches
+(launch order: ktune by correlation id, ncu by its ID), so both tools must run the same
+deterministic program."""
+import csv
+import json
+import re
+import sqlite3
+import sys
+
+# Nsight Compute's warp-state reasons, as ktune collects them (src/trace/metrics.hpp).
+REASONS = ["long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "math_pipe_throttle",
+           "wait", "not_selected", "selected", "lg_throttle", "membar", "no_instruction",
+           "dispatch_stall", "gmma", "branch_resolving", "drain", "sleeping", "tex_throttle",
+           "imc_miss", "misc"]
+STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+SM = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+MEMORY = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+DRAM = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+BOUND = 60.0  # Nsight Compute's speed-of-light reading, as ktune's kBoundPct
+
+
+def profiled_launches(trace):
+    """[(correlation id, mangled, display name, grid, block, invocation)] of the launches with
+    counters, invocation counted from 1 among the launches of the same mangled name."""
+    db = sqlite3.connect(trace)
+    rows = db.execute(
+        "SELECT k.correlation_id, n.value, d.value, grid_x, grid_y, grid_z, block_x, block_y, "
+        "block_z FROM kernels k JOIN strings n ON n.id = k.name_id LEFT JOIN strings d ON "
+        "d.id = k.demangled_id ORDER BY k.correlation_id").fetchall()
+    profiled = {r[0] for r in db.execute("SELECT DISTINCT correlation_id FROM counters")}
+    seen, out = {}, []
+    for corr, name, shown, gx, gy, gz, bx, by, bz in rows:
+        seen[name] = seen.get(name, 0) + 1
+        if corr in profiled:
+            out.append((corr, name, shown or name, (gx, gy, gz), (bx, by, bz), seen[name]))
+    return out
+
+
+def verdict_class(ktune_bottleneck):
+    return {"memory-bound": "memory", "locality": "memory", "compute-bound": "compute",
+            "issue-bound": "compute", "latency-bound": "latency",
+            "launch-bound": "latency"}.get(ktune_bottleneck, "unknown")
+
+
+def ncu_verdict(m):
+    sm, mem = m.get(SM), max(m.get(MEMORY, 0), m.get(DRAM, 0))
+    if sm is None:
+        return "unknown"
+    if max(sm, mem) < BOUND:
+        return "latency"
+    return "compute" if sm >= mem else "memory"
+
+
+def number(text):
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def dims(text):
+    return tuple(int(v) for v in re.findall(r"\d+", text))[:3]
+
+
+def ncu_launches(path):
+    """{mangled name: [metrics of each launch, in ncu's ID order]}."""
+    lines = [l for l in open(path, errors="replace") if l.startswith('"')]
+    table = list(csv.reader(lines))
+    head, out = table[0], {}
+    for row in table[2:]:  # row 1 holds the units
+        d = dict(zip(head, row))
+        metrics = {k: number(v) for k, v in d.items() if "__" in k}
+        metrics = {k: v for k, v in metrics.items() if v is not None}
+        metrics["grid"], metrics["block"] = dims(d.get("Grid Size", "")), dims(d.get("Block Size", ""))
+        metrics["id"] = int(number(d.get("ID", "0")) or 0)
+        out.setdefault(d.get("Kernel Name", ""), []).append(metrics)
+    for launches in out.values():
+        launches.sort(key=lambda m: m["id"])
+    return out
+
+
+def ncu_stalls(m):
+    values = [(r, m.get(STALL.format(r))) for r in REASONS]
+    values = [(r, v) for r, v in values if v is not None and v >= 0]
+    total = sum(v for _, v in values)
+    if total <= 0:
+        return []
+    return sorted(((r, v / total) for r, v in values), key=lambda x: -x[1])
+
+
+def top_reason(stalls):
+    return next((r for r, _ in stalls if r != "selected"), None)
+
+
+def short(name, n=48):
+    name = re.sub(r"^void ", "", name)
+    name = re.sub(r"\(.*$", "", name) if "(" in name and "<" not in name.split("(")[0] else name
+    return name if len(name) <= n else name[: n - 3] + "..."
+
+
+def compare(trace, report, raw):
+    derivations = json.load(open(report))["counters"]["kernels"]
+    ours = {}
+    for k in derivations:
+        key = (k["name"], tuple(k["launch"]["grid"]), tuple(k["launch"]["block"]))
+        ours.setdefault(key, k)
+    theirs = ncu_launches(raw)
+    rows, verdicts, stalls_same = [], [0, 0], [0, 0]
+    for corr, name, shown, grid, block, nth in profiled_launches(trace):
+        k = ours.get((shown, grid, block))
+        launches = theirs.get(name, [])
+        m = launches[nth - 1] if nth <= len(launches) else None
+        if not k or not m:
+            rows.append((short(shown), f"{grid[0]}x{block[0]}", "-", "-", "-", "-",
+                         "no ktune derivation" if not k else "ncu has no such launch"))
+            continue
+        if (m["grid"], m["block"]) != (grid, block):
+            note = f"ncu launch {nth} has grid {m['grid']}, ktune's {grid}: runs differ"
+        else:
+            note = ""
+        ours_class, ncu_class = verdict_class(k["bottleneck"]), ncu_verdict(m)
+        ours_stalls = [(s["reason"], s["share"]) for s in k.get("stalls", [])]
+        ncu_top = ncu_stalls(m)
+        verdicts[0] += ours_class == ncu_class
+        verdicts[1] += 1
+        if ours_stalls and ncu_top:
+            stalls_same[0] += top_reason(ours_stalls) == top_reason(ncu_top)
+            stalls_same[1] += 1
+        fmt = lambda s: ", ".join(f"{r} {100 * v:.0f}%" for r, v in s[:3]) or "-"
+        rows.append((short(shown), f"{grid[0]}x{block[0]}",
+                     f"{k['bottleneck']} ({ours_class})",
+                     f"{ncu_class} (SM {m.get(SM, 0):.0f}%, mem {max(m.get(MEMORY, 0), m.get(DRAM, 0)):.0f}%)",
+                     fmt(ours_stalls), fmt(ncu_top), note))
+    head = ("kernel", "grid x block", "ktune verdict", "ncu verdict", "ktune top stalls",
+            "ncu top stalls", "note")
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    pct = lambda a: f"{a[0]}/{a[1]} ({100 * a[0] / a[1]:.0f}%)" if a[1] else "0/0"
+    print(f"verdicts agree: {pct(verdicts)} (target >= 90%)")
+    print(f"top stall reason (besides 'selected') the same: {pct(stalls_same)} (target >= 90%)")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    if what == "names":
+        names = sorted({l[1] for l in profiled_launches(sys.argv[2])})
+        if not names:
+            sys.exit(f"{sys.argv[2]} holds no counters: did ktune profile --metrics run?")
+        print("^(" + "|".join(re.escape(n) for n in names) + ")$")
+    elif what == "stall-metrics":
+        print(",".join(STALL.format(r) for r in REASONS))
+    elif what == "compare" and len(sys.argv) == 5:
+        compare(*sys.argv[2:5])
+    else:
+        sys.exit(__doc__)
