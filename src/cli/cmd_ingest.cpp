@@ -36,7 +36,8 @@ int run_ingest(const std::vector<std::string>& traces, const IngestOptions& a,
   if (traces.empty())
     throw UsageError(
         "ktune ingest needs at least one trace: a .ktrace or a PyTorch profiler trace.");
-  for (const std::string& t : traces) refuse_stdin(t, "a trace (.ktrace or a PyTorch profiler trace)");
+  for (const std::string& t : traces)
+    refuse_stdin(t, "a trace (.ktrace or a PyTorch profiler trace)");
   const fleet::Tags tags = fleet::parse_tags(a.tags);
   auto st = store::Store::open(g.db);
   store::FleetStore fleet(*st);

@@ -1,5 +1,7 @@
 // Reading PyTorch profiler (Kineto) traces: real ones recorded on an H100 (tests/fixtures/torch,
 // README there), exact times from hand-written ones, and one sentence for every kind of damage.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,8 +20,11 @@ namespace {
 const std::filesystem::path kFixtures =
     std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch";
 
+// Per process: ctest runs the tests of this file in parallel processes, which once overwrote each
+// other's bad.json.
 std::filesystem::path write(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("ktune-kineto-test-" + name);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ktune-kineto-test-" + std::to_string(::getpid()) + "-" + name);
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

@@ -17,7 +17,7 @@ TEST(ReplayCli, JsonCarriesSchemaVersionAndOneRowPerBudget) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");  // no progress line when piped
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["strategy"], "genetic");
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["budget"], 2);
@@ -66,7 +66,7 @@ TEST(ReplayCli, WarmFromKeepsTheShapeAndNamesItsSources) {
                                  " --budget 2 --seeds 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["strategy"], "portfolio");
   EXPECT_EQ(j["warm_from"], nlohmann::json::array({kFixture}));
   // Its own recording as the source: the first proposal is the optimum.
