@@ -5,7 +5,8 @@
 # (the default), which scripts/gpu-mount.sh links back where it was built.
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, the capture-window benchmark, scripts/gpu-counters.sh (the counter tier
-# vs ncu), and prints a short summary last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,gate
+# vs ncu), the verdicts and stall reasons vs ncu, the cost of --ops, and prints a short summary
+# last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,gate
 # picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only
 # when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the
 # GPU tests matching it.
@@ -71,6 +72,12 @@ picked windows &&
 # The counter tier against Nsight Compute (docs/profiling.md).
 picked counters &&
   keep='^agreement|ratio|plain \(target' step counters "$out/counters.log" "$root/scripts/gpu-counters.sh"
+# The report's verdicts and stall reasons against Nsight Compute's on the same launches
+# (docs/analysis.md), and the cost and op attribution of `ktune profile --ops` (docs/profiling.md).
+picked verdicts &&
+  keep='agree|target|PASS|FAIL' step verdicts "$out/verdicts.log" "$root/benchmarks/analysis/ncu_compare.sh"
+picked ops &&
+  keep='PASS|FAIL|added|per op|per iteration' step ops "$out/ops.log" "$root/benchmarks/tracer/ops.sh"
 # The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.
 [[ ",${KTUNE_GPU_ONLY:-}," == *",gate,"* ]] &&
   keep='^(case|unchanged|planted|environment|one check)' step gate "$out/gate.log" "$root/scripts/gpu-gate.sh"
