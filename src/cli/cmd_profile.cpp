@@ -23,6 +23,7 @@
 
 #include "command.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/subprocess.hpp"
 #include "ktune/report/ceilings.hpp"
 #include "ktune/trace/ktrace.hpp"
 #include "ktune/trace/options.hpp"
@@ -211,19 +212,12 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   if (!opts.output.parent_path().empty()) fs::create_directories(opts.output.parent_path(), ec);
   const auto since = fs::file_time_type::clock::now() - std::chrono::seconds(1);
 
-  // A close-on-exec pipe tells the parent whether exec failed (and why) or succeeded (EOF).
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0)
-    throw Error(fmt::format("cannot start '{}': pipe failed ({}).", cmd[0], std::strerror(errno)));
-  std::vector<char*> argv;
-  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  const pid_t child = ::fork();
-  if (child < 0)
-    throw Error(fmt::format("cannot start '{}': fork failed ({}).", cmd[0], std::strerror(errno)));
-  if (child == 0) {
-    ::close(pipefd[0]);
+  // The program shares ktune's process group (a terminal's Ctrl-C reaches both) and outlives a
+  // killed ktune, as it would run without it; its environment names its own pid.
+  subprocess::Spawn spawn;
+  spawn.own_group = false;
+  spawn.die_with_ktune = false;
+  spawn.prepare = [&opts, &tracer, &ops_hook] {
     opts.root_pid = ::getpid();  // exec keeps the pid: this process writes OUT.ktrace
     for (const auto& [name, value] : trace::options_to_env(opts))
       ::setenv(name.c_str(), value.c_str(), 1);
@@ -234,13 +228,15 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
       const std::string path = old && *old ? ops_hook.string() + ":" + old : ops_hook.string();
       ::setenv("PYTHONPATH", path.c_str(), 1);
     }
-    ::execvp(argv[0], argv.data());
-    const int err = errno;
-    (void)!::write(pipefd[1], &err, sizeof err);
-    _exit(127);
+  };
+  subprocess::Child child;
+  try {
+    child = subprocess::Child::exec(cmd, spawn);
+  } catch (const subprocess::StartError& e) {
+    throw Error(fmt::format("cannot run '{}': {}; check the command after '--'.", cmd[0],
+                            std::strerror(e.error)));
   }
-  ::close(pipefd[1]);
-  g_child = child;
+  g_child = child.pid();
   struct sigaction sa {
   }, old_int{}, old_term{};
   sa.sa_sigaction = forward;
@@ -249,9 +245,6 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
 
-  int exec_errno = 0;
-  const bool exec_failed = ::read(pipefd[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
-  ::close(pipefd[0]);
   int status = 0;
   // Traces the tracer has finished go to `on_traces` while the command still runs.
   trace::TraceWatch watch(opts.output, since, kWatchEvery_s);
@@ -272,21 +265,19 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
     }
     on_traces(names);
   };
-  for (;;) {
-    const pid_t got = ::waitpid(child, &status, on_traces ? WNOHANG : 0);
-    if (got == child || (got < 0 && errno != EINTR)) break;
-    if (got == 0) {
+  if (!on_traces) {
+    status = child.wait();
+  } else {
+    while (!child.poll()) {
       const std::chrono::duration<double> now = std::chrono::steady_clock::now() - started;
       hand_over(watch.closed(now.count()));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    status = *child.poll();
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   g_child = 0;
-  if (exec_failed)
-    throw Error(fmt::format("cannot run '{}': {}; check the command after '--'.", cmd[0],
-                            std::strerror(exec_errno)));
 
   const int code = exit_code_of(status);
   const auto traces = trace::traces_written(opts.output, since);

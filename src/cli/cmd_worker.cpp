@@ -12,6 +12,7 @@
 
 #include "command.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/subprocess.hpp"
 #include "ktune/fleet/worker.hpp"
 
 namespace ktune::cli {
@@ -48,34 +49,32 @@ int run_worker_cmd(WorkerArgs a, const GlobalOptions& g) {
   // One process per GPU: each has its own CUDA context and evaluator child. The count comes from a
   // probe process, so this one never initialises CUDA before forking.
   const int n = a.o.fake_evaluation_ms ? std::max(1, a.devices) : fleet::probe_gpu(0).device_count;
-  std::vector<pid_t> children;
-  for (int d = 0; d < n; ++d) {
-    const pid_t pid = ::fork();
-    if (pid < 0) throw Error("cannot fork a worker process for each GPU.");
-    if (pid == 0) {
-      fleet::WorkerOptions o = a.o;
-      o.device = d;
-      int rc = 1;
-      try {
-        rc = run_one(o);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "ktune worker (GPU %d): %s\n", d, e.what());
-      }
-      std::fflush(nullptr);
-      ::_exit(rc);
-    }
-    children.push_back(pid);
-  }
-  g_children = children;  // complete before the handler can see it
+  std::vector<subprocess::Child> children;
+  subprocess::Spawn spawn;
+  spawn.own_group = false;  // a terminal's Ctrl-C reaches every worker
+  spawn.die_with_ktune = false;
+  for (int d = 0; d < n; ++d)
+    children.push_back(subprocess::Child::fork(
+        [&a, d] {
+          fleet::WorkerOptions o = a.o;
+          o.device = d;
+          if (!o.name.empty()) o.name += fmt::format("/gpu{}", d);  // one name per GPU's worker
+          try {
+            return run_one(o);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "ktune worker (GPU %d): %s\n", d, e.what());
+            return 1;
+          }
+        },
+        spawn));
+  for (const auto& c : children) g_children.push_back(c.pid());  // before the handler can see it
   struct sigaction sa = {};
   sa.sa_handler = forward_stop;
   ::sigemptyset(&sa.sa_mask);
   ::sigaction(SIGTERM, &sa, nullptr);
   int worst = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+  for (auto& c : children) {
+    const int status = c.wait();
     worst = std::max(worst, WIFEXITED(status) ? WEXITSTATUS(status) : 1);
   }
   return worst;
@@ -98,7 +97,9 @@ const bool registered = register_command(
        app.add_option("--work-dir", a->o.work_dir,
                       "Where job sessions are kept (default: the data folder's jobs/); workers "
                       "sharing it resume each other's sessions");
-       app.add_option("--name", a->o.name, "Worker name in ktune queue ls (default host:pid/gpuN)");
+       app.add_option("--name", a->o.name,
+                      "Worker name in ktune queue ls (default host:pid/gpuN; with --all-devices, "
+                      "NAME/gpuN)");
        app.add_option("--compile-threads", a->o.compile_threads,
                       "NVRTC threads for a job (default: this machine's hardware threads divided "
                       "by its GPUs, so one worker per GPU shares the cores)");

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -63,38 +64,49 @@ Pipe make_pipe() {
   return {Fd(fds[0]), Fd(fds[1])};
 }
 
-// In the child, before exec or the function: its own process group (so a deadline stops what it
-// starts too), killed when ktune dies, stdin from /dev/null, stdout and stderr to the pipes, and
-// the signal state of a fresh process.
-void child_setup(const Pipe& out, const Pipe& err, pid_t parent) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
-  const int null = ::open("/dev/null", O_RDONLY);
-  if (null >= 0) ::dup2(null, 0);
-  ::dup2(out.write.get(), 1);
-  ::dup2(err.write.get(), 2);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+// In the child, before exec or the function: the Spawn's group, parent-death signal, signal
+// state and stdio.
+void setup_child(const Spawn& spawn, pid_t parent) {
+  if (spawn.own_group) ::setpgid(0, 0);
+  if (spawn.die_with_ktune) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+  }
+  if (spawn.fresh_signals) {
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+  }
+  if (spawn.prepare) spawn.prepare();
+}
+
+// run()'s stdio: stdin from /dev/null, stdout and stderr to the pipes.
+std::function<void()> to_pipes(const Pipe& out, const Pipe& err) {
+  return [&out, &err] {
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    ::dup2(out.write.get(), 1);
+    ::dup2(err.write.get(), 2);
+  };
 }
 
 // Reads the child's pipes until both close, and reaps it, within the options' bounds.
 class Watch {
  public:
-  Watch(pid_t pid, Fd out, Fd err, const Options& o)
-      : pid_(pid), out_(std::move(out)), err_(std::move(err)), o_(o), start_(Clock::now()) {}
+  Watch(Child& child, Fd out, Fd err, const Options& o)
+      : child_(child), out_(std::move(out)), err_(std::move(err)), o_(o), start_(Clock::now()) {}
 
   Result wait() {
     Result r;
     std::optional<Exit::How> stopped;
+    std::optional<Clock::time_point> exited_at;
     while (out_.get() >= 0 || err_.get() >= 0) {
       if ((stopped = should_stop(r))) break;
-      if (!status_ && reap(false)) exited_at_ = Clock::now();
+      if (!exited_at && child_.poll()) exited_at = Clock::now();
       // A child that ended while something it started still holds the pipes: what is there now
       // is its output, and the rest belongs to no one waiting for it.
-      if (status_ && Clock::now() - *exited_at_ > std::chrono::milliseconds(200)) break;
+      if (exited_at && Clock::now() - *exited_at > std::chrono::milliseconds(200)) break;
       pollfd p[2] = {{out_.get(), POLLIN, 0}, {err_.get(), POLLIN, 0}};
       const int n = ::poll(p, 2, 50);
       if (n < 0 && errno != EINTR) break;
@@ -102,25 +114,25 @@ class Watch {
       if (p[0].revents) drain(out_, r.out, false, r);
       if (p[1].revents) drain(err_, r.err_tail, true, r);
     }
-    if (!stopped && !status_) {
-      while (!reap(false)) {  // pipes closed; the child may still run (it closed them itself)
-        if ((stopped = should_stop(r))) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
+    std::optional<int> status = child_.poll();
+    while (!stopped && !status) {  // pipes closed; the child may still run (it closed them)
+      if ((stopped = should_stop(r))) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      status = child_.poll();
     }
-    if (stopped) stop();
-    ::kill(-pid_, SIGKILL);  // whatever the child left running in its group
+    if (stopped) status = child_.stop(o_.kill_grace_s);
+    ::kill(-child_.pid(), SIGKILL);  // whatever the child left running in its group
     if (stopped) {
       r.exit.how = *stopped;
       r.exit.timeout_s = o_.timeout_s;
       return r;
     }
-    if (WIFSIGNALED(*status_)) {
+    if (WIFSIGNALED(*status)) {
       r.exit.how = Exit::How::signaled;
-      r.exit.code = WTERMSIG(*status_);
+      r.exit.code = WTERMSIG(*status);
     } else {
       r.exit.how = Exit::How::exited;
-      r.exit.code = WEXITSTATUS(*status_);
+      r.exit.code = WEXITSTATUS(*status);
     }
     return r;
   }
@@ -132,15 +144,6 @@ class Watch {
       return Exit::How::timed_out;
     if (r.out.size() > o_.max_stdout_bytes) return Exit::How::output_limit;
     return std::nullopt;
-  }
-
-  bool reap(bool block) {
-    int status = 0;
-    pid_t got;
-    while ((got = ::waitpid(pid_, &status, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
-    }
-    if (got == pid_) status_ = status;
-    return got == pid_;
   }
 
   void drain(Fd& fd, std::string& into, bool tail, Result& r) {
@@ -158,24 +161,10 @@ class Watch {
     }
   }
 
-  // SIGTERM to the group, SIGKILL after the grace period, then the child reaped.
-  void stop() {
-    ::kill(-pid_, SIGTERM);
-    const auto until = Clock::now() + std::chrono::duration<double>(o_.kill_grace_s);
-    while (!reap(false) && Clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (!status_) {
-      ::kill(-pid_, SIGKILL);
-      reap(true);
-    }
-  }
-
-  pid_t pid_;
+  Child& child_;
   Fd out_, err_;
   const Options& o_;
   Clock::time_point start_;
-  std::optional<int> status_;
-  std::optional<Clock::time_point> exited_at_;
 };
 
 Result finish(Result r, const Options& o) {
@@ -215,9 +204,9 @@ std::string Exit::describe() const {
   return "ended";
 }
 
-Result run(const std::vector<std::string>& argv, const Options& o) {
+Child Child::exec(const std::vector<std::string>& argv, const Spawn& spawn) {
   if (argv.empty() || argv.front().empty()) throw Error("no program was given to run.");
-  Pipe out = make_pipe(), err = make_pipe(), exec_status = make_pipe();
+  Pipe exec_status = make_pipe();
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -225,52 +214,134 @@ Result run(const std::vector<std::string>& argv, const Options& o) {
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0)
-    throw Error(
-        fmt::format("cannot start {} (fork failed: {}).", argv.front(), std::strerror(errno)));
+    throw StartError(
+        fmt::format("cannot start {} (fork failed: {})", argv.front(), std::strerror(errno)),
+        errno);
   if (pid == 0) {
-    child_setup(out, err, parent);
+    setup_child(spawn, parent);
+    for (const auto& [name, value] : spawn.env) ::setenv(name.c_str(), value.c_str(), 1);
     ::execvp(args[0], args.data());
     const int e = errno;  // exec_status's write end closes on a successful exec (O_CLOEXEC)
     [[maybe_unused]] auto n = ::write(exec_status.write.get(), &e, sizeof e);
     ::_exit(127);
   }
-  ::setpgid(pid, pid);  // also here: the group exists before any kill(-pid) of ours
-  out.write.reset();
-  err.write.reset();
+  Child c;
+  c.pid_ = pid;
+  c.group_ = spawn.own_group;
+  if (spawn.own_group) ::setpgid(pid, pid);  // also here: the group exists before any kill(-pid)
   exec_status.write.reset();
-  int exec_errno = 0;
+  int e = 0;
   ssize_t n;
-  while ((n = ::read(exec_status.read.get(), &exec_errno, sizeof exec_errno)) < 0 &&
-         errno == EINTR) {
+  while ((n = ::read(exec_status.read.get(), &e, sizeof e)) < 0 && errno == EINTR) {
   }
-  Result r = Watch(pid, std::move(out.read), std::move(err.read), o).wait();
-  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
-    r.exit.how = Exit::How::not_started;
-    r.exit.code = exec_errno;
+  if (n == static_cast<ssize_t>(sizeof e)) {
+    c.wait();
+    throw StartError(fmt::format("cannot run '{}': {}", argv.front(), std::strerror(e)), e);
   }
-  return finish(std::move(r), o);
+  return c;
 }
 
-Result run_forked(const std::function<int()>& child, const Options& o) {
-  Pipe out = make_pipe(), err = make_pipe();
+Child Child::fork(const std::function<int()>& body, const Spawn& spawn) {
   std::fflush(nullptr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) throw Error(fmt::format("cannot fork a process ({}).", std::strerror(errno)));
+  if (pid < 0)
+    throw StartError(fmt::format("cannot fork a process ({})", std::strerror(errno)), errno);
   if (pid == 0) {
-    child_setup(out, err, parent);
+    setup_child(spawn, parent);
     int rc = 1;
     try {
-      rc = child();
+      rc = body();
     } catch (...) {
     }
     std::fflush(nullptr);
     ::_exit(rc);  // skip the parent's static destructors and atexit handlers
   }
-  ::setpgid(pid, pid);
+  Child c;
+  c.pid_ = pid;
+  c.group_ = spawn.own_group;
+  if (spawn.own_group) ::setpgid(pid, pid);
+  return c;
+}
+
+Child::Child(Child&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)), group_(o.group_), status_(o.status_) {}
+
+Child& Child::operator=(Child&& o) noexcept {
+  if (this != &o) {
+    if (pid_ > 0 && !status_) stop(0);
+    pid_ = std::exchange(o.pid_, -1);
+    group_ = o.group_;
+    status_ = o.status_;
+  }
+  return *this;
+}
+
+Child::~Child() {
+  if (pid_ > 0 && !status_) stop(0);
+}
+
+std::optional<int> Child::poll() {
+  if (status_ || pid_ <= 0) return status_;
+  int status = 0;
+  pid_t got;
+  while ((got = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (got == pid_) status_ = status;
+  return status_;
+}
+
+int Child::wait() {
+  if (status_ || pid_ <= 0) return status_.value_or(0);
+  int status = 0;
+  pid_t got;
+  while ((got = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+  }
+  status_ = got == pid_ ? status : 0;
+  return *status_;
+}
+
+int Child::stop(double grace_s) {
+  if (poll() || pid_ <= 0) return status_.value_or(0);
+  const pid_t target = group_ ? -pid_ : pid_;
+  if (grace_s > 0) {
+    ::kill(target, SIGTERM);
+    const auto until = Clock::now() + std::chrono::duration<double>(grace_s);
+    while (!poll() && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!status_) {
+    ::kill(target, SIGKILL);
+    wait();
+  }
+  return *status_;
+}
+
+Result run(const std::vector<std::string>& argv, const Options& o) {
+  Pipe out = make_pipe(), err = make_pipe();
+  Spawn spawn;
+  spawn.prepare = to_pipes(out, err);
+  Result r;
+  try {
+    Child child = Child::exec(argv, spawn);
+    out.write.reset();
+    err.write.reset();
+    r = Watch(child, std::move(out.read), std::move(err.read), o).wait();
+  } catch (const StartError& e) {
+    r.exit.how = Exit::How::not_started;
+    r.exit.code = e.error;
+  }
+  return finish(std::move(r), o);
+}
+
+Result run_forked(const std::function<int()>& body, const Options& o) {
+  Pipe out = make_pipe(), err = make_pipe();
+  Spawn spawn;
+  spawn.prepare = to_pipes(out, err);
+  Child child = Child::fork(body, spawn);
   out.write.reset();
   err.write.reset();
-  return finish(Watch(pid, std::move(out.read), std::move(err.read), o).wait(), o);
+  return finish(Watch(child, std::move(out.read), std::move(err.read), o).wait(), o);
 }
 
 }  // namespace ktune::subprocess

@@ -136,20 +136,16 @@ std::string describe_exit(int status) {
 }  // namespace
 
 struct IsolatedEvaluator::Child {
-  pid_t pid = -1;
+  subprocess::Child process;
   int to = -1, from = -1;
   std::string buffer;
 
   // Closes the pipes and reaps the process, killing it first when `kill` is set; the exit status.
   int end(bool kill) {
     if (to >= 0) ::close(to);
-    if (kill && pid > 0) ::kill(pid, SIGKILL);
-    int status = 0;
-    if (pid > 0)
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+    const int status = kill ? process.stop(0) : process.wait();
     if (from >= 0) ::close(from);
-    to = from = pid = -1;
+    to = from = -1;
     return status;
   }
 };
@@ -167,19 +163,29 @@ void IsolatedEvaluator::start() {
   if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
     throw Error(
         fmt::format("cannot create a pipe to the measuring process ({}).", std::strerror(errno)));
-  std::fflush(nullptr);  // nothing buffered is written twice
-  const pid_t pid = ::fork();
-  if (pid < 0)
-    throw Error(fmt::format("cannot start the measuring process ({}).", std::strerror(errno)));
-  if (pid == 0) {
-    ::close(down[1]);
-    ::close(up[0]);
-    serve(factory_, down[0], up[1]);
+  // In ktune's process group and with its signal state (Ctrl-C is the session's to handle, not
+  // a candidate's crash); it leaves by itself when ktune goes (EOF on its input).
+  subprocess::Spawn spawn;
+  spawn.own_group = false;
+  spawn.fresh_signals = false;
+  spawn.die_with_ktune = false;
+  subprocess::Child process;
+  try {
+    process = subprocess::Child::fork(
+        [&]() -> int {
+          ::close(down[1]);
+          ::close(up[0]);
+          serve(factory_, down[0], up[1]);
+        },
+        spawn);
+  } catch (const subprocess::StartError& e) {
+    for (int fd : {down[0], down[1], up[0], up[1]}) ::close(fd);
+    throw Error(fmt::format("cannot start the measuring process ({}).", std::strerror(e.error)));
   }
   ::close(down[0]);
   ::close(up[1]);
   child_ = std::make_unique<Child>();
-  child_->pid = pid;
+  child_->process = std::move(process);
   child_->to = down[1];
   child_->from = up[0];
   std::string line;

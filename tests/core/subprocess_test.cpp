@@ -2,7 +2,10 @@
 // bounded output, interrupts, and one description of every way a child ends.
 #include "ktune/core/subprocess.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <chrono>
@@ -138,6 +141,57 @@ TEST(Subprocess, AForkedFunctionAnswersOnStdout) {
       },
       o);
   EXPECT_EQ(hung.exit.how, Exit::How::timed_out);
+}
+
+// Child: a program or function ktune starts and watches itself (ktune profile's program, the
+// measuring process, the per-GPU workers).
+TEST(SubprocessChild, RunsAProgramWithItsEnvironmentAndReportsItsStatus) {
+  Spawn spawn;
+  spawn.env = {{"KTUNE_CHILD_TEST", "7"}};
+  Child c = Child::exec({"sh", "-c", "exit $KTUNE_CHILD_TEST"}, spawn);
+  const int status = c.wait();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+  EXPECT_EQ(c.poll(), status);  // reaped once, remembered
+}
+
+TEST(SubprocessChild, AProgramThatCannotStartIsAStartErrorWithItsReason) {
+  try {
+    Child::exec({"/no/such/program"});
+    FAIL() << "started";
+  } catch (const StartError& e) {
+    EXPECT_EQ(e.error, ENOENT);
+    EXPECT_NE(std::string(e.what()).find("cannot run '/no/such/program'"), std::string::npos);
+  }
+  EXPECT_THROW(Child::exec({}), Error);
+}
+
+TEST(SubprocessChild, PollsWithoutWaitingAndStopsWhatItsGroupStarted) {
+  Child c = Child::exec({"sh", "-c", "sleep 30 & sleep 30"});
+  EXPECT_FALSE(c.poll());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = Clock::now();
+  const int status = c.stop(5);
+  EXPECT_LT(seconds_since(t0), 2.0);  // SIGTERM was enough
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_FALSE(alive(c.pid()));
+}
+
+TEST(SubprocessChild, AForkedFunctionsReturnIsItsStatusAndAChildIsStoppedWithItsOwner) {
+  Child done = Child::fork([] { return 3; });
+  EXPECT_EQ(WEXITSTATUS(done.wait()), 3);
+  Child threw = Child::fork([]() -> int { throw Error("no"); });
+  EXPECT_EQ(WEXITSTATUS(threw.wait()), 1);
+  pid_t pid = -1;
+  {
+    Child hung = Child::fork([] {
+      for (;;) ::pause();
+      return 0;
+    });
+    pid = hung.pid();
+    EXPECT_TRUE(alive(pid));
+  }  // destroyed while running: killed and reaped
+  EXPECT_FALSE(alive(pid));
 }
 
 }  // namespace

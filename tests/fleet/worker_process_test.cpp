@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -53,7 +54,11 @@ class WorkerProcessTest : public StoreTest {
                                        name,
                                        "--work-dir",
                                        (dir() / "work").string()};
-      if (!extra.empty()) args.push_back(extra);
+      for (std::size_t at = 0; at < extra.size();) {  // space-separated flags
+        const std::size_t end = std::min(extra.find(' ', at), extra.size());
+        if (end > at) args.push_back(extra.substr(at, end - at));
+        at = end + 1;
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -116,6 +121,19 @@ TEST_P(WorkerProcessTest, TwoWorkersDrainTheQueueAndEveryWinnerIsCachedOnce) {
   std::map<std::string, int> by_worker;
   for (const auto& j : store::FleetStore(*store::Store::open(url())).jobs()) ++by_worker[j.worker];
   EXPECT_EQ(by_worker.size(), 2u);
+}
+
+// `worker --all-devices` forks one worker per GPU (two fake ones here): both drain the queue, each
+// under its own name, and the parent exits when both have.
+TEST_P(WorkerProcessTest, AllDevicesRunsOneWorkerPerGpu) {
+  const auto ids = queue_specs(6, 4);
+  const pid_t parent = start_worker("all", 20, "--all-devices --fake-devices 2");
+  EXPECT_EQ(wait_exit(parent), 0);
+  expect_every_winner_once(ids);
+  std::set<std::string> workers;
+  for (const auto& j : store::FleetStore(*store::Store::open(url())).jobs())
+    workers.insert(j.worker);
+  EXPECT_EQ(workers, (std::set<std::string>{"all/gpu0", "all/gpu1"}));
 }
 
 // Library jobs (from-backlog's GEMM problems) are drained like spec jobs: a session over the

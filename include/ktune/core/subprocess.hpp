@@ -1,13 +1,21 @@
 #pragma once
-// The one way ktune runs another program: spawned without a shell, both output pipes read
-// together (a child that fills one pipe while ktune waits on the other never deadlocks), its
-// output bounded, a deadline after which it and everything it started are stopped, and one
-// description of how it ended. Every command that runs a program uses it (gate benchmarks, the
-// GPU probe); callers that talk to a long-lived child over pipes share describe_wait_status.
+// The one way ktune starts another process. Child starts one (a program, or a function in a forked
+// copy of ktune) and watches it: polled, waited for, stopped (SIGTERM to it or its group, SIGKILL
+// after a grace period). run() and run_forked() are the common case on top of it: both output
+// pipes read together (a child that fills one pipe while ktune waits on the other never
+// deadlocks), output bounded, a deadline after which the child and everything it started are
+// stopped, and one description of how it ended. Every place that starts a process uses it: gate
+// benchmarks and the GPU probe (run), `ktune profile`'s program, a tuning session's measuring
+// process and `worker --all-devices`'s workers (Child).
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ktune::subprocess {
@@ -40,6 +48,53 @@ struct Result {
   std::string out;       // all of stdout (up to max_stdout_bytes)
   std::string err_tail;  // the last stderr_tail_bytes of stderr
   bool err_truncated = false;
+};
+
+// How Child starts a process. Its stdin, stdout and stderr are ktune's own unless `prepare`
+// replaces them (run() sends them to pipes); descriptors ktune opened with O_CLOEXEC stay behind.
+struct Spawn {
+  std::vector<std::pair<std::string, std::string>> env;  // set in the child before exec
+  bool own_group = true;       // a process group of its own, which stop() signals as a whole
+  bool die_with_ktune = true;  // SIGKILL when ktune dies (PR_SET_PDEATHSIG)
+  bool fresh_signals = true;   // default dispositions and an empty mask, as a new program has
+  // Run in the child after the setup above, before exec or the function: stdio redirections, or an
+  // environment that names the child's own pid.
+  std::function<void()> prepare;
+};
+
+// Why a child could not be started: the program's name and the system's reason.
+class StartError : public std::runtime_error {
+ public:
+  StartError(const std::string& what, int error) : std::runtime_error(what), error(error) {}
+  int error;  // errno
+};
+
+// A started child, stopped (and reaped) when the Child is destroyed while it still runs.
+class Child {
+ public:
+  // execvp(argv). Throws StartError when it cannot be started, exec failure included.
+  static Child exec(const std::vector<std::string>& argv, const Spawn& spawn = {});
+  // `body` in a forked child; its return value is the exit status (an exception: 1). The child
+  // leaves with _exit, skipping ktune's static destructors and atexit handlers.
+  static Child fork(const std::function<int()>& body, const Spawn& spawn = {});
+
+  Child() = default;
+  Child(Child&& o) noexcept;
+  Child& operator=(Child&& o) noexcept;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  pid_t pid() const { return pid_; }
+  std::optional<int> poll();  // its wait status once it has ended, without waiting
+  int wait();                 // waits for it to end; its wait status
+  // SIGTERM (to its group when it has one), SIGKILL after `grace_s`; its wait status.
+  int stop(double grace_s = 2);
+
+ private:
+  pid_t pid_ = -1;
+  bool group_ = false;
+  std::optional<int> status_;
 };
 
 // Runs argv[0] (looked up in PATH) with argv, stdin from /dev/null, in a process group of its own
