@@ -37,10 +37,12 @@ TraceWatch::TraceWatch(fs::path output, fs::file_time_type since, double every_s
 
 namespace {
 
-// A trace the tracer has finished writing: a window that closed, or a process that exited.
+// A trace the tracer has finished writing: a window that closed, or a process that exited. Only
+// the metadata is read (no row counts): an open window may hold millions of rows, and this runs
+// every second.
 bool finished(const fs::path& p) {
   try {
-    return read_ktrace_counts(p).metadata.complete;
+    return KtraceReader(p).metadata().complete;
   } catch (const Error&) {
     return false;  // still being created, or damaged: rest() hands it over at the end
   }
