@@ -2,8 +2,6 @@
 // what `ktune report` and `ktune export` do: KtraceReader (metadata, row checks, decoding), the
 // analysis, every report format and the Chrome export. A damaged trace must end in ktune::Error
 // (or a report that warns); anything else escaping, a hang or a sanitizer report is a finding.
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -12,26 +10,12 @@
 #include "ktune/core/error.hpp"
 #include "ktune/report/chrome_trace.hpp"
 #include "ktune/report/report.hpp"
+#include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // One scratch directory per process, in memory where there is one, removed at exit.
-  struct ScratchDir {
-    fs::path path;
-    ScratchDir() {
-      const fs::path base =
-          fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-      path = base / ("ktune-fuzz-ktrace-" + std::to_string(::getpid()));
-      fs::create_directories(path);
-    }
-    ~ScratchDir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  };
-  static const ScratchDir scratch;
-  const fs::path& dir = scratch.path;
+  const fs::path& dir = ktune::fuzz::scratch_dir("ktrace");
   const fs::path trace = dir / "in.ktrace";
   std::error_code ec;
   fs::remove(trace.string() + "-journal", ec);  // a journal left by the last input would replay

@@ -416,24 +416,12 @@ namespace {
 
 using test::TraceBuilder;
 
-trace::GemmCallRecord gemm_record(std::int64_t m) {
-  trace::GemmCallRecord r;
-  r.m = m;
-  r.n = r.k = 64;
-  r.lda = r.ldb = 64;
-  r.ldc = r.ldd = m;
-  r.a_type = r.b_type = r.c_type = r.d_type = "R_16BF";
-  r.compute_type = "COMPUTE_32F";
-  r.calls = 1;
-  return r;
-}
-
 // Each cuBLASLt call owns the cuBLASLt kernels its thread launches next: at most four of them (a
 // matmul and its split-K reduction), none replayed from a CUDA graph, none of another thread's.
 TEST(Analysis, GemmCallsGetTheGpuTimeOfTheKernelsTheyLaunched) {
   TraceBuilder b;
   b.t.metadata.records = {"kernel", "gemm_call", "gemm_event"};
-  b.t.gemm_calls = {gemm_record(128), gemm_record(256)};
+  b.t.gemm_calls = {test::gemm_call(128), test::gemm_call(256)};
   b.t.gemm_calls[1].calls = 2;
   b.t.gemm_events = {{4242, 11, TraceBuilder::at(0), 0},
                      {4242, 11, TraceBuilder::at(100), 1},
@@ -477,7 +465,7 @@ TEST(Analysis, GemmCallsGetTheGpuTimeOfTheKernelsTheyLaunched) {
 TEST(Analysis, ProfiledCuBlasKernelGetsTheTuneCommandOfItsProblem) {
   TraceBuilder b;
   b.t.metadata.records = {"kernel", "gemm_call", "gemm_event", "counter"};
-  b.t.gemm_calls = {gemm_record(64)};
+  b.t.gemm_calls = {test::gemm_call(64)};
   b.t.gemm_events = {{4242, 11, TraceBuilder::at(0), 0}};
   const std::string nvjet = "nvjet_hsh_128x64_64x4_1x1_v_bz_NNN";
   b.launched(nvjet, 1, 2, 10, 400, 1);

@@ -21,15 +21,7 @@ trace::Trace rank_trace(const std::string& kernel, double offset_us, std::uint32
            offset_us + 120, offset_us + 170, 8, 13);
   b.t.counters.push_back({0, 7, std::string(m::kDuration), 100'000});
   for (auto& a : b.t.api_calls) a.process_id = pid;
-  trace::GemmCallRecord g;
-  g.m = gemm_m;
-  g.n = g.k = 64;
-  g.lda = g.ldb = 64;
-  g.ldc = g.ldd = gemm_m;
-  g.a_type = g.b_type = g.c_type = g.d_type = "R_16BF";
-  g.compute_type = "COMPUTE_32F";
-  g.calls = 1;
-  b.t.gemm_calls = {g};
+  b.t.gemm_calls = {gemm_call(gemm_m)};
   b.t.gemm_events = {{pid, b.t.api_calls.front().thread_id, TraceBuilder::at(offset_us), 0}};
   return b.t;
 }

@@ -98,4 +98,17 @@ struct TraceBuilder {
   }
 };
 
+// One cuBLASLt call row as the tracer records it: an m x 64 x 64 bf16 GEMM, called once.
+inline trace::GemmCallRecord gemm_call(std::int64_t m) {
+  trace::GemmCallRecord r;
+  r.m = m;
+  r.n = r.k = 64;
+  r.lda = r.ldb = 64;
+  r.ldc = r.ldd = m;
+  r.a_type = r.b_type = r.c_type = r.d_type = "R_16BF";
+  r.compute_type = "COMPUTE_32F";
+  r.calls = 1;
+  return r;
+}
+
 }  // namespace ktune::analyze::test
