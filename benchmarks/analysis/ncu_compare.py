@@ -118,7 +118,7 @@ def compare(trace, report, raw):
         launches = theirs.get(name, [])
         m = launches[nth - 1] if nth <= len(launches) else None
         if not k or not m:
-            rows.append((short(shown), f"{grid[0]}x{block[0]}", "-", "-", "-", "-",
+            rows.append((short(k["display_name"] if k else shown, 60), f"{grid[0]}x{block[0]}", "-", "-", "-", "-",
                          "no ktune derivation" if not k else "ncu has no such launch"))
             continue
         if (m["grid"], m["block"]) != (grid, block):
@@ -134,7 +134,7 @@ def compare(trace, report, raw):
             stalls_same[0] += top_reason(ours_stalls) == top_reason(ncu_top)
             stalls_same[1] += 1
         fmt = lambda s: ", ".join(f"{r} {100 * v:.0f}%" for r, v in s[:3]) or "-"
-        rows.append((short(shown), f"{grid[0]}x{block[0]}",
+        rows.append((short(k["display_name"], 60), f"{grid[0]}x{block[0]}",
                      f"{k['bottleneck']} ({ours_class})",
                      f"{ncu_class} (SM {m.get(SM, 0):.0f}%, mem {max(m.get(MEMORY, 0), m.get(DRAM, 0)):.0f}%)",
                      fmt(ours_stalls), fmt(ncu_top), note))

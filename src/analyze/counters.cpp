@@ -214,8 +214,13 @@ void decide(KernelDerivation& d, Reader& r) {
                "the trace identity block");
     return;
   }
+  // Nsight Compute's rule on its speed-of-light pair: both units below kBoundPct of their peak over
+  // the elapsed cycles is latency, else the busier one bounds. sm__throughput already holds the
+  // tensor pipe; the stand-ins (issue activity, tensor pipe) count only the SMs' active cycles and
+  // read high on a kernel whose SMs idle part of the time (a small grid, a tail).
   const std::optional<double> compute =
-      d.sm_pct || d.tensor_pct
+      d.sm_pct_is_speed_of_light ? d.sm_pct
+      : d.sm_pct || d.tensor_pct
           ? std::optional<double>(std::max(d.sm_pct.value_or(0), d.tensor_pct.value_or(0)))
           : std::nullopt;
   const std::optional<double> memory =
@@ -224,7 +229,7 @@ void decide(KernelDerivation& d, Reader& r) {
           : std::nullopt;
   // Counted FLOP of zero (a copy, a conversion): whatever keeps the SM busy, it is not math. A
   // busy tensor pipe is math even where no ceiling turned it into FLOP.
-  const bool no_math = d.flop && *d.flop <= 0 && d.tensor_pct.value_or(0) < 1;
+  const bool no_math = d.flop && *d.flop <= 0 && !d.tensor_math;
   if (!memory && !d.stalls.empty()) {
     // A stall profile: issue activity stands for the SM, the stalls for the rest.
     if (compute && *compute >= kBoundPct)
@@ -460,7 +465,9 @@ void stall_opportunities(const KernelDerivation& d, double headroom,
     all.push_back(
         {"Fewer instructions per element: wider (128-bit) loads and stores, less index "
          "arithmetic and fewer conversions per value",
-         trigger(metric::kIssueActivePct, issue), std::clamp(1 - after, 0.0, 1.0)});
+         trigger(d.sm_pct_is_speed_of_light ? metric::kSmThroughputPct : metric::kIssueActivePct,
+                 issue),
+         std::clamp(1 - after, 0.0, 1.0)});
   }
   if (!top || d.stall_cause == StallCause::none) return;
   const bool fits =
@@ -748,10 +755,11 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
     d.duration_ns = static_cast<double>(counters.activity_ns) / counters.launches;
   const double seconds = d.duration_ns * 1e-9;
 
-  // The roofline set collects issue-active % instead of SM throughput (which alone takes 8 replay
-  // passes on GH100); it bounds the SM's throughput from below, enough to call a kernel
-  // compute-bound.
+  // The verdict is judged on Nsight Compute's speed-of-light pair, which the roofline set
+  // collects. A profile without it (the stalls set alone, an older trace) is read by issue
+  // activity, counted over the SMs' active cycles only.
   d.sm_pct = r.get(metric::kSmThroughputPct);
+  d.sm_pct_is_speed_of_light = d.sm_pct.has_value();
   if (!d.sm_pct) d.sm_pct = r.get(metric::kIssueActivePct);
   d.memory_pct = r.get(metric::kMemoryThroughputPct);
   d.dram_pct = r.get(metric::kDramThroughputPct);
@@ -767,10 +775,13 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
   const double tensor_peak = std::max(ceilings.bf16_flop_per_s, ceilings.fp16_flop_per_s);
   // Hopper's GMMA op counters are the tensor FLOP themselves (2*M*N*K on a GEMM, checked against
   // ncu on the H100); without them, the pipe's utilisation times the calibrated peak estimates it.
-  if (const auto gmma = add(r.get(metric::kTensorGmmaFp16Ops), r.get(metric::kTensorGmmaBf16Ops));
-      gmma && *gmma > 0)
+  const auto gmma = add(r.get(metric::kTensorGmmaFp16Ops), r.get(metric::kTensorGmmaBf16Ops));
+  const auto tensor_inst = r.get(metric::kTensorInst);
+  d.tensor_math =
+      (gmma && *gmma > 0) || (tensor_inst ? *tensor_inst > 0 : d.tensor_pct.value_or(0) >= 1);
+  if (gmma && *gmma > 0)
     d.tensor_flop = gmma;
-  else if (d.tensor_pct && *d.tensor_pct > 0 && tensor_peak > 0)
+  else if (d.tensor_math && d.tensor_pct && *d.tensor_pct > 0 && tensor_peak > 0)
     d.tensor_flop = *d.tensor_pct / 100 * tensor_peak * seconds;
   d.flop = add(add(d.fp32_flop, d.fp64_flop), add(d.fp16_flop, d.tensor_flop));
   if (!d.flop) r.cannot("no FLOP/s or arithmetic intensity", metric::kFp32Fma);

@@ -271,7 +271,7 @@ json to_json(const Analysis& a) {
           {"streams", streams_json(a)},
           {"notes", a.notes},
           {"backlog", backlog_json(a)},
-          {"counters", d::counters_json(a.counters)},
+          {"counters", d::counters_json(a.counters, names)},
           {"timeline", timeline_json(a)},
           {"gemm_calls", d::gemm_calls_json(a)},
           {"baseline", nullptr}};

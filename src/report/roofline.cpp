@@ -5,6 +5,7 @@
 // no place on a FLOP/s axis: they are listed under the chart, not pinned to its edge.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -245,12 +246,23 @@ std::string roofline_html(const Analysis& a, const analyze::NameTable& names) {
   std::string legend =
       "<table class=\"roofline-legend\"><tr><th>#</th><th>Kernel</th><th>FLOP/byte</th>"
       "<th>FLOP/s</th><th>Of its roof</th><th>Bottleneck</th></tr>\n";
+  // A kernel profiled at two launch shapes has two points: the launch tells them apart.
+  std::map<std::string, int> shown_times;
+  for (const Point& p : points) ++shown_times[names(p.kernel->name)];
+  const auto label = [&](const KernelDerivation& k) {
+    std::string shown = names(k.name);
+    if (shown_times[shown] > 1)
+      shown += fmt::format(" (grid {}, block {})",
+                           std::uint64_t{k.shape.grid.x} * k.shape.grid.y * k.shape.grid.z,
+                           std::uint64_t{k.shape.block.x} * k.shape.block.y * k.shape.block.z);
+    return shown;
+  };
   for (const Point& p : points) {
     const KernelDerivation& k = *p.kernel;
     legend += fmt::format(
         "<tr><td>{}</td><td title=\"{}\">{}</td><td>{:.3g}</td><td>{}</td><td>{}</td><td>{}</td>"
         "</tr>\n",
-        p.number, xml_escape(k.name), xml_escape(names(k.name)), *k.arithmetic_intensity,
+        p.number, xml_escape(k.name), xml_escape(label(k)), *k.arithmetic_intensity,
         detail::rate(*k.flop_per_s, "FLOP/s"),
         k.roofline ? detail::percent(k.roofline->fraction_of_roof) : std::string("-"),
         analyze::to_string(k.bottleneck));

@@ -64,7 +64,7 @@ std::string backlog_gemm_note(const analyze::Analysis& a);
 nlohmann::json gemm_calls_json(const analyze::Analysis& a);
 nlohmann::json backlog_gemm_json(const analyze::Analysis& a);
 // The JSON of the counter tier's derivation, and of the comparison with a baseline.
-nlohmann::json counters_json(const analyze::CounterAnalysis& c);
+nlohmann::json counters_json(const analyze::CounterAnalysis& c, const analyze::NameTable& names);
 nlohmann::json baseline_json(const analyze::Analysis& a, const analyze::Analysis& baseline);
 // Tables as text, shared by the renderers.
 std::string text_table(const std::vector<std::string>& header,

@@ -9,6 +9,7 @@
 
 #include "ktune/core/text.hpp"
 #include "ktune/report/report.hpp"
+#include "ktune/trace/metrics.hpp"
 #include "sections.hpp"
 #include "units.hpp"
 
@@ -211,10 +212,11 @@ std::vector<Section> baseline_sections(const Analysis& a, const RenderOptions& o
   return {s};
 }
 
-json counters_json(const analyze::CounterAnalysis& c) {
+json counters_json(const analyze::CounterAnalysis& c, const analyze::NameTable& names) {
   json kernels = json::array();
   for (const auto& k : c.kernels) {
     json j = {{"name", k.name},
+              {"display_name", names(k.name)},
               {"launch",
                {{"grid", {k.shape.grid.x, k.shape.grid.y, k.shape.grid.z}},
                 {"block", {k.shape.block.x, k.shape.block.y, k.shape.block.z}},
@@ -233,6 +235,10 @@ json counters_json(const analyze::CounterAnalysis& c) {
               {"dram_bytes_per_s", optional_json(k.dram_bytes_per_s)},
               {"arithmetic_intensity", optional_json(k.arithmetic_intensity)},
               {"sm_pct", optional_json(k.sm_pct)},
+              {"sm_pct_metric", !k.sm_pct ? std::string()
+                                : k.sm_pct_is_speed_of_light
+                                    ? std::string(trace::metric::kSmThroughputPct)
+                                    : std::string(trace::metric::kIssueActivePct)},
               {"memory_pct", optional_json(k.memory_pct)},
               {"dram_pct", optional_json(k.dram_pct)},
               {"tensor_pct", optional_json(k.tensor_pct)},

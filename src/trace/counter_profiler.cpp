@@ -55,6 +55,7 @@ struct CounterProfiler::Impl {
   struct Chip {
     CUpti_Profiler_Host_Object* host = nullptr;
     std::vector<std::uint8_t> config;  // built once per chip, shared by its contexts
+    std::size_t passes = 0;            // replay passes the config takes per profiled launch
   };
   struct Context {
     CUpti_RangeProfiler_Object* profiler = nullptr;
@@ -64,6 +65,12 @@ struct CounterProfiler::Impl {
   };
   std::mutex mu;  // one profiled launch at a time: ranges must not interleave
   std::map<std::string, Chip> chips;
+  // The most replay passes any chip's config takes ("?" before the first profiled launch).
+  std::string passes() const {
+    std::size_t most = 0;
+    for (const auto& [name, chip] : chips) most = std::max(most, chip.passes);
+    return most ? std::to_string(most) : "?";
+  }
   std::map<CUcontext, Context> contexts;
   bool initialized = false;
   std::atomic<bool> off{false};  // read unlocked by every launch callback
@@ -146,6 +153,11 @@ struct CounterProfiler::Impl {
     image.pConfigImage = config.data();
     if (!check(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage"))
       return nullptr;
+    CUpti_Profiler_Host_GetNumOfPasses_Params passes{
+        CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+    passes.configImageSize = config.size();
+    passes.pConfigImage = config.data();
+    if (cuptiProfilerHostGetNumOfPasses(&passes) == CUPTI_SUCCESS) chip.passes = passes.numOfPasses;
     chip.config = std::move(config);
     return &chip;
   }
@@ -341,9 +353,10 @@ std::string CounterProfiler::summary() const {
   return fmt::format(
       "hardware counters: {} launches of {} kernels profiled, {:.3f} s collecting ({:.3f} s "
       "set-up; arming {:.3f} s (set-config {:.3f} s, start {:.3f} s), launches with their replays "
-      "{:.3f} s, decoding {:.3f} s; the first launch {:.3f} s), {} metrics each",
+      "{:.3f} s, decoding {:.3f} s; the first launch {:.3f} s), {} metrics each in {} replay "
+      "passes",
       m.collected, m.selector.profiled_kernels(), m.selector.spent_s(), m.setup_s, m.arm_s,
-      m.set_config_s, m.start_s, m.replay_s, m.decode_s, m.first_s, m.metrics.size());
+      m.set_config_s, m.start_s, m.replay_s, m.decode_s, m.first_s, m.metrics.size(), m.passes());
 }
 
 }  // namespace ktune::trace

@@ -268,6 +268,85 @@ TEST(Counters, ZeroFlopKernelBelowEveryPeakIsLatencyBound) {
   EXPECT_EQ(only(run(b)).bottleneck, Bottleneck::latency);
 }
 
+// Nsight Compute's speed-of-light pair decides, as ncu does, even where the stand-ins read high:
+// an elementwise launch of 1024 blocks of 32 threads issues on 80 % of its SMs' active cycles,
+// but its SMs idle most of the elapsed time (ncu on the H100: SM 28 %, memory 21 %: latency).
+TEST(Counters, SpeedOfLightJudgesOverTheActiveCycleStandIns) {
+  CounterTraceBuilder b;
+  b.launch("void at::native::vectorized_elementwise_kernel<8, MulFunctor<float> >(int, MulFunctor)",
+           30, 1024, 32, 16, 0,
+           {{m::kDuration, 30'000},
+            {m::kSmThroughputPct, 28},
+            {m::kMemoryThroughputPct, 21},
+            {m::kIssueActivePct, 80},
+            {m::kTensorPipePct, 0},
+            {m::kDramThroughputPct, 12},
+            {m::kDramBytesRead, 4e6},
+            {m::kDramBytesWrite, 2e6},
+            {m::kFp32Mul, 1.6e7}});
+  const KernelDerivation d = only(run(b));
+  EXPECT_TRUE(d.sm_pct_is_speed_of_light);
+  EXPECT_DOUBLE_EQ(*d.sm_pct, 28);
+  EXPECT_EQ(d.bottleneck, Bottleneck::latency);
+  // Without the pair, the same launch is read by its stand-ins: issue activity says compute.
+  CounterTraceBuilder standins;
+  standins.launch("mul(float*)", 30, 1024, 32, 16, 0,
+                  {{m::kDuration, 30'000},
+                   {m::kIssueActivePct, 80},
+                   {m::kDramThroughputPct, 12},
+                   {m::kDramBytesRead, 4e6},
+                   {m::kFp32Mul, 1.6e7}});
+  const KernelDerivation s = only(run(standins));
+  EXPECT_FALSE(s.sm_pct_is_speed_of_light);
+  EXPECT_EQ(s.bottleneck, Bottleneck::compute);
+}
+
+// Both units at or above 60 %: the busier one bounds (ncu's nvjet 192x128 launch: SM 64 %,
+// memory 66 %: memory), whatever the roofline position says.
+TEST(Counters, BothUnitsBusyTheBusierBounds) {
+  CounterTraceBuilder b;
+  b.launch("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_NNT", 40, 2, 384, 168, 200 * 1024,
+           {{m::kDuration, 40'000},
+            {m::kSmThroughputPct, 64},
+            {m::kMemoryThroughputPct, 66},
+            {m::kTensorPipePct, 70},
+            {m::kDramThroughputPct, 30},
+            {m::kDramBytesRead, 2e7},
+            {m::kTensorGmmaBf16Ops, 2.0 * 1024 * 1024 * 2048}});
+  EXPECT_EQ(only(run(b)).bottleneck, Bottleneck::memory);
+}
+
+// PyTorch's bf16 copy on the H100: no tensor instruction, yet the tensor pipe's busy cycles read
+// 4.1 %. Taking that for tensor math put it at 42 TFLOP/s on the roofline; it is no math at all.
+TEST(Counters, TensorPipeCyclesWithoutTensorInstructionsAreNoMath) {
+  CounterTraceBuilder b;
+  b.launch(
+      "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+      "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+      "const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1}> >(int, "
+      "at::native::gpu_kernel_impl_nocast)",
+      16, 8192, 128, 30, 0,
+      {{m::kDuration, 16'000},
+       {m::kSmThroughputPct, 58},
+       {m::kMemoryThroughputPct, 22},
+       {m::kDramThroughputPct, 21},
+       {m::kDramBytesRead, 1.2e7},
+       {m::kDramBytesWrite, 6e6},
+       {m::kFp32Fma, 0},
+       {m::kFp32Add, 0},
+       {m::kFp32Mul, 0},
+       {m::kTensorGmmaBf16Ops, 0},
+       {m::kTensorInst, 0},
+       {m::kTensorPipePct, 4.13}});
+  const KernelDerivation d = only(run(b));
+  EXPECT_FALSE(d.tensor_math);
+  EXPECT_FALSE(d.tensor_flop);
+  EXPECT_DOUBLE_EQ(*d.flop, 0);
+  EXPECT_EQ(d.bottleneck, Bottleneck::latency);
+  ASSERT_TRUE(d.roofline);
+  EXPECT_EQ(d.roofline->precision, "fp32");
+}
+
 // An mma.sync kernel under the roofline set counts no GMMA ops, and without ceilings its busy
 // tensor pipe gives no FLOP estimate: still math, so compute-bound, not issue-bound.
 TEST(Counters, ABusyTensorPipeIsMathEvenWithoutACeiling) {

@@ -72,7 +72,7 @@ TEST(ReportCounters, WithoutCountersThereIsNoVerdictTable) {
 // Pins the derivation's JSON shape: a change here needs a new report schema_version.
 TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
   const json j = json::parse(render_json(analysis_of(counter_trace()), {}));
-  EXPECT_EQ(j["schema_version"], 8);
+  EXPECT_EQ(j["schema_version"], 9);
   const json& c = j["counters"];
   EXPECT_EQ(keys(c["ceilings"]), (Keys{"bf16_flop_per_s", "dram_bytes_per_s", "fp16_flop_per_s",
                                        "fp32_flop_per_s", "kind", "origin", "source"}));
@@ -83,6 +83,7 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
                            "arithmetic_intensity",
                            "bottleneck",
                            "device",
+                           "display_name",
                            "dram_bytes",
                            "dram_bytes_per_s",
                            "dram_pct",
@@ -108,6 +109,7 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
                            "shape_launches",
                            "shape_total_ns",
                            "sm_pct",
+                           "sm_pct_metric",
                            "stall_cause",
                            "stalls",
                            "tensor_flop",
@@ -123,6 +125,8 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
   EXPECT_TRUE(k["stalls"].empty());  // no stalls set: an empty list
   EXPECT_EQ(k["stall_cause"], "none");
   EXPECT_EQ(k["name"], "sgemm_naive(float const*, float const*, float*, int)");
+  EXPECT_EQ(k["display_name"], "sgemm_naive");
+  EXPECT_EQ(k["sm_pct_metric"], "sm__throughput.avg.pct_of_peak_sustained_elapsed");
   EXPECT_EQ(k["bottleneck"], "locality");
   EXPECT_EQ(keys(k["theoretical_occupancy"]),
             (Keys{"active_warps_per_sm", "blocks_per_sm", "limiter", "occupancy_pct"}));
@@ -254,6 +258,22 @@ TEST(ReportCounters, HtmlDrawsTheRooflineBesideTheTimeline) {
   EXPECT_NE(h.find("attention_fwd&lt;128, 64&gt;(Params)"), std::string::npos);  // in titles
   EXPECT_LT(h.find("<h2>Timeline</h2>"), h.find("<h2>Roofline</h2>"));
   EXPECT_EQ(h.find("<script"), std::string::npos);
+}
+
+// A kernel profiled at two launch shapes is two points; the legend tells them apart by launch.
+TEST(ReportCounters, RooflineLegendTellsTwoShapesOfOneKernelApart) {
+  CounterTraceBuilder b;
+  for (int grid : {64, 132})
+    b.launch("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64> >(Params)", 400, grid, 384, 168, 0,
+             {{analyze::test::m::kDuration, 400'000},
+              {analyze::test::m::kSmThroughputPct, 50},
+              {analyze::test::m::kMemoryThroughputPct, 40},
+              {analyze::test::m::kDramBytesRead, 1e8},
+              {analyze::test::m::kFp32Fma, 1e10}});
+  analyze::test::add_h100_identity(b.t);
+  const std::string h = render_html(analysis_of(b.t), {});
+  for (const char* label : {"(grid 64, block 384)", "(grid 132, block 384)"})
+    EXPECT_NE(h.find(label), std::string::npos) << label << "\n" << h;
 }
 
 }  // namespace

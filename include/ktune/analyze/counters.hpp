@@ -159,6 +159,13 @@ struct KernelDerivation {
   std::optional<double> dram_bytes_per_s;
   std::optional<double> arithmetic_intensity;  // FLOP per DRAM byte
   std::optional<double> sm_pct, memory_pct, dram_pct, tensor_pct, l2_hit_pct;
+  // sm_pct is Nsight Compute's SM speed-of-light (sm__throughput, elapsed cycles), not the
+  // issue-activity stand-in (active cycles) a profile without it is read by.
+  bool sm_pct_is_speed_of_light = false;
+  // The tensor pipe did math: GMMA ops or tensor-pipe instructions were counted (or, in a profile
+  // without the instruction count, the pipe was at least 1 % busy). The pipe's busy cycles alone
+  // read 1-4 % on H100 kernels that issue no tensor instruction (a bf16 copy, a layer norm).
+  bool tensor_math = false;
   std::optional<double> achieved_occupancy_pct;
   std::optional<Occupancy> theoretical;             // needs the device's arch (trace identity)
   std::optional<double> waves_per_sm;               // grid blocks / (blocks per SM x SM count)

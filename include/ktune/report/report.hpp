@@ -27,7 +27,7 @@ namespace ktune::report {
 // 8: the counter tier's stalls ("stalls", "stall_cause", "warp_cycles_per_issue"), "library" and
 //    "tune_command", the time of the profiled shape ("shape_launches", "shape_total_ns"), the
 //    "issue-bound" verdict, and the ceilings' "kind" and "origin".
-inline constexpr int kReportSchemaVersion = 8;
+inline constexpr int kReportSchemaVersion = 9;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all

@@ -46,8 +46,8 @@ inline constexpr std::string_view kTensorFp8Ops = "sm__ops_path_tensor_src_fp8.s
 // Tensor pipe busy (HMMA, HGMMA and QGMMA on Hopper).
 inline constexpr std::string_view kTensorPipePct =
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active";
-// Instruction issue busy: the one-pass stand-in for SM throughput in the roofline set
-// (kSmThroughputPct alone takes 8 replay passes on GH100; it is in `compute` and `full`).
+// Instruction issue busy, over the SMs' active cycles (the stalls set's view of the SM; a profile
+// without kSmThroughputPct is judged by it).
 inline constexpr std::string_view kIssueActivePct =
     "smsp__issue_active.avg.pct_of_peak_sustained_active";
 inline constexpr std::string_view kAchievedOccupancyPct =
