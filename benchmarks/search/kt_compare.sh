@@ -157,9 +157,11 @@ for r in rows:
                         "--config", config, "--mode", "cold", "--json"],
                        capture_output=True, text=True, timeout=60)
     try:
-        r["remeasured_us"] = json.loads(p.stdout)["median_ns"] / 1e3
+        r["remeasured_us"] = json.loads(p.stdout)["median_ns"] / 1e3 or None
     except Exception:
         r["remeasured_us"] = None
+    if r["remeasured_us"] is None:  # a best that does not run again counts for nothing
+        r["not_reproduced"] = (p.stderr.strip().splitlines() or ["no time measured"])[-1][:200]
 with open(path, "w") as f:
     for r in rows:
         f.write(json.dumps(r) + "\n")
@@ -173,12 +175,14 @@ print(f"\n== summary ({len(rows)} runs, {sys.argv[2]} s in all); best known = th
       "re-measured best of any run on that kernel")
 for kernel in dict.fromkeys(r["kernel"] for r in rows):
     rk = [r for r in rows if r["kernel"] == kernel]
-    yard = [r.get("remeasured_us") or r.get("best_us") for r in rk]
+    # Re-measured where the runs were measured again (a best that failed to run again is out).
+    best = lambda r: r.get("remeasured_us") if "remeasured_us" in r else r.get("best_us")
+    yard = [best(r) for r in rk]
     known = min((y for y in yard if y), default=None)
     print(f"{kernel}: best known {known:.2f} us" if known else f"{kernel}: nothing ran")
     for tuner in dict.fromkeys(r["tuner"] for r in rk):
         rt = [r for r in rk if r["tuner"] == tuner]
-        ys = [r.get("remeasured_us") or r.get("best_us") for r in rt]
+        ys = [best(r) for r in rt]
         near = sum(1 for y in ys if y and known and y <= known * 1.02)
         def mean(key, sub):
             v = [r[key][sub] for r in rt if r.get(key)]
@@ -191,4 +195,8 @@ for kernel in dict.fromkeys(r["kernel"] for r in rows):
               f"{mean('to_2pct', 'evaluations')} ev, {mean('to_2pct', 'elapsed_s')} s; 1 %: "
               f"{mean('to_1pct', 'evaluations')} ev, {mean('to_1pct', 'elapsed_s')} s"
               if ok else f"  {tuner:10s} {len(rt)} runs: nothing measured")
+        for r in rt:
+            if r.get("not_reproduced"):
+                print(f"    seed {r['seed']}: its best ({r['best_us']:.2f} us) did not run again "
+                      f"under ktune bench: {r['not_reproduced']}")
 PY
