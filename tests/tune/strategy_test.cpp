@@ -186,18 +186,21 @@ TEST(Strategy, ModelStrategiesLearnWhereConfigurationsFailAndStayAway) {
   }
 }
 
-// The nearest two of the first `n` proposals, each parameter's value position scaled to [0, 1].
-double closest_pair(const RecordedSpace& space, const std::vector<std::size_t>& p, std::size_t n) {
+// Distance between two configurations, each parameter's value position scaled to [0, 1].
+double distance(const RecordedSpace& space, std::size_t i, std::size_t j) {
   const auto& params = space.index().space().parameters();
+  const auto a = space.index().at(i), b = space.index().at(j);
+  double d = 0;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    d += std::pow((double(a[k]) - double(b[k])) / double(params[k].values.size() - 1), 2);
+  return std::sqrt(d);
+}
+
+// The nearest two of the first `n` proposals.
+double closest_pair(const RecordedSpace& space, const std::vector<std::size_t>& p, std::size_t n) {
   double closest = INFINITY;
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < i; ++j) {
-      const auto a = space.index().at(p[i]), b = space.index().at(p[j]);
-      double d = 0;
-      for (std::size_t k = 0; k < a.size(); ++k)
-        d += std::pow((double(a[k]) - double(b[k])) / double(params[k].values.size() - 1), 2);
-      closest = std::min(closest, std::sqrt(d));
-    }
+    for (std::size_t j = 0; j < i; ++j) closest = std::min(closest, distance(space, p[i], p[j]));
   return closest;
 }
 
@@ -212,16 +215,6 @@ TEST(Strategy, ModelStrategiesStartFromASpreadOfTheSpace) {
       mean[name] += closest_pair(*space, proposals(name, *space, seed, 100), 10) / 8;
   EXPECT_GT(mean["model"], 2 * mean["random"]) << mean["model"] << " " << mean["random"];
   EXPECT_GT(mean["hybrid"], 2 * mean["random"]) << mean["hybrid"] << " " << mean["random"];
-}
-
-// Distance between two configurations, each parameter's value position scaled to [0, 1].
-double distance(const RecordedSpace& space, std::size_t i, std::size_t j) {
-  const auto& params = space.index().space().parameters();
-  const auto a = space.index().at(i), b = space.index().at(j);
-  double d = 0;
-  for (std::size_t k = 0; k < a.size(); ++k)
-    d += std::pow((double(a[k]) - double(b[k])) / double(params[k].values.size() - 1), 2);
-  return std::sqrt(d);
 }
 
 TEST(Strategy, ThompsonLooksFartherFromTheBestThanExpectedImprovement) {
