@@ -9,6 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 exe=${STUDY_EXE:-$build/replay-study}
 [ -x "$exe" ] || g++ -O2 -std=c++20 -I"$here/../../include" "$here/study.cpp" \
   "$build/src/tune/libktune_tune.a" "$build/src/bench/libktune_bench.a" \
+  "$build/src/spec/libktune_spec.a" \
   "$build/src/core/libktune_core.a" -lfmt -lz -pthread -o "$exe"
 args=()
 for gpu in A100 A4000 A6000 MI250X W6600 W7800; do

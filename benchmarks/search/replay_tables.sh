@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 data=${3:-${KTUNE_DATASETS:-$here/../../../shared/datasets}}
 seeds=${SEEDS:-50}
 budgets=${BUDGETS:-100,200}
-strategies=${STRATEGIES:-random,genetic,annealing,model,hybrid,portfolio}
+strategies=${STRATEGIES:-random,genetic,annealing,model,hybrid,thompson,portfolio}
 mkdir -p "$out"
 files=()
 for w in ${WINDOWS:-1 16}; do

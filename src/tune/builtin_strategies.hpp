@@ -6,7 +6,7 @@ void register_builtin_strategies();
 void register_basic_strategies();    // exhaustive, random
 void register_genetic_strategy();    // genetic
 void register_annealing_strategy();  // annealing
-void register_model_strategy();      // model, hybrid
+void register_model_strategy();      // model, hybrid, thompson
 void register_portfolio_strategy();  // portfolio
 
 inline void register_builtin_strategies() {

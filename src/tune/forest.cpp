@@ -73,6 +73,13 @@ int Forest::build(Tree& t, std::vector<int>& rows, int begin, int end, int depth
   return id;
 }
 
+double Forest::predict_tree(std::size_t tree, const std::vector<double>& x) const {
+  const Tree& t = trees_.at(tree);
+  int i = 0;
+  while (t[i].feature >= 0) i = x[t[i].feature] <= t[i].threshold ? t[i].left : t[i].right;
+  return t[i].value;
+}
+
 void Forest::predict(const std::vector<double>& x, double& mean, double& stddev) const {
   double s = 0, s2 = 0;
   for (const auto& t : trees_) {

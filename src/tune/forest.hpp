@@ -21,6 +21,9 @@ class Forest {
            const ForestOptions& opt, std::mt19937_64& rng);
   // Mean and standard deviation of the trees' predictions.
   void predict(const std::vector<double>& x, double& mean, double& stddev) const;
+  // One tree's prediction (tree < trees()): a draw from the forest's spread.
+  double predict_tree(std::size_t tree, const std::vector<double>& x) const;
+  std::size_t trees() const { return trees_.size(); }
 
  private:
   struct Node {
