@@ -774,13 +774,18 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
   d.fp16_flop = flop_of(r, metric::kFp16Fma, metric::kFp16Add, metric::kFp16Mul);
   const double tensor_peak = std::max(ceilings.bf16_flop_per_s, ceilings.fp16_flop_per_s);
   // Hopper's GMMA op counters are the tensor FLOP themselves (2*M*N*K on a GEMM, checked against
-  // ncu on the H100); without them, the pipe's utilisation times the calibrated peak estimates it.
+  // ncu on the H100), as are the all-paths counters of the compute set (HMMA too); without them,
+  // a busy pipe's utilisation times the calibrated peak estimates it.
   const auto gmma = add(r.get(metric::kTensorGmmaFp16Ops), r.get(metric::kTensorGmmaBf16Ops));
-  const auto tensor_inst = r.get(metric::kTensorInst);
-  d.tensor_math =
-      (gmma && *gmma > 0) || (tensor_inst ? *tensor_inst > 0 : d.tensor_pct.value_or(0) >= 1);
+  const double all_path_ops = add(add(r.get(metric::kTensorFp16Ops), r.get(metric::kTensorBf16Ops)),
+                                  add(r.get(metric::kTensorTf32Ops), r.get(metric::kTensorFp8Ops)))
+                                  .value_or(0);
+  d.tensor_math = (gmma && *gmma > 0) || all_path_ops > 0 ||
+                  d.tensor_pct.value_or(0) >= threshold::kTensorMathPct;
   if (gmma && *gmma > 0)
     d.tensor_flop = gmma;
+  else if (all_path_ops > 0)
+    d.tensor_flop = all_path_ops;
   else if (d.tensor_math && d.tensor_pct && *d.tensor_pct > 0 && tensor_peak > 0)
     d.tensor_flop = *d.tensor_pct / 100 * tensor_peak * seconds;
   d.flop = add(add(d.fp32_flop, d.fp64_flop), add(d.fp16_flop, d.tensor_flop));

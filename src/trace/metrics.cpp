@@ -33,7 +33,6 @@ std::vector<std::string_view> roofline() {
           kFp16Mul,
           kTensorGmmaFp16Ops,
           kTensorGmmaBf16Ops,
-          kTensorInst,
           kTensorPipePct,
           kAchievedOccupancyPct,
           kSmClockHz};

@@ -316,9 +316,10 @@ TEST(Counters, BothUnitsBusyTheBusierBounds) {
   EXPECT_EQ(only(run(b)).bottleneck, Bottleneck::memory);
 }
 
-// PyTorch's bf16 copy on the H100: no tensor instruction, yet the tensor pipe's busy cycles read
-// 4.1 %. Taking that for tensor math put it at 42 TFLOP/s on the roofline; it is no math at all.
-TEST(Counters, TensorPipeCyclesWithoutTensorInstructionsAreNoMath) {
+// PyTorch's bf16 copy as the H100 counted it: no MMA, yet its conversions keep the tensor pipe
+// 4.1 % busy and count 229,376 tensor-pipe instructions. Read as tensor math, the pipe put the
+// copy at 42 TFLOP/s on the roofline.
+TEST(Counters, ConversionsOnTheTensorPipeAreNoMath) {
   CounterTraceBuilder b;
   b.launch(
       "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
@@ -336,7 +337,7 @@ TEST(Counters, TensorPipeCyclesWithoutTensorInstructionsAreNoMath) {
        {m::kFp32Add, 0},
        {m::kFp32Mul, 0},
        {m::kTensorGmmaBf16Ops, 0},
-       {m::kTensorInst, 0},
+       {m::kTensorInst, 229'376},
        {m::kTensorPipePct, 4.13}});
   const KernelDerivation d = only(run(b));
   EXPECT_FALSE(d.tensor_math);
@@ -345,6 +346,25 @@ TEST(Counters, TensorPipeCyclesWithoutTensorInstructionsAreNoMath) {
   EXPECT_EQ(d.bottleneck, Bottleneck::latency);
   ASSERT_TRUE(d.roofline);
   EXPECT_EQ(d.roofline->precision, "fp32");
+}
+
+// The compute set's all-paths counters are the tensor FLOP of an mma.sync kernel exactly, whatever
+// the pipe's activity.
+TEST(Counters, AllPathsTensorOpsAreTheTensorFlop) {
+  CounterTraceBuilder b;
+  b.launch("flash_fwd_kernel(Params)", 500, 264, 128, 255, 0,
+           {{m::kDuration, 500'000},
+            {m::kSmThroughputPct, 70},
+            {m::kMemoryThroughputPct, 30},
+            {m::kDramBytesRead, 1e8},
+            {m::kFp32Fma, 1e8},
+            {m::kTensorGmmaBf16Ops, 0},
+            {m::kTensorBf16Ops, 2.5e11},
+            {m::kTensorPipePct, 8}});
+  const KernelDerivation d = only(run(b));
+  EXPECT_TRUE(d.tensor_math);
+  EXPECT_DOUBLE_EQ(*d.tensor_flop, 2.5e11);
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute);
 }
 
 // An mma.sync kernel under the roofline set counts no GMMA ops, and without ceilings its busy

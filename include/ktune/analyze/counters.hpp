@@ -70,6 +70,11 @@ inline constexpr double kMinGain = 0.02;
 // (the top reason of a kernel that waits on one thing holds 40-80 %; below a quarter the
 // cycles are spread over several reasons and none explains the kernel alone).
 inline constexpr double kStallCauseShare = 0.25;
+// Below this tensor-pipe activity no tensor math is assumed unless tensor ops were counted: on the
+// H100, kernels with no MMA at all (a bf16 copy, a layer norm) keep the pipe 0.5-4 % busy and
+// issue tensor-pipe instructions (their bf16 conversions), which the pipe-based FLOP estimate
+// turned into 42 TFLOP/s for a copy.
+inline constexpr double kTensorMathPct = 10.0;
 // The stall reasons the report lists per kernel.
 inline constexpr std::size_t kTopStalls = 3;
 }  // namespace threshold
@@ -162,9 +167,8 @@ struct KernelDerivation {
   // sm_pct is Nsight Compute's SM speed-of-light (sm__throughput, elapsed cycles), not the
   // issue-activity stand-in (active cycles) a profile without it is read by.
   bool sm_pct_is_speed_of_light = false;
-  // The tensor pipe did math: GMMA ops or tensor-pipe instructions were counted (or, in a profile
-  // without the instruction count, the pipe was at least 1 % busy). The pipe's busy cycles alone
-  // read 1-4 % on H100 kernels that issue no tensor instruction (a bf16 copy, a layer norm).
+  // The tensor pipe did math: tensor ops were counted, or the pipe was at least kTensorMathPct
+  // busy.
   bool tensor_math = false;
   std::optional<double> achieved_occupancy_pct;
   std::optional<Occupancy> theoretical;             // needs the device's arch (trace identity)
