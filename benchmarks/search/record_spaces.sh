@@ -69,7 +69,14 @@ resized() {  # KERNEL SIZE_JSON NAME -> path of the new spec
   python3 - "$root/kernels/$kernel/$kernel.json" "$size" "$d/$name.json" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
-spec["KernelSpecification"]["ProblemSize"] = json.loads(sys.argv[2])
+ks = spec["KernelSpecification"]
+old, new = ks["ProblemSize"], json.loads(sys.argv[2])
+ks["ProblemSize"] = new
+# Scalar arguments that carry a dimension (gemv's n and k) follow it: left at the old size, the
+# kernel read past the resized buffers (every configuration CUDA_ERROR_ILLEGAL_ADDRESS).
+for a in ks["Arguments"]:
+    if a.get("MemoryType") == "Scalar" and a.get("FillValue") in old:
+        a["FillValue"] = new[old.index(a["FillValue"])]
 json.dump(spec, open(sys.argv[3], "w"), indent=1)
 PY
   echo "$d/$name.json"

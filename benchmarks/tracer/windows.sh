@@ -129,7 +129,7 @@ done
 # Paired: windows minus plain within each rotation.
 read -r -a P <<<"${us[plain]}"; read -r -a W <<<"${us[windows]}"
 paired=""
-for i in "${!P[@]}"; do paired+="$(calc "${W[$i]} - ${P[$i]}") "; done
+for i in "${!P[@]}"; do [ -n "${W[$i]:-}" ] && paired+="$(calc "${W[$i]} - ${P[$i]}") "; done  # a failed run has no value
 added=$(calc "$(med "${us[windows]}") - $p")
 attached=$(calc "$(med "${us[attached]}") - $p")
 # The loop need not hold a whole number of periods (and window 0 opens during start-up), so the
