@@ -253,8 +253,8 @@ std::string roofline_html(const Analysis& a, const analyze::NameTable& names) {
     std::string shown = names(k.name);
     if (shown_times[shown] > 1)
       shown += fmt::format(" (grid {}, block {})",
-                           std::uint64_t{k.shape.grid.x} * k.shape.grid.y * k.shape.grid.z,
-                           std::uint64_t{k.shape.block.x} * k.shape.block.y * k.shape.block.z);
+                           std::int64_t{k.shape.grid.x} * k.shape.grid.y * k.shape.grid.z,
+                           std::int64_t{k.shape.block.x} * k.shape.block.y * k.shape.block.z);
     return shown;
   };
   for (const Point& p : points) {
