@@ -147,13 +147,16 @@ class RecordedSpace::Builder {
 
   void place(std::size_t pos, Status status, double time_ns) {
     auto& o = r_->outcome_[pos];
-    // A configuration recorded twice keeps its best successful outcome.
-    if (!seen_[pos] || (status == Status::ok && (o.status != Status::ok || time_ns < o.time_ns))) {
+    // A configuration recorded twice keeps its best timed outcome. A screened-out one ("slower")
+    // ran correctly and carries the screen's time: a space ktune recorded is mostly such records
+    // (each slower than the best found before it), and without their times a replay in another
+    // order could only find the few measured in full.
+    if (!seen_[pos] || (has_time(status) && (!has_time(o.status) || time_ns < o.time_ns))) {
       o.status = status;
-      o.time_ns = status == Status::ok ? time_ns : 0;
+      o.time_ns = has_time(status) ? time_ns : 0;
     }
     seen_[pos] = true;
-    if (status == Status::ok) r_->best_time_ns_ = std::min(r_->best_time_ns_, time_ns);
+    if (has_time(status)) r_->best_time_ns_ = std::min(r_->best_time_ns_, time_ns);
   }
 
   std::unique_ptr<RecordedSpace> r_;
@@ -234,7 +237,7 @@ ReplayRun replay_once(const RecordedSpace& space, Strategy& strategy, std::uint6
     if (pending.empty()) break;
     const Evaluation e = space.evaluate(pending.front());
     pending.pop_front();
-    times.push_back(e.status == Status::ok ? e.time_ns : std::nan(""));
+    times.push_back(has_time(e.status) ? e.time_ns : std::nan(""));
     strategy.observe(e);
   }
   ReplayRun run;
