@@ -29,11 +29,12 @@ inline constexpr std::string_view kFp16Fma = "sm__sass_thread_inst_executed_op_h
 inline constexpr std::string_view kFp16Add = "sm__sass_thread_inst_executed_op_hadd_pred_on.sum";
 inline constexpr std::string_view kFp16Mul = "sm__sass_thread_inst_executed_op_hmul_pred_on.sum";
 // Tensor-core work. The roofline set counts Hopper's warpgroup MMA (GMMA: cuBLASLt's nvjet and
-// CUTLASS 3 kernels) by precision, which fits in the same two replay passes as the rest of the
-// set (on H100 the GMMA fp16 count of a cuBLASLt GEMM equals 2*M*N*K: these "math ops" are FLOP).
+// CUTLASS 3 kernels) by precision, cheaply (they fitted in the set's two replay passes before the
+// speed-of-light pair joined it; on H100 the GMMA fp16 count of a cuBLASLt GEMM equals 2*M*N*K:
+// these "math ops" are FLOP).
 // Warp-level HMMA (mma.sync) is not in those counters: a kernel whose tensor pipe is busy
-// (kTensorPipePct) with no GMMA ops uses it, and its FLOP come from the all-paths counters of the
-// `compute` set, which cost three more passes.
+// (kTensorPipePct) with no GMMA ops uses it, and its FLOP come exactly from the all-paths counters
+// of the `compute` set, else from the pipe's activity (analyze/counters).
 inline constexpr std::string_view kTensorGmmaFp16Ops = "sm__ops_path_tensor_op_hgmma_src_fp16.sum";
 inline constexpr std::string_view kTensorGmmaBf16Ops =
     "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum";
