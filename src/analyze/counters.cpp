@@ -774,8 +774,9 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
   d.fp16_flop = flop_of(r, metric::kFp16Fma, metric::kFp16Add, metric::kFp16Mul);
   const double tensor_peak = std::max(ceilings.bf16_flop_per_s, ceilings.fp16_flop_per_s);
   // Hopper's GMMA op counters are the tensor FLOP themselves (2*M*N*K on a GEMM, checked against
-  // ncu on the H100), as are the all-paths counters of the compute set (HMMA too); without them,
-  // a busy pipe's utilisation times the calibrated peak estimates it.
+  // ncu on the H100); the all-paths counters of the compute set count HMMA too, in the same unit
+  // (not yet checked against ncu on an mma.sync kernel); without either, a busy pipe's
+  // utilisation times the calibrated peak estimates it.
   const auto gmma = add(r.get(metric::kTensorGmmaFp16Ops), r.get(metric::kTensorGmmaBf16Ops));
   const double all_path_ops = add(add(r.get(metric::kTensorFp16Ops), r.get(metric::kTensorBf16Ops)),
                                   add(r.get(metric::kTensorTf32Ops), r.get(metric::kTensorFp8Ops)))

@@ -82,11 +82,10 @@ double Forest::predict_tree(std::size_t tree, const std::vector<double>& x) cons
 
 void Forest::predict(const std::vector<double>& x, double& mean, double& stddev) const {
   double s = 0, s2 = 0;
-  for (const auto& t : trees_) {
-    int i = 0;
-    while (t[i].feature >= 0) i = x[t[i].feature] <= t[i].threshold ? t[i].left : t[i].right;
-    s += t[i].value;
-    s2 += t[i].value * t[i].value;
+  for (std::size_t tree = 0; tree < trees_.size(); ++tree) {
+    const double v = predict_tree(tree, x);
+    s += v;
+    s2 += v * v;
   }
   const double n = static_cast<double>(trees_.size());
   mean = s / n;
