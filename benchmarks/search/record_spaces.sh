@@ -6,7 +6,8 @@
 # small and by `random` (an unbiased sample, which `ktune replay` then treats as the whole space)
 # where the time allows only part of it. Bounded: each session has a --time limit and the whole
 # script stops starting sessions once TOTAL_S (default 330) seconds have passed, so it ends in
-# under 6 minutes on an H100.
+# under 6 minutes on an H100. FAMILIES (default "cublaslt copy gemv hub") picks the families to
+# record; HUB_S (default 60) is each hub kernel's sampling time.
 #   benchmarks/search/record_spaces.sh KTUNE_BIN OUT_DIR
 # Writes OUT_DIR/spaces/<family>/<name>.T4.json, OUT_DIR/spaces/device.txt (nvidia-smi: the
 # device, driver and clocks) and OUT_DIR/spaces.tar.gz holding both; prints one line per space.
@@ -17,6 +18,8 @@ out=${2:?usage: record_spaces.sh KTUNE_BIN OUT_DIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 hub=$root/benchmarks/search/hub
 total=${TOTAL_S:-330}
+families=" ${FAMILIES:-cublaslt copy gemv hub} "
+hub_s=${HUB_S:-60}
 spaces=$out/spaces work=$out/record-work
 rm -rf "$spaces" "$work"
 mkdir -p "$spaces" "$work"
@@ -32,6 +35,7 @@ left() { echo $((total - ($(date +%s) - start))); }
 record() {
   local family=$1 name=$2 strategy=$3 budget=$4 limit=$5
   shift 5
+  [[ $families == *" $family "* ]] || return 0
   local remaining
   remaining=$(left)
   if [ "$remaining" -lt 8 ]; then
@@ -99,8 +103,8 @@ for mn in "7168 16384" "4096 4096" "16384 1024"; do
   record gemv "gemv-${m}x$n" random 100000 35 "$(resized gemv "[$m, $n]" "gemv-${m}x$n")"
 done
 # The hub kernels as shipped: a random sample of each space.
-record hub convolution random 100000 60 "$hub/convolution_milo.json"
-record hub hotspot random 100000 45 "$hub/hotspot_milo.json"
+record hub convolution random 100000 "$hub_s" "$hub/convolution_milo.json"
+record hub hotspot random 100000 "$hub_s" "$hub/hotspot_milo.json"
 
 tar -C "$out" -czf "$out/spaces.tar.gz" spaces
 echo "packed $(find "$spaces" -name '*.T4.json' | wc -l) spaces into $out/spaces.tar.gz" \
