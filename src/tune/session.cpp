@@ -374,11 +374,8 @@ class SessionRun {
   void observe(std::size_t position, const SessionRecord& rec) {
     const CandidateResult& r = rec.result;
     ++s_.counts[r.status];
-    // A screened-out candidate ran correctly and its rough time ranks it: the strategy learns
-    // from that time, while the record keeps the outcome "slower".
-    Evaluation e{position, r.status, r.time_ns};
-    if (r.status == Status::slower && r.time_ns > 0) e.status = Status::ok;
-    strategy_->observe(e);
+    // The record keeps the outcome "slower"; the strategy learns from its time (observe()).
+    strategy_->observe({position, r.status, r.time_ns});
     if (r.status == Status::ok && r.full && (!best_ns_ || r.time_ns < *best_ns_)) {
       best_ns_ = r.time_ns;
       s_.best = rec;

@@ -105,7 +105,8 @@ std::optional<std::size_t> Strategy::propose() {
   return i;
 }
 
-void Strategy::observe(const Evaluation& e) {
+void Strategy::observe(Evaluation e) {
+  if (e.status == Status::slower && e.time_ns > 0) e.status = Status::ok;
   tried_.insert(e.index);
   history_.push_back(e);
   if (e.status == Status::ok && (!best_ || e.time_ns < history_[*best_].time_ns))

@@ -52,8 +52,10 @@ class Strategy {
   // The next configuration (an IndexedSpace position) never proposed before in this search, or
   // nullopt when every configuration has been tried.
   std::optional<std::size_t> propose();
-  // Feeds back the outcome of a proposed configuration.
-  void observe(const Evaluation& e);
+  // Feeds back the outcome of a proposed configuration. A screened-out one ("slower") ran
+  // correctly and its rough time ranks it: the strategy sees it as a timed result (status ok), in
+  // a session on the GPU and in a replay of the records such sessions leave alike.
+  void observe(Evaluation e);
   // Warm start (call after begin()): the next proposals are these positions, in order, skipping
   // any already tried; then the strategy proper takes over, their results in its history like any
   // others. warm_start_order() (warm_start.hpp) makes such a list from other GPUs' or shapes'
