@@ -164,7 +164,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 }
 
 const char* default_strategy_name() {
-  return "portfolio";
+  return "thompson";
 }
 
 }  // namespace ktune::tune

@@ -16,7 +16,10 @@
 // evaluations on gemm, Thompson at 200 on pnpoly), and the pursuit finds out as it goes. Nothing
 // here is read off a recorded space: the members are the registered strategies as they are, the
 // floor and the learning rate are the usual settings of probability matching; the pair was chosen
-// over hybrid + genetic by leave-one-family-out (logs/2026-11-26-search-replay-2.md).
+// over hybrid + genetic by leave-one-family-out (logs/2026-11-26-search-replay-2.md). It was the
+// default until the H100 families joined the choice (logs/2026-11-26-search-replay-3.md):
+// improvements are rare events, so both members' shares stay near half and the portfolio lands
+// between them, behind `thompson` wherever Thompson leads.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -109,7 +112,7 @@ class Portfolio final : public Strategy {
 void detail::register_portfolio_strategy() {
   register_strategy({"portfolio",
                      "hybrid (expected improvement) and thompson search together on shared "
-                     "results; the budget goes to whichever is improving (default)",
+                     "results; the budget goes to whichever is improving",
                      [] {
                        return std::make_unique<Portfolio>(PortfolioOptions{{"hybrid", "thompson"}});
                      }});

@@ -60,7 +60,7 @@ TEST(Strategy, RegistryListsEveryStrategyAndRejectsUnknownNames) {
   for (const auto& s : registered_strategies()) names.insert(s.name);
   EXPECT_EQ(names, (std::set<std::string>{"annealing", "exhaustive", "genetic", "hybrid", "model",
                                           "portfolio", "random", "thompson"}));
-  EXPECT_STREQ(default_strategy_name(), "portfolio");
+  EXPECT_STREQ(default_strategy_name(), "thompson");
   EXPECT_TRUE(names.count(default_strategy_name()));
   try {
     make_strategy("bayes");
