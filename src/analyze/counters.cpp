@@ -775,7 +775,8 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
   const double tensor_peak = std::max(ceilings.bf16_flop_per_s, ceilings.fp16_flop_per_s);
   // Hopper's GMMA op counters are the tensor FLOP themselves (2*M*N*K on a GEMM, checked against
   // ncu on the H100); the all-paths counters of the compute set count HMMA too, in the same unit
-  // (not yet checked against ncu on an mma.sync kernel); without either, a busy pipe's
+  // (2*M*N*K on WMMA GEMMs, fp16 and bf16: benchmarks/analysis/mma_flop.sh,
+  // logs/2026-11-26-gpu-mma-flop-h100.md); without either, a busy pipe's
   // utilisation times the calibrated peak estimates it.
   const auto gmma = add(r.get(metric::kTensorGmmaFp16Ops), r.get(metric::kTensorGmmaBf16Ops));
   const double all_path_ops = add(add(r.get(metric::kTensorFp16Ops), r.get(metric::kTensorBf16Ops)),

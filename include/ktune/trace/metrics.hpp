@@ -34,7 +34,8 @@ inline constexpr std::string_view kFp16Mul = "sm__sass_thread_inst_executed_op_h
 // these "math ops" are FLOP).
 // Warp-level HMMA (mma.sync) is not in those counters: a kernel whose tensor pipe is busy
 // (kTensorPipePct) with no GMMA ops uses it, and its FLOP come from the all-paths counters of the
-// `compute` set, else from the pipe's activity (analyze/counters).
+// `compute` set (FLOP too: 2*M*N*K on WMMA GEMMs, logs/2026-11-26-gpu-mma-flop-h100.md), else
+// from the pipe's activity (analyze/counters).
 inline constexpr std::string_view kTensorGmmaFp16Ops = "sm__ops_path_tensor_op_hgmma_src_fp16.sum";
 inline constexpr std::string_view kTensorGmmaBf16Ops =
     "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum";
