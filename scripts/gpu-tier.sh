@@ -73,9 +73,12 @@ picked windows &&
 picked counters &&
   keep='^agreement|ratio|plain \(target' step counters "$out/counters.log" "$root/scripts/gpu-counters.sh"
 # The report's verdicts and stall reasons against Nsight Compute's on the same launches
-# (docs/analysis.md), and the cost and op attribution of `ktune profile --ops` (docs/profiling.md).
+# (docs/analysis.md), the unit of mma.sync tensor FLOP against 2*M*N*K, and the cost and op
+# attribution of `ktune profile --ops` (docs/profiling.md).
 picked verdicts &&
   keep='agree|target|PASS|FAIL' step verdicts "$out/verdicts.log" "$root/benchmarks/analysis/ncu_compare.sh"
+picked mma_flop &&
+  keep='^(fp16|bf16|mma.sync)|FAIL' step mma_flop "$out/mma_flop.log" "$root/benchmarks/analysis/mma_flop.sh"
 picked ops &&
   keep='PASS|FAIL|added|per op|per iteration' step ops "$out/ops.log" "$root/benchmarks/tracer/ops.sh"
 # The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.

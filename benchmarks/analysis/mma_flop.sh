@@ -53,4 +53,5 @@ for kind, flop in expected.items():
           f" (x{ratio:.4f}); ncu " + ", ".join(f"{m} {v:.4g}" for m, v in sorted(n.items())))
 print("mma.sync tensor FLOP: " + ("ktune within 1 % of 2*M*N*K on every kernel" if ok else
                                   "MISMATCH: ktune's tensor FLOP are not 2*M*N*K"))
+sys.exit(0 if ok else 1)
 PY
