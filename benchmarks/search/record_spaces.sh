@@ -20,6 +20,12 @@ hub=$root/benchmarks/search/hub
 total=${TOTAL_S:-330}
 families=" ${FAMILIES:-cublaslt copy gemv hub} "
 hub_s=${HUB_S:-60}
+for f in $families; do
+  case $f in cublaslt | copy | gemv | hub) ;; *)
+    echo "record_spaces.sh: FAMILIES names '$f', which is not a family here; use some of: cublaslt copy gemv hub." >&2
+    exit 2 ;;
+  esac
+done
 spaces=$out/spaces work=$out/record-work
 rm -rf "$spaces" "$work"
 mkdir -p "$spaces" "$work"
