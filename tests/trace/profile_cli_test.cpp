@@ -11,12 +11,11 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "ktune/cuda/driver.hpp"
 #include "ktune/trace/ktrace.hpp"

@@ -204,7 +204,7 @@ TEST(ReplayScreenedOut, StrategiesLearnFromScreenedOutTimes) {
     return RecordedSpace::from_records(f);
   };
   const auto timed = bowl(Status::ok), screened = bowl(Status::slower);
-  for (const char* name : {"hybrid", "annealing", "genetic", "portfolio"})
+  for (const char* name : {"thompson", "hybrid", "annealing", "genetic", "portfolio"})
     for (std::uint64_t seed = 0; seed < 3; ++seed) {
       const auto a = replay_once(*timed, *make_strategy(name), seed, 60, {}, 4);
       const auto b = replay_once(*screened, *make_strategy(name), seed, 60, {}, 4);
