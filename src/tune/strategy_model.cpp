@@ -50,6 +50,10 @@ struct ModelOptions {
   Acquisition acquisition = Acquisition::expected_improvement;
   std::size_t init_divisor = 10;  // space-filling start: budget / this, clamped to [5, 20]
   std::size_t local_every = 0;    // every n-th model proposal is local; 0: never ("model")
+  // Spaces up to this many configurations are ranked whole at each proposal, larger ones through
+  // a sample. The limit is expected improvement's, which evaluates every tree per candidate;
+  // Thompson sampling evaluates one (the forest only for the candidates tied on it), so at the
+  // same cost per proposal it ranks spaces as many times larger whole as the forest has trees.
   std::size_t full_scan_limit = 4096;
   std::size_t random_candidates = 2048;
   std::size_t centres = 5;
@@ -95,16 +99,7 @@ class ModelGuided final : public Strategy {
     const double best_log = std::log(best()->time_ns);
     std::optional<std::size_t> choice;
     std::vector<double> f;
-    if (opt_.acquisition == Acquisition::thompson) {
-      const std::size_t tree =
-          std::uniform_int_distribution<std::size_t>(0, forest_.trees() - 1)(rng());
-      double least = INFINITY;
-      for (std::size_t i : cands) {
-        const double v = forest_.predict_tree(tree, candidate_features(i, f));
-        if (v < least) least = v, choice = i;
-      }
-      return choice;
-    }
+    if (opt_.acquisition == Acquisition::thompson) return thompson_choice(cands);
     double best_score = -1;
     for (std::size_t i : cands) {
       double mu, sd;
@@ -133,6 +128,43 @@ class ModelGuided final : public Strategy {
   }
 
  private:
+  // The best candidate by one tree drawn at random. A tree is piecewise constant, so its best
+  // value is shared by a whole leaf of candidates (hundreds in a large space); the first of them
+  // in scan order, as this took before, put every proposal in one corner of the drawn region (in
+  // a space scanned whole, the lowest index). The draw picks the region; within it the forest's
+  // mean decides, and chance among equal means (logs/2026-11-26-search-replay-4.md).
+  std::optional<std::size_t> thompson_choice(const std::vector<std::size_t>& cands) {
+    const std::size_t tree =
+        std::uniform_int_distribution<std::size_t>(0, forest_.trees() - 1)(rng());
+    std::vector<double> f;
+    double least = INFINITY;
+    std::vector<std::size_t> tied;
+    for (std::size_t i : cands) {
+      const double v = forest_.predict_tree(tree, candidate_features(i, f));
+      if (v < least) least = v, tied.clear();
+      if (v == least) tied.push_back(i);
+    }
+    std::optional<std::size_t> choice;
+    double best_mean = INFINITY;
+    std::size_t equal = 0;
+    for (std::size_t i : tied) {
+      double mu, sd;
+      forest_.predict(candidate_features(i, f), mu, sd);
+      if (mu < best_mean)
+        best_mean = mu, choice = i, equal = 1;
+      else if (mu == best_mean &&
+               std::uniform_int_distribution<std::size_t>(0, equal++)(rng()) == 0)
+        choice = i;  // each of the equal ones with the same chance
+    }
+    return choice;
+  }
+
+  std::size_t scan_limit() const {
+    return opt_.acquisition == Acquisition::thompson
+               ? opt_.full_scan_limit * static_cast<std::size_t>(detail::ForestOptions{}.trees)
+               : opt_.full_scan_limit;
+  }
+
   static double expected_improvement(double gain, double sd) {
     if (sd <= 1e-12) return std::max(gain, 0.0);
     const double z = gain / sd;
@@ -156,7 +188,7 @@ class ModelGuided final : public Strategy {
   // was most of a replay's time.
   const std::vector<double>& candidate_features(std::size_t i, std::vector<double>& scratch) {
     const std::size_t n = space().size();
-    if (n > opt_.full_scan_limit) {
+    if (n > scan_limit()) {
       features(space().at(i), scratch);
       return scratch;
     }
@@ -170,7 +202,7 @@ class ModelGuided final : public Strategy {
   std::vector<std::size_t> global_candidates() {
     std::vector<std::size_t> out;
     const std::size_t n = space().size();
-    if (n <= opt_.full_scan_limit) {
+    if (n <= scan_limit()) {
       for (std::size_t i = 0; i < n; ++i)
         if (!was_tried(i)) out.push_back(i);
       return out;
