@@ -45,7 +45,9 @@ enum class Acquisition {
 // ones entered in the fit at the model's own prediction (kriging believer) did not help at window
 // 16; Thompson sampling did, on pnpoly and at 200 on gemm, and became a strategy of its own.
 // With the H100 families (cuBLASLt, copy, GEMV, hub) it is the default: chosen by most
-// leave-one-family-out folds at both windows (logs/2026-11-26-search-replay-3.md).
+// leave-one-family-out folds at both windows (logs/2026-11-26-search-replay-3.md), and by every
+// fold at window 16 once the forest's mean decided among a tree's tied candidates
+// (logs/2026-11-26-search-replay-4.md).
 struct ModelOptions {
   Acquisition acquisition = Acquisition::expected_improvement;
   std::size_t init_divisor = 10;  // space-filling start: budget / this, clamped to [5, 20]

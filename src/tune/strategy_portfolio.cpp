@@ -10,8 +10,8 @@
 //
 // The members are one random-forest model ranked two ways, as a portfolio of acquisition
 // functions (GP-Hedge's idea): expected improvement ("hybrid"), which exploits what the model is
-// sure of, and Thompson sampling ("thompson"), which explores where its trees disagree and keeps
-// proposals made ahead of their results apart. Which of the two pays off differs from kernel to
+// sure of, and Thompson sampling ("thompson"), which samples the model's uncertainty, a tree
+// at a time. Which of the two pays off differs from kernel to
 // kernel and over a search (logs/2026-11-26-search-replay-2.md: expected improvement leads at 100
 // evaluations on gemm, Thompson at 200 on pnpoly), and the pursuit finds out as it goes. Nothing
 // here is read off a recorded space: the members are the registered strategies as they are, the
