@@ -220,7 +220,7 @@ TEST(Strategy, ModelStrategiesStartFromASpreadOfTheSpace) {
 TEST(Strategy, ThompsonDoesNotFavourTheFirstOfATreesTiedCandidates) {
   // One tree is piecewise constant: its best value covers a whole leaf of candidates. Taking the
   // first of them in scan order put every proposal in a corner of the drawn region (in a space
-  // scanned whole, the lowest index: here always z = 0 of a parameter no time depends on).
+  // scanned whole, the lowest index: here z = 0 of a parameter no time depends on).
   T4File f;
   f.source = "flat-in-z";
   for (int a = 0; a < 8; ++a)
