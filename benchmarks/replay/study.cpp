@@ -1,8 +1,9 @@
 // The replay study behind logs/*-replay-cpu.md: every strategy on every recorded space, one
 // process, one thread pool (ktune replay does the same per file). Host only; links ktune_tune.
 //   study STRATEGIES BUDGETS SEEDS THREADS FAMILY=FILE[@T1] ...
-// prints one JSON object per (space, strategy, budget): {"family", "space", "strategy",
-// "budget", "seeds", "mean_fraction_of_optimum", "worst_seed"}.
+// prints one JSON object per (space, strategy, budget): {"schema_version": 1, "family", "space",
+// "strategy", "default" (whether it is ktune's default), "window", "budget", "seeds",
+// "mean_fraction_of_optimum", "worst_seed", "fractions" (one per seed, seeds 0.. in order)}.
 //   study warm BUDGET SEEDS THREADS FAMILY=FILE[@T1] ...
 // leave-one-GPU-out within each family: per target, the default strategy cold and warm-started
 // from the family's other files, the warm ordering alone (its first BUDGET), and each single
@@ -156,13 +157,20 @@ int main(int argc, char** argv) {
   for (auto& t : pool) t.join();
   for (std::size_t j = 0; j < jobs.size(); j += seeds) {
     double sum = 0, worst = 1;
-    for (std::size_t k = j; k < j + seeds; ++k) sum += score[k], worst = std::min(worst, score[k]);
+    std::string fractions;  // per seed, in seed order: lets a comparison pair the seeds
+    for (std::size_t k = j; k < j + seeds; ++k) {
+      sum += score[k], worst = std::min(worst, score[k]);
+      fractions += fmt::format("{}{:.5f}", k == j ? "" : ", ", score[k]);
+    }
     const auto& job = jobs[j];
+    const std::string& strategy = strategies[job.strategy];
     fmt::print(
-        "{{\"family\": \"{}\", \"space\": \"{}\", \"strategy\": \"{}\", \"budget\": {}, "
-        "\"seeds\": {}, \"mean_fraction_of_optimum\": {:.5f}, \"worst_seed\": {:.5f}}}\n",
-        spaces[job.space].family, spaces[job.space].name, strategies[job.strategy],
-        budgets[job.budget], seeds, sum / static_cast<double>(seeds), worst);
+        "{{\"schema_version\": 1, \"family\": \"{}\", \"space\": \"{}\", \"strategy\": "
+        "\"{}\", \"default\": {}, \"window\": {}, \"budget\": {}, \"seeds\": {}, "
+        "\"mean_fraction_of_optimum\": {:.5f}, \"worst_seed\": {:.5f}, \"fractions\": [{}]}}\n",
+        spaces[job.space].family, spaces[job.space].name, strategy,
+        strategy == default_strategy_name(), window, budgets[job.budget], seeds,
+        sum / static_cast<double>(seeds), worst, fractions);
   }
   return 0;
 }

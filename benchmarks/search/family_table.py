@@ -1,34 +1,94 @@
 #!/usr/bin/env python3
-"""Family means from the replay study's JSON lines (benchmarks/replay/study.cpp), and the
-leave-one-family-out choice among the strategies present.
+"""Family means from the replay study's JSON lines (benchmarks/replay/study.cpp), the
+leave-one-family-out choice among the strategies present, and ktune's default beside the best
+other strategy on each family, paired by seed with a 95 % confidence interval.
   family_table.py STUDY.jsonl [STUDY.jsonl ...]  (one file per window; the window is read from
-  the file name's "w<N>" part, else 1)"""
+  the rows, or from the file name's "w<N>" part, else 1)"""
 import json
 import re
 import sys
 from collections import defaultdict
 
 
+# Two-sided 95 % quantiles of Student's t by degrees of freedom; a df between two rows takes the
+# lower row's (the wider interval).
+T95 = [(1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365),
+       (8, 2.306), (9, 2.262), (10, 2.228), (15, 2.131), (20, 2.086), (30, 2.042), (40, 2.021),
+       (60, 2.000), (120, 1.980)]
+
+
+def t95(df):
+    return [q for d, q in T95 if d <= df][-1]
+
+
 def load(path):
     rows = [json.loads(l) for l in open(path) if l.startswith("{")]
-    # family -> strategy -> budget -> [space means]
+    # family -> strategy -> budget -> [space means]; the same, per seed: [[space fractions]]
     t = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    seeds = set()
+    per_seed = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    seeds, windows, default = set(), set(), None
     for r in rows:
         t[r["family"]][r["strategy"]][r["budget"]].append(r["mean_fraction_of_optimum"])
+        if "fractions" in r:
+            per_seed[r["family"]][r["strategy"]][r["budget"]].append(r["fractions"])
         seeds.add(r["seeds"])
-    return t, seeds
+        if "window" in r:
+            windows.add(r["window"])
+        if r.get("default"):
+            default = r["strategy"]
+    return t, per_seed, seeds, windows, default
 
 
 def mean(xs):
     return sum(xs) / len(xs)
 
 
+def family_by_seed(spaces):
+    """A family's value per seed: the mean over its spaces of that seed's fraction."""
+    return [mean(col) for col in zip(*spaces)]
+
+
+def interval(xs):
+    """Mean and the half-width of its 95 % confidence interval."""
+    n = len(xs)
+    m = mean(xs)
+    if n < 2:
+        return m, float("inf")
+    sd = (sum((x - m) ** 2 for x in xs) / (n - 1)) ** 0.5
+    return m, t95(n - 1) * sd / n ** 0.5
+
+
+def compare_default(default, families, strategies, budgets, fam, per_seed):
+    """The default beside the best other strategy on each family and budget, seed by seed: the
+    model strategies start from the same space-filling design for the same seed, so the
+    difference per seed is less noisy than the difference of two means."""
+    others = [s for s in strategies if s != default]
+    print(f"\nThe default (`{default}`) beside the best other strategy, paired by seed "
+          "(difference default - other, 95 % confidence interval):\n")
+    print("| family | budget | default | best other | difference | verdict |")
+    print("|---|---|---|---|---|---|")
+    for f in families:
+        for b in budgets:
+            mine = per_seed[f][default][b]
+            rivals = [o for o in others if (f, b) in fam[o] and per_seed[f][o][b]]
+            if not mine or not rivals:
+                continue
+            rival = max(rivals, key=lambda o: fam[o][(f, b)])
+            d = [x - y for x, y in zip(family_by_seed(mine), family_by_seed(per_seed[f][rival][b]))]
+            m, half = interval(family_by_seed(mine))
+            dm, dh = interval(d)
+            verdict = ("ahead" if dm - dh > 0 else "behind" if dm + dh < 0 else
+                       "tied within noise")
+            print(f"| {f} | {b} | {m:.4f} ± {half:.4f} | {rival} {fam[rival][(f, b)]:.4f} | "
+                  f"{dm:+.4f} ± {dh:.4f} | {verdict} |")
+
+
 def main():
     for path in sys.argv[1:]:
+        t, per_seed, seeds, windows, default = load(path)
         m = re.search(r"w(\d+)", path.split("/")[-1])
-        window = int(m.group(1)) if m else 1
-        t, seeds = load(path)
+        window = (", ".join(map(str, sorted(windows))) if windows else
+                  int(m.group(1)) if m else 1)
         families = sorted(t)
         strategies = sorted({s for f in t.values() for s in f})
         budgets = sorted({b for f in t.values() for s in f.values() for b in s})
@@ -62,6 +122,8 @@ def main():
                   f"{' + '.join(rest)}); on {held} it scores {held_scores[pick]:.4f}, "
                   f"rank {rank} of {len(held_scores)} (best there: "
                   f"{max(held_scores, key=held_scores.get)} {max(held_scores.values()):.4f})")
+        if default in strategies:
+            compare_default(default, families, strategies, budgets, fam, per_seed)
 
 
 if __name__ == "__main__":
