@@ -59,9 +59,10 @@ def interval(xs):
 
 
 def compare_default(default, families, strategies, budgets, fam, per_seed):
-    """The default beside the best other strategy on each family and budget, seed by seed: the
-    model strategies start from the same space-filling design for the same seed, so the
-    difference per seed is less noisy than the difference of two means."""
+    """The default beside the best other strategy on each family and budget, seed by seed:
+    model, hybrid and thompson start from the same space-filling design for the same seed, so
+    their difference per seed is less noisy than the difference of two means (for the other
+    strategies the pairing costs nothing)."""
     others = [s for s in strategies if s != default]
     print(f"\nThe default (`{default}`) beside the best other strategy, paired by seed "
           "(difference default - other, 95 % confidence interval):\n")
