@@ -2,8 +2,9 @@
 // ones; and "thompson", the hybrid ranking candidates by a randomly drawn tree of the model in
 // place of expected improvement. It starts from a space-filling design (each proposal the farthest
 // of 32 random ones from all proposed so far), so that the first evaluations see every region. A
-// random forest learns log(time) from every evaluation (failures as "slower than anything seen", so
-// the model learns where configurations fail and stops proposing there); each proposal is the
+// random forest learns log(time) from every evaluation, on the parameters and the products of their
+// pairs (failures as "slower than anything seen", so the model learns where configurations fail
+// and stops proposing there); each proposal is the
 // candidate with the highest expected improvement; measurements decide. Proposals look globally
 // (the whole space when it is small, else a random sample plus the neighbourhoods of the best few,
 // so the cost per proposal stays bounded); in the hybrid every third looks only at the incumbent's
@@ -74,6 +75,7 @@ class ModelGuided final : public Strategy {
     best_ok_.clear();
     fitted_rows_ = 0;
     feature_cache_.clear();
+    choose_products();
   }
 
   std::optional<std::size_t> next() override {
@@ -175,6 +177,12 @@ class ModelGuided final : public Strategy {
     return gain * cdf + sd * pdf;
   }
 
+  // A configuration's features: each parameter's value (its position in the list where it is
+  // not a number), then the product of each pair of parameters whose values are all positive
+  // numbers, as the logarithm (a sum). A tree splits on one feature at a time, and what a kernel's
+  // time follows is often a product: threads per block (block_size_x * block_size_y), a tile's
+  // area, work per thread times threads. Learned from the factors alone that takes a staircase of
+  // splits that a search of a hundred results cannot afford (logs/2026-11-27-search-replay-6.md).
   void features(const Configuration& c, std::vector<double>& f) const {
     const auto& params = space().space().parameters();
     f.resize(c.size());
@@ -182,6 +190,31 @@ class ModelGuided final : public Strategy {
       const Value& v = params[p].values[c[p]];
       f[p] = (v.is_number() || v.kind() == Value::Kind::boolean) ? v.as_double()
                                                                  : static_cast<double>(c[p]);
+    }
+    for (const auto& [a, b] : products_) f.push_back(std::log(f[a]) + std::log(f[b]));
+  }
+
+  // The pairs whose products are features: every pair of parameters with more than one value, all
+  // of them positive numbers. Past kMaxProducts pairs (a space of 12 or more such parameters), a
+  // random choice of them, drawn once per search, so that the model's cost per proposal stays
+  // bounded.
+  void choose_products() {
+    constexpr std::size_t kMaxProducts = 64;
+    std::vector<std::size_t> numeric;
+    const auto& params = space().space().parameters();
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      bool positive = params[p].values.size() > 1;
+      for (const Value& v : params[p].values)
+        positive = positive && v.is_number() && v.as_double() > 0;
+      if (positive) numeric.push_back(p);
+    }
+    products_.clear();
+    for (std::size_t a = 0; a < numeric.size(); ++a)
+      for (std::size_t b = a + 1; b < numeric.size(); ++b)
+        products_.emplace_back(numeric[a], numeric[b]);
+    if (products_.size() > kMaxProducts) {
+      std::shuffle(products_.begin(), products_.end(), rng());
+      products_.resize(kMaxProducts);
     }
   }
 
@@ -236,9 +269,10 @@ class ModelGuided final : public Strategy {
   std::vector<std::vector<double>> x_;
   std::vector<double> y_;
   std::vector<std::size_t> failed_rows_;
-  std::vector<std::pair<double, std::size_t>> best_ok_;  // (time_ns, index), fastest first
-  std::size_t fitted_rows_ = 0;                          // rows of the last fit
-  std::vector<std::vector<double>> feature_cache_;       // per position, small spaces only
+  std::vector<std::pair<double, std::size_t>> best_ok_;        // (time_ns, index), fastest first
+  std::size_t fitted_rows_ = 0;                                // rows of the last fit
+  std::vector<std::vector<double>> feature_cache_;             // per position, small spaces only
+  std::vector<std::pair<std::size_t, std::size_t>> products_;  // parameter pairs, as features
 };
 
 }  // namespace
