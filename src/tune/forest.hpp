@@ -32,9 +32,17 @@ class Forest {
     int left = -1, right = -1;
   };
   using Tree = std::vector<Node>;
-  int build(Tree& t, std::vector<int>& rows, int begin, int end, int depth,
-            const std::vector<std::vector<double>>& x, const std::vector<double>& y,
-            const ForestOptions& opt, std::mt19937_64& rng);
+  // What every node of one fit reads: the features by column, and each feature's order of rows.
+  struct Fit {
+    const std::vector<double>& y;
+    const ForestOptions& opt;
+    std::mt19937_64& rng;
+    std::size_t n = 0, d = 0;
+    std::vector<double> x;             // x[f * n + row]
+    std::vector<int> sorted, scratch;  // sorted[f * n + i]: see build()
+    double value(std::size_t f, int row) const { return x[f * n + static_cast<std::size_t>(row)]; }
+  };
+  int build(Tree& t, Fit& fit, std::vector<int>& rows, int begin, int end, int depth);
   std::vector<Tree> trees_;
 };
 
