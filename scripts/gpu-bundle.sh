@@ -27,6 +27,12 @@ rm -rf "$root/.hub"
 rm -rf "$root/.gpu-carry"
 cp -a "$build" "$root/.gpu-carry"
 echo "$build" >"$root/.gpu-carry/build-path"
+# The CTest files name this machine's Python (a pyenv shim, say), which the GPU machine lacks: its
+# Python-driven tests were "Not Run" there (logs/2026-11-27-forest-fit.md). `python3` is found on
+# PATH where they run.
+py=$(sed -nE 's/^_?Python3_EXECUTABLE:[A-Z]+=//p' "$build/CMakeCache.txt" | head -n 1)
+[ -n "$py" ] && find "$root/.gpu-carry" -name CTestTestfile.cmake \
+  -exec sed -i "s|\"$py\"|\"python3\"|g" {} +
 find "$root/.gpu-carry" \( -name CMakeFiles -o -name Testing \) -type d -prune -exec rm -rf {} +
 find "$root/.gpu-carry" \( -name '*.a' -o -name '*.o' -o -name '.ninja*' \) -type f -delete
 find "$root/.gpu-carry" -type f -perm -u+x ! -name '*.sh' -exec strip --strip-debug {} + 2>/dev/null || true
