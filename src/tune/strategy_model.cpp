@@ -54,9 +54,12 @@ struct ModelOptions {
   std::size_t init_divisor = 10;  // space-filling start: budget / this, clamped to [5, 20]
   std::size_t local_every = 0;    // every n-th model proposal is local; 0: never ("model")
   // Spaces up to this many configurations are ranked whole at each proposal, larger ones through
-  // a sample. The limit is expected improvement's, which evaluates every tree per candidate;
-  // Thompson sampling evaluates one (the forest only for the candidates tied on it), so at the
-  // same cost per proposal it ranks spaces as many times larger whole as the forest has trees.
+  // a random sample of this many. Both are expected improvement's, which evaluates every tree per
+  // candidate; Thompson sampling evaluates one (the forest only for the candidates tied on it), so
+  // at the same cost per proposal it ranks spaces as many times larger whole, and samples as many
+  // times more, as the forest has trees (with 2,048, the default did worse at window 16 on one of
+  // three synthetic spaces of 345,600 configurations, and no better on the others:
+  // logs/2026-11-27-forest-fit.md).
   std::size_t full_scan_limit = 4096;
   std::size_t random_candidates = 2048;
   std::size_t centres = 5;
@@ -75,7 +78,7 @@ class ModelGuided final : public Strategy {
     best_ok_.clear();
     fitted_rows_ = 0;
     feature_cache_.clear();
-    choose_products();
+    choose_features();
   }
 
   std::optional<std::size_t> next() override {
@@ -163,11 +166,14 @@ class ModelGuided final : public Strategy {
     return choice;
   }
 
-  std::size_t scan_limit() const {
+  // Candidates that cost what expected improvement's do: Thompson sampling evaluates one tree per
+  // candidate where expected improvement evaluates them all.
+  std::size_t per_tree_cost(std::size_t candidates) const {
     return opt_.acquisition == Acquisition::thompson
-               ? opt_.full_scan_limit * static_cast<std::size_t>(detail::ForestOptions{}.trees)
-               : opt_.full_scan_limit;
+               ? candidates * static_cast<std::size_t>(detail::ForestOptions{}.trees)
+               : candidates;
   }
+  std::size_t scan_limit() const { return per_tree_cost(opt_.full_scan_limit); }
 
   static double expected_improvement(double gain, double sd) {
     if (sd <= 1e-12) return std::max(gain, 0.0);
@@ -184,29 +190,35 @@ class ModelGuided final : public Strategy {
   // area, work per thread times threads. Learned from the factors alone that takes a staircase of
   // splits that a search of a hundred results cannot afford (logs/2026-11-27-search-replay-6.md).
   void features(const Configuration& c, std::vector<double>& f) const {
-    const auto& params = space().space().parameters();
     f.resize(c.size());
-    for (std::size_t p = 0; p < c.size(); ++p) {
-      const Value& v = params[p].values[c[p]];
-      f[p] = (v.is_number() || v.kind() == Value::Kind::boolean) ? v.as_double()
-                                                                 : static_cast<double>(c[p]);
-    }
-    for (const auto& [a, b] : products_) f.push_back(std::log(f[a]) + std::log(f[b]));
+    for (std::size_t p = 0; p < c.size(); ++p) f[p] = value_[p][c[p]];
+    for (const auto& [a, b] : products_) f.push_back(log_value_[a][c[a]] + log_value_[b][c[b]]);
   }
 
-  // The pairs whose products are features: every pair of parameters with more than one value, all
-  // of them positive numbers. Past kMaxProducts pairs (a space of 12 or more such parameters), a
-  // random choice of them, drawn once per search, so that the model's cost per proposal stays
-  // bounded.
-  void choose_products() {
+  // Each parameter value's feature, and its logarithm where the product of its parameter with
+  // another is a feature, looked up rather than computed for each candidate (a large space's
+  // sample is tens of thousands per proposal). The pairs whose products are features: every pair
+  // of parameters with more than one value, all of them positive numbers. Past kMaxProducts pairs
+  // (a space of 12 or more such parameters), a random choice of them, drawn once per search, so
+  // that the model's cost per proposal stays bounded.
+  void choose_features() {
     constexpr std::size_t kMaxProducts = 64;
     std::vector<std::size_t> numeric;
     const auto& params = space().space().parameters();
+    value_.assign(params.size(), {});
+    log_value_.assign(params.size(), {});
     for (std::size_t p = 0; p < params.size(); ++p) {
       bool positive = params[p].values.size() > 1;
-      for (const Value& v : params[p].values)
+      for (std::size_t i = 0; i < params[p].values.size(); ++i) {
+        const Value& v = params[p].values[i];
+        value_[p].push_back((v.is_number() || v.kind() == Value::Kind::boolean)
+                                ? v.as_double()
+                                : static_cast<double>(i));
         positive = positive && v.is_number() && v.as_double() > 0;
-      if (positive) numeric.push_back(p);
+      }
+      if (!positive) continue;
+      numeric.push_back(p);
+      for (double v : value_[p]) log_value_[p].push_back(std::log(v));
     }
     products_.clear();
     for (std::size_t a = 0; a < numeric.size(); ++a)
@@ -243,7 +255,8 @@ class ModelGuided final : public Strategy {
       return out;
     }
     std::uniform_int_distribution<std::size_t> pick(0, n - 1);
-    for (std::size_t k = 0; k < opt_.random_candidates; ++k) {
+    const std::size_t draws = per_tree_cost(opt_.random_candidates);
+    for (std::size_t k = 0; k < draws; ++k) {
       const std::size_t i = pick(rng());
       if (!was_tried(i)) out.push_back(i);
     }
@@ -273,6 +286,7 @@ class ModelGuided final : public Strategy {
   std::size_t fitted_rows_ = 0;                                // rows of the last fit
   std::vector<std::vector<double>> feature_cache_;             // per position, small spaces only
   std::vector<std::pair<std::size_t, std::size_t>> products_;  // parameter pairs, as features
+  std::vector<std::vector<double>> value_, log_value_;         // [parameter][value position]
 };
 
 }  // namespace
