@@ -110,6 +110,7 @@ int Forest::build(Tree& t, Fit& fit, std::vector<int>& rows, int begin, int end,
   t[id].right = r;
   return id;
 }
+
 double Forest::predict_tree(std::size_t tree, const std::vector<double>& x) const {
   const Tree& t = trees_.at(tree);
   int i = 0;

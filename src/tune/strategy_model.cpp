@@ -166,14 +166,14 @@ class ModelGuided final : public Strategy {
     return choice;
   }
 
-  // Candidates that cost what expected improvement's do: Thompson sampling evaluates one tree per
-  // candidate where expected improvement evaluates them all.
-  std::size_t per_tree_cost(std::size_t candidates) const {
+  // How many candidates cost what this many do under expected improvement: Thompson sampling
+  // evaluates one tree per candidate where expected improvement evaluates them all.
+  std::size_t at_equal_cost(std::size_t candidates) const {
     return opt_.acquisition == Acquisition::thompson
                ? candidates * static_cast<std::size_t>(detail::ForestOptions{}.trees)
                : candidates;
   }
-  std::size_t scan_limit() const { return per_tree_cost(opt_.full_scan_limit); }
+  std::size_t scan_limit() const { return at_equal_cost(opt_.full_scan_limit); }
 
   static double expected_improvement(double gain, double sd) {
     if (sd <= 1e-12) return std::max(gain, 0.0);
@@ -255,7 +255,7 @@ class ModelGuided final : public Strategy {
       return out;
     }
     std::uniform_int_distribution<std::size_t> pick(0, n - 1);
-    const std::size_t draws = per_tree_cost(opt_.random_candidates);
+    const std::size_t draws = at_equal_cost(opt_.random_candidates);
     for (std::size_t k = 0; k < draws; ++k) {
       const std::size_t i = pick(rng());
       if (!was_tried(i)) out.push_back(i);
