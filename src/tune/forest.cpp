@@ -11,8 +11,7 @@ void Forest::fit(const std::vector<std::vector<double>>& x, const std::vector<do
   trees_.assign(static_cast<std::size_t>(opt.trees), {});
   const int n = static_cast<int>(x.size());
   if (n == 0) return;
-  Fit fit{y, opt, rng, static_cast<std::size_t>(n)};
-  fit.d = x[0].size();
+  Fit fit{y, opt, rng, static_cast<std::size_t>(n), x[0].size()};
   fit.x.resize(fit.d * fit.n);
   for (std::size_t r = 0; r < fit.n; ++r)
     for (std::size_t f = 0; f < fit.d; ++f) fit.x[f * fit.n + r] = x[r][f];
