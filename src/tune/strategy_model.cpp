@@ -99,8 +99,7 @@ class ModelGuided final : public Strategy {
 
     std::vector<std::size_t> cands;
     if (opt_.local_every > 0 && step % opt_.local_every == opt_.local_every - 1)
-      for (std::size_t i : neighbours(best()->index))
-        if (!was_tried(i)) cands.push_back(i);
+      cands = local_candidates();
     if (cands.empty()) cands = global_candidates();
 
     const double best_log = std::log(best()->time_ns);
@@ -244,6 +243,28 @@ class ModelGuided final : public Strategy {
       for (std::size_t k = 0; k < n; ++k) features(space().at(k), feature_cache_[k]);
     }
     return feature_cache_[i];
+  }
+
+  // The local step's candidates: the incumbent's one-parameter neighbourhood, untried. Once
+  // kStalled results in a row have not improved on the incumbent, the neighbourhoods of the few
+  // fastest so far (the global candidates' centres) together: the incumbent's own has been ranked
+  // at every local step since and has not paid, and a search held in one basin (in a constrained
+  // space, one whose one-parameter neighbours are mostly invalid) spends a third of its proposals
+  // there. Chosen at window 16 over every recorded family (logs/2026-11-27-search-replay-7.md):
+  // better at 100 on each, no worse at 200 beyond noise; skipping the local step instead, or
+  // widening it to two-parameter moves, lost at 200 on gemm.
+  std::vector<std::size_t> local_candidates() const {
+    constexpr std::ptrdiff_t kStalled = 10;
+    std::vector<std::size_t> out;
+    const auto add = [&](std::size_t centre) {
+      for (std::size_t i : neighbours(centre))
+        if (!was_tried(i)) out.push_back(i);
+    };
+    if (&history().back() - best() < kStalled)
+      add(best()->index);
+    else
+      for (const auto& [time_ns, index] : best_ok_) add(index);
+    return out;
   }
 
   std::vector<std::size_t> global_candidates() {

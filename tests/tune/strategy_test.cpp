@@ -303,6 +303,64 @@ TEST(Strategy, ModelStrategiesStayReproducibleWhenPairsAreDrawn) {
   }
 }
 
+TEST(Strategy, AStalledLocalStepLooksAroundTheFewFastest) {
+  // Times without structure (each configuration's drawn at random), so improvements soon grow rare
+  // and the search spends long stretches without one. Once 10 results have not improved on the
+  // incumbent, the local step (every third model proposal, window 1: a search of 150 starts with
+  // 15) ranks the one-parameter neighbourhoods of the five fastest together, not the incumbent's
+  // alone (logs/2026-11-27-search-replay-7.md). Counted at those steps: proposals next to one of
+  // the other four and not to the incumbent, which a local step confined to the incumbent never
+  // makes while its neighbourhood lasts (so about 1 in 10 without the widening; 8 in 10 with it).
+  T4File f;
+  f.source = "unstructured";
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(1, 2);
+  for (int a = 0; a < 10; ++a)
+    for (int b = 0; b < 10; ++b)
+      for (int c = 0; c < 10; ++c) {
+        T4Record r;
+        r.configuration = {{"a", Value(a)}, {"b", Value(b)}, {"c", Value(c)}};
+        r.time_ns = 1e6 * u(rng);
+        f.results.push_back(r);
+      }
+  const auto space = RecordedSpace::from_records(f);
+  const auto adjacent = [&](std::size_t i, std::size_t j) {
+    const auto x = space->index().at(i), y = space->index().at(j);
+    int differ = 0;
+    for (std::size_t p = 0; p < x.size(); ++p) differ += x[p] != y[p];
+    return differ == 1;
+  };
+  constexpr std::size_t kBudget = 150, kStart = 15;
+  for (const char* name : {"hybrid", "thompson"}) {
+    std::size_t near_others = 0, near_best = 0, stalled = 0;
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      const auto p = proposals(name, *space, seed, kBudget);
+      std::vector<std::pair<double, std::size_t>> fastest;  // (time, position), top five
+      std::size_t since_best = 0;
+      for (std::size_t k = 0; k < p.size(); ++k) {
+        if (k >= kStart && (k - kStart) % 3 == 2 && since_best >= 10) {
+          ++stalled;
+          bool others = false;
+          for (std::size_t r = 1; r < fastest.size(); ++r)
+            others = others || adjacent(p[k], fastest[r].second);
+          const bool best = adjacent(p[k], fastest.front().second);
+          near_best += best;
+          near_others += others && !best;
+        }
+        const double t = space->evaluate(p[k]).time_ns;
+        since_best = fastest.empty() || t < fastest.front().first ? 0 : since_best + 1;
+        fastest.insert(std::upper_bound(fastest.begin(), fastest.end(), std::make_pair(t, p[k])),
+                       {t, p[k]});
+        if (fastest.size() > 5) fastest.pop_back();
+      }
+    }
+    ASSERT_GT(stalled, 40u) << name;
+    EXPECT_GT(static_cast<double>(near_others) / static_cast<double>(stalled), 0.5)
+        << name << ": of " << stalled << " stalled local steps, " << near_others
+        << " next to one of the other four fastest only, " << near_best << " next to the incumbent";
+  }
+}
+
 TEST(Strategy, ProposeFirstLeadsThenTheStrategyTakesOver) {
   const auto space = RecordedSpace::from_records(synthetic_space(5));
   auto s = make_strategy("hybrid");
