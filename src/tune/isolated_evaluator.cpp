@@ -153,8 +153,11 @@ struct IsolatedEvaluator::Child {
 IsolatedEvaluator::IsolatedEvaluator(Factory factory, IsolationSettings settings)
     : factory_(std::move(factory)), settings_(settings) {}
 
+// EOF on its input: it returns from serve() and exits. When it was asked to compile ahead what was
+// never evaluated (a session stopped by its time limit or by Ctrl-C), it is stopped instead: its
+// exit would wait for those compiles, seconds each for a large kernel, for nobody.
 IsolatedEvaluator::~IsolatedEvaluator() {
-  if (child_) child_->end(false);  // EOF on its input: it returns from serve() and exits
+  if (child_) child_->end(!prepared_.empty());
 }
 
 void IsolatedEvaluator::start() {
