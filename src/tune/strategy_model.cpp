@@ -8,8 +8,9 @@
 // candidate with the highest expected improvement; measurements decide. Proposals look globally
 // (the whole space when it is small, else a random sample plus the neighbourhoods of the best few,
 // so the cost per proposal stays bounded); in the hybrid every third looks only at the incumbent's
-// one-parameter neighbourhood, so the search keeps refining the best region even while the model's
-// uncertainty pulls it elsewhere. Nothing here is fitted to one recorded space: no per-kernel
+// one-parameter neighbourhood (at the five fastest's once the incumbent has stood for 10 results),
+// so the search keeps refining the best region even while the model's uncertainty pulls it
+// elsewhere. Nothing here is fitted to one recorded space: no per-kernel
 // table, no threshold read off a file.
 #include <algorithm>
 #include <cmath>
@@ -251,8 +252,9 @@ class ModelGuided final : public Strategy {
   // at every local step since and has not paid, and a search held in one basin (in a constrained
   // space, one whose one-parameter neighbours are mostly invalid) spends a third of its proposals
   // there. Chosen at window 16 over every recorded family (logs/2026-11-27-search-replay-7.md):
-  // better at 100 on each, no worse at 200 beyond noise; skipping the local step instead, or
-  // widening it to two-parameter moves, lost at 200 on gemm.
+  // better at 100 on each, no worse at 200 beyond noise (at window 1, a little worse on the hub
+  // at 100, within noise). Skipping the local step instead lost at 200 on gemm; two-parameter
+  // moves did no better.
   std::vector<std::size_t> local_candidates() const {
     constexpr std::ptrdiff_t kStalled = 10;
     std::vector<std::size_t> out;
