@@ -10,8 +10,8 @@
 // so the cost per proposal stays bounded); in the hybrid every third looks only at the incumbent's
 // one-parameter neighbourhood (at the five fastest's once the incumbent has stood for 10 results),
 // so the search keeps refining the best region even while the model's uncertainty pulls it
-// elsewhere. Nothing here is fitted to one recorded space: no per-kernel
-// table, no threshold read off a file.
+// elsewhere. Nothing here is fitted to one recorded space: no per-kernel table, no threshold read
+// off a file.
 #include <algorithm>
 #include <cmath>
 
@@ -262,7 +262,8 @@ class ModelGuided final : public Strategy {
       for (std::size_t i : neighbours(centre))
         if (!was_tried(i)) out.push_back(i);
     };
-    if (&history().back() - best() < kStalled)
+    const std::ptrdiff_t results_since_best = &history().back() - best();
+    if (results_since_best < kStalled)
       add(best()->index);
     else
       for (const auto& [time_ns, index] : best_ok_) add(index);
