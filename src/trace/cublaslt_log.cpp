@@ -193,10 +193,10 @@ GemmCallRecord read_call(std::string_view rest) {
 std::string key_of(const GemmCallRecord& r) {
   // Names hold no '|' (text_of), so the key is unambiguous.
   return fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.m, r.n,
-      r.k, r.batch, r.lda, r.ldb, r.ldc, r.ldd, r.stride_a, r.stride_b, r.stride_c, r.stride_d,
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.m,
+      r.n, r.k, r.batch, r.lda, r.ldb, r.ldc, r.ldd, r.stride_a, r.stride_b, r.stride_c, r.stride_d,
       r.a_type, r.b_type, r.c_type, r.d_type, r.compute_type, r.scale_type, r.transa, r.transb,
-      r.epilogue, r.algo_id, r.tile, r.stages, r.splits, r.reduction);
+      r.epilogue, r.algo_id, r.tile, r.stages, r.splits, r.reduction, r.entry, r.route);
 }
 
 }  // namespace
@@ -239,6 +239,10 @@ std::optional<std::size_t> CublasLtLogParser::add_call(std::string_view fn,
     if (log_.malformed_lines++ == 0) log_.first_malformed = e.why;
     return std::nullopt;
   }
+  return add_record(std::move(r));
+}
+
+std::optional<std::size_t> CublasLtLogParser::add_record(GemmCallRecord r) {
   const std::string key = key_of(r);
   std::size_t index = 0;
   if (const auto it = index_.find(key); it != index_.end()) {
@@ -257,6 +261,77 @@ std::optional<std::size_t> CublasLtLogParser::add_call(std::string_view fn,
   }
   ++log_.matmul_calls;
   return index;
+}
+
+namespace {
+
+template <std::size_t N>
+std::string name_of(std::int32_t v, const std::pair<std::int32_t, const char*> (&names)[N],
+                    std::string_view prefix) {
+  for (const auto& [value, name] : names)
+    if (value == v) return name;
+  return fmt::format("{}{}", prefix, v);
+}
+
+}  // namespace
+
+GemmCallRecord gemm_call_record(const ktune_gemm_call& c) {
+  // cudaDataType_t, cublasComputeType_t, cublasOperation_t and cublasLtEpilogue_t values.
+  static constexpr std::pair<std::int32_t, const char*> kTypes[] = {
+      {0, "R_32F"},   {1, "R_64F"},      {2, "R_16F"},      {3, "R_8I"},  {10, "R_32I"},
+      {14, "R_16BF"}, {28, "R_8F_E4M3"}, {29, "R_8F_E5M2"}, {4, "C_32F"}, {5, "C_64F"}};
+  static constexpr std::pair<std::int32_t, const char*> kComputes[] = {
+      {64, "COMPUTE_16F"},           {65, "COMPUTE_16F_PEDANTIC"}, {68, "COMPUTE_32F"},
+      {69, "COMPUTE_32F_PEDANTIC"},  {74, "COMPUTE_32F_FAST_16F"}, {75, "COMPUTE_32F_FAST_16BF"},
+      {77, "COMPUTE_32F_FAST_TF32"}, {70, "COMPUTE_64F"},          {72, "COMPUTE_32I"}};
+  static constexpr std::pair<std::int32_t, const char*> kOps[] = {
+      {0, "OP_N"}, {1, "OP_T"}, {2, "OP_C"}};
+  static constexpr std::pair<std::int32_t, const char*> kEpilogues[] = {
+      {1, "EPILOGUE_DEFAULT"},   {2, "EPILOGUE_RELU"},  {4, "EPILOGUE_BIAS"},
+      {6, "EPILOGUE_RELU_BIAS"}, {32, "EPILOGUE_GELU"}, {36, "EPILOGUE_GELU_BIAS"}};
+  static constexpr std::pair<std::int32_t, const char*> kRoutes[] = {{KTUNE_ROUTE_PASSED, "passed"},
+                                                                     {KTUNE_ROUTE_ROUTED, "routed"},
+                                                                     {KTUNE_ROUTE_KEPT, "kept"},
+                                                                     {KTUNE_ROUTE_TRIAL, "trial"}};
+  static constexpr std::pair<std::int32_t, const char*> kEntries[] = {
+      {KTUNE_GEMM_LT_MATMUL, "cublasLtMatmul"},
+      {KTUNE_GEMM_GEMM_EX, "cublasGemmEx"},
+      {KTUNE_GEMM_GEMM_STRIDED_EX, "cublasGemmStridedBatchedEx"},
+      {KTUNE_GEMM_SGEMM, "cublasSgemm_v2"},
+      {KTUNE_GEMM_SGEMM_STRIDED, "cublasSgemmStridedBatched"},
+      {KTUNE_GEMM_HGEMM, "cublasHgemm"},
+      {KTUNE_GEMM_HGEMM_STRIDED, "cublasHgemmStridedBatched"},
+      {KTUNE_GEMM_GEMM_BATCHED_EX, "cublasGemmBatchedEx"}};
+  GemmCallRecord r;
+  r.m = c.m;
+  r.n = c.n;
+  r.k = c.k;
+  r.batch = c.batch;
+  r.lda = c.lda;
+  r.ldb = c.ldb;
+  r.ldc = c.ldc;
+  r.ldd = c.ldd;
+  r.stride_a = c.stride_a;
+  r.stride_b = c.stride_b;
+  r.stride_c = c.stride_c;
+  r.stride_d = c.stride_d;
+  r.a_type = name_of(c.a_type, kTypes, "R_");
+  r.b_type = name_of(c.b_type, kTypes, "R_");
+  r.c_type = name_of(c.c_type, kTypes, "R_");
+  r.d_type = name_of(c.d_type, kTypes, "R_");
+  r.compute_type = name_of(c.compute_type, kComputes, "COMPUTE_");
+  r.scale_type = name_of(c.scale_type, kTypes, "R_");
+  r.transa = name_of(c.transa, kOps, "OP_");
+  r.transb = name_of(c.transb, kOps, "OP_");
+  r.epilogue = name_of(c.epilogue, kEpilogues, "EPILOGUE_");
+  r.algo_id = c.algo_id;
+  r.tile = c.tile >= 0 ? fmt::format("{}", c.tile) : "";
+  r.stages = c.stages >= 0 ? fmt::format("{}", c.stages) : "";
+  r.splits = c.splits > 0 ? c.splits : 1;
+  r.reduction = c.reduction > 0 ? fmt::format("{}", c.reduction) : "";
+  r.entry = name_of(c.entry, kEntries, "entry ");
+  r.route = name_of(c.route, kRoutes, "route ");
+  return r;
 }
 
 CublasLtLog parse_cublaslt_log(std::string_view text) {

@@ -19,6 +19,12 @@ void on_cublaslt_message(int level, const char* function, const char* message) {
   if (GemmCapture* c = g_capture) c->on_message(level, function, message);
 }
 
+void on_router_call(const ktune_gemm_call* call) {
+  if (GemmCapture* c = g_capture; c && call) c->on_call(*call);
+}
+
+using SetObserver = void (*)(ktune_gemm_observer);
+
 // The path of a loaded cuBLASLt (libcublasLt.so.N, whichever major the program uses), or "".
 std::string loaded_cublaslt() {
   std::string found;
@@ -55,6 +61,16 @@ GemmCapture::GemmCapture(const std::atomic<bool>* capturing, std::uint64_t (*now
 bool GemmCapture::attach() noexcept {
   if (attached()) return true;
   try {
+    // The router, when ktune profile preloaded it: every entry point, with whole descriptors.
+    if (auto set_observer =
+            reinterpret_cast<SetObserver>(::dlsym(RTLD_DEFAULT, "ktune_route_set_observer"))) {
+      g_capture = this;
+      set_observer(on_router_call);
+      from_router_.store(true);
+      attached_.store(true);
+      return true;
+    }
+    if (!logger_allowed_) return false;
     const std::string path = loaded_cublaslt();
     if (path.empty()) return false;
     // RTLD_NOLOAD: the program's own copy, never one loaded for the tracer.
@@ -81,6 +97,28 @@ bool GemmCapture::attach() noexcept {
 
 void GemmCapture::on_message(int level, const char* function, const char* message) noexcept {
   if (level != kTraceLevel || !function || !message) return;
+  struct Message {
+    const char* function;
+    const char* message;
+  } m{function, message};
+  add(
+      [](CublasLtLogParser& p, const void* what) {
+        const auto* m = static_cast<const Message*>(what);
+        return p.add_call(m->function, m->message);
+      },
+      &m);
+}
+
+void GemmCapture::on_call(const ktune_gemm_call& call) noexcept {
+  add(
+      [](CublasLtLogParser& p, const void* what) {
+        return p.add_record(gemm_call_record(*static_cast<const ktune_gemm_call*>(what)));
+      },
+      &call);
+}
+
+void GemmCapture::add(std::optional<std::size_t> (*read)(CublasLtLogParser&, const void*),
+                      const void* what) noexcept {
   if (capturing_ && !capturing_->load(std::memory_order_relaxed)) return;
   try {
     GemmEventRecord e;
@@ -88,14 +126,14 @@ void GemmCapture::on_message(int level, const char* function, const char* messag
     e.thread_id = thread_id_();
     e.time_ns = now_ns_();
     std::lock_guard lock(mu_);
-    const auto index = parser_.add_call(function, message);
+    const auto index = read(parser_, what);
     if (!index) return;
     if (counted_.size() <= *index) counted_.resize(*index + 1, 0);
     ++counted_[*index];
     e.call = *index;
     events_.push_back(e);
   } catch (...) {
-    // A message that cannot be kept is lost, never the program.
+    // A call that cannot be kept is lost, never the program.
   }
 }
 

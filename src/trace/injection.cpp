@@ -244,7 +244,7 @@ class Tracer {
   void choose_api_records();
   void enable_range_callbacks();
   void start_counters();
-  void start_gemm_capture();
+  void start_gemm_capture(const std::string& logger_conflict);
   void place_profiled(std::vector<KernelRecord>& kernels);
 
   TracerOptions opts_;
@@ -531,11 +531,17 @@ bool Tracer::start() {
 
   if (!opts_.metrics.empty()) start_counters();
   if (opts_.gemm_shapes) {
-    // ktune profile refuses this up front; a tracer injected by hand says it and leaves the
-    // user's cuBLASLt logging alone.
+    // The router (ktune profile preloads it) reports every call; without it, the fallback takes
+    // over cuBLASLt's logger, unless the user configured that logger: then it says so and leaves
+    // the user's logging alone.
     try {
-      check_gemm_shapes(opts_);
-      start_gemm_capture();
+      std::string logger_conflict;
+      try {
+        check_gemm_shapes(opts_);
+      } catch (const std::exception& e) {
+        logger_conflict = e.what();
+      }
+      start_gemm_capture(logger_conflict);
     } catch (const std::exception& e) {
       say(std::string(e.what()) + " No GEMM call is recorded.");
     }
@@ -672,10 +678,18 @@ void Tracer::start_counters() {
   }
 }
 
-// --gemm-shapes: hooks the program's cuBLASLt now, or as modules load when it is not loaded yet.
-void Tracer::start_gemm_capture() {
+// --gemm-shapes: registers with the router, else hooks the program's cuBLASLt logger now, or as
+// modules load when it is not loaded yet.
+void Tracer::start_gemm_capture(const std::string& logger_conflict) {
   gemm_ = std::make_unique<GemmCapture>(&capturing_now_, cupti_now_ns, cupti_thread_id);
+  gemm_->allow_logger(logger_conflict.empty());
   if (gemm_->attach()) return;
+  if (!logger_conflict.empty()) {
+    say(logger_conflict +
+        " No GEMM call is recorded (ktune profile preloads the GEMM router, "
+        "which needs no logger).");
+    return;
+  }
   cupti_ok(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                                CUPTI_CBID_RESOURCE_MODULE_LOADED),
            "enabling the module-load callback (GEMM calls of a cuBLASLt loaded later are lost)");

@@ -276,7 +276,9 @@ const RecordKind<GemmCallRecord> kGemmCalls{9,
                                              {"stages_id", &GemmCallRecord::stages},
                                              {"splits", &GemmCallRecord::splits, 0},
                                              {"reduction_id", &GemmCallRecord::reduction},
-                                             {"calls", &GemmCallRecord::calls, 0}}};
+                                             {"calls", &GemmCallRecord::calls, 0},
+                                             {"entry_id", &GemmCallRecord::entry, kAnyInteger, 6},
+                                             {"route_id", &GemmCallRecord::route, kAnyInteger, 6}}};
 
 const RecordKind<GemmEventRecord> kGemmEvents{10,
                                               "gemm_events",

@@ -87,6 +87,68 @@ TEST(GemmCapture, AnUnreadableMessageIsCountedNotFatal) {
       << c.summary();
 }
 
+// The router's calls: one record per descriptor, entry point and route, spelled as cuBLASLt's log
+// spells it, so the analysis reads both alike; a legacy TF32 cublasSgemm_v2 call included.
+TEST(GemmCapture, RouterCallsAreRecordsSpelledAsTheLog) {
+  std::atomic<bool> capturing{true};
+  GemmCapture c(&capturing, fake_now, fake_thread);
+  ktune_gemm_call linear{};
+  linear.entry = KTUNE_GEMM_LT_MATMUL;
+  linear.route = KTUNE_ROUTE_PASSED;
+  linear.m = 2816;
+  linear.n = 4096;
+  linear.k = 1024;
+  linear.batch = 1;
+  linear.lda = linear.ldb = 1024;
+  linear.ldc = linear.ldd = 2816;
+  linear.a_type = linear.b_type = linear.c_type = linear.d_type = 14;  // CUDA_R_16BF
+  linear.compute_type = 68;                                            // CUBLAS_COMPUTE_32F
+  linear.scale_type = 0;                                               // CUDA_R_32F
+  linear.transa = 1;                                                   // CUBLAS_OP_T
+  linear.epilogue = 4;                                                 // CUBLASLT_EPILOGUE_BIAS
+  linear.algo_id = 66;
+  linear.tile = 18;
+  linear.stages = -1;
+  linear.splits = 1;
+  linear.reduction = 0;
+  ktune_gemm_call sgemm = linear;
+  sgemm.entry = KTUNE_GEMM_SGEMM;
+  sgemm.a_type = sgemm.b_type = sgemm.c_type = sgemm.d_type = 0;  // CUDA_R_32F
+  sgemm.compute_type = 77;                                        // TF32 from the math mode
+  sgemm.epilogue = 1;
+  sgemm.algo_id = sgemm.tile = -1;
+  ktune_gemm_call routed = linear;
+  routed.route = KTUNE_ROUTE_ROUTED;
+  g_now = 5;
+  for (const auto* call : {&linear, &linear, &sgemm, &routed}) c.on_call(*call);
+  std::vector<GemmEventRecord> events;
+  c.take_events(events);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].call, events[1].call);
+  const auto calls = c.take_calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].calls, 2u);
+  EXPECT_EQ(calls[0].a_type, "R_16BF");
+  EXPECT_EQ(calls[0].compute_type, "COMPUTE_32F");
+  EXPECT_EQ(calls[0].transa, "OP_T");
+  EXPECT_EQ(calls[0].transb, "OP_N");
+  EXPECT_EQ(calls[0].epilogue, "EPILOGUE_BIAS");
+  EXPECT_EQ(calls[0].algo_id, 66);
+  EXPECT_EQ(calls[0].tile, "18");
+  EXPECT_EQ(calls[0].stages, "");
+  EXPECT_EQ(calls[0].entry, "cublasLtMatmul");
+  EXPECT_EQ(calls[0].route, "passed");
+  EXPECT_EQ(calls[1].entry, "cublasSgemm_v2");
+  EXPECT_EQ(calls[1].a_type, "R_32F");
+  EXPECT_EQ(calls[1].compute_type, "COMPUTE_32F_FAST_TF32");
+  EXPECT_EQ(calls[1].algo_id, -1);
+  EXPECT_EQ(calls[2].route, "routed");
+  // A value no table names keeps its number rather than being dropped.
+  ktune_gemm_call odd = linear;
+  odd.a_type = 99;
+  EXPECT_EQ(gemm_call_record(odd).a_type, "R_99");
+}
+
 TEST(GemmCapture, WithoutALoadedCuBlasLtThereIsNothingToHook) {
   GemmCapture c(nullptr, fake_now, fake_thread);
   EXPECT_FALSE(c.attach());  // the test binary does not load cuBLASLt

@@ -128,8 +128,8 @@ TEST(Ktrace, SchemaIsPinned) {
     sqlite3_finalize(s);
     return v;
   };
-  EXPECT_EQ(one("PRAGMA user_version"), "5");
-  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "5");
+  EXPECT_EQ(one("PRAGMA user_version"), "6");
+  EXPECT_EQ(one("SELECT value FROM metadata WHERE key='schema_version'"), "6");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
                 "type='table' ORDER BY name)"),
             "api_calls,counters,drops,gemm_calls,gemm_events,kernels,memcpys,memsets,metadata,"
@@ -137,7 +137,7 @@ TEST(Ktrace, SchemaIsPinned) {
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('gemm_calls')"),
             "id,m,n,k,batch,lda,ldb,ldc,ldd,stride_a,stride_b,stride_c,stride_d,a_type_id,"
             "b_type_id,c_type_id,d_type_id,compute_type_id,scale_type_id,transa_id,transb_id,"
-            "epilogue_id,algo_id,tile_id,stages_id,splits,reduction_id,calls");
+            "epilogue_id,algo_id,tile_id,stages_id,splits,reduction_id,calls,entry_id,route_id");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('counters')"),
             "id,device_id,correlation_id,metric_id,value");
   EXPECT_EQ(one("SELECT group_concat(name, ',') FROM pragma_table_info('gemm_events')"),
@@ -667,7 +667,7 @@ TEST(Ktrace, AnOlderTraceReadsWithoutCeilingsAndTakesNone) {
     write_ktrace_ceilings(dir.path / "old.ktrace", {h100_datasheet()});
     FAIL() << "expected ktune::Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ceilings are filed only into traces of version 5"),
+    EXPECT_NE(std::string(e.what()).find("ceilings are filed only into traces of version 6"),
               std::string::npos)
         << e.what();
   }

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ktune/trace/gemm_call.h"
 #include "ktune/trace/ktrace.hpp"
 
 namespace ktune::trace {
@@ -43,6 +44,9 @@ class CublasLtLogParser {
   // the call was counted on; nullopt when it is no matmul or could not be read (then counted as
   // skipped).
   std::optional<std::size_t> add_call(std::string_view function, std::string_view fields);
+  // One call already read (the router's, trace/gemm_call.h): counted on the record of the same
+  // problem, algorithm, entry and route; nullopt past kMaxGemmProblems.
+  std::optional<std::size_t> add_record(GemmCallRecord r);
   const CublasLtLog& log() const { return log_; }
 
  private:
@@ -51,6 +55,10 @@ class CublasLtLogParser {
 };
 
 CublasLtLog parse_cublaslt_log(std::string_view text);
+// A call the router read (its enum values) as a record spelled the way cuBLASLt's log spells it
+// (R_16BF, COMPUTE_32F_FAST_TF32, OP_T, EPILOGUE_BIAS), so every reader treats both alike; an
+// unknown value keeps its number ("R_99"); algorithm ids as numbers ("tile 18").
+GemmCallRecord gemm_call_record(const ktune_gemm_call& call);
 // Reads a recorded log file (the fixtures); ktune::Error naming the file when it cannot be read.
 CublasLtLog read_cublaslt_log(const std::filesystem::path& path);
 

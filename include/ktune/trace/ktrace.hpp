@@ -53,7 +53,7 @@
 
 namespace ktune::trace {
 
-inline constexpr int kKtraceSchemaVersion = 5;
+inline constexpr int kKtraceSchemaVersion = 6;
 
 struct KernelRecord {
   std::string name;            // mangled, as the driver reports it
@@ -162,6 +162,10 @@ struct GemmCallRecord {
   std::string tile, stages;  // "MATMUL_TILE_192x192", "MATMUL_STAGES_64xAUTO"
   std::int64_t splits = 1;   // split-K count (numSplitsK); 1: none
   std::string reduction;     // split-K reduction scheme; "": none
+  // Since schema 6, from the router (libktune_route.so): the entry point the program called
+  // ("cublasLtMatmul", "cublasSgemm_v2", ...) and what the router did ("passed", "routed",
+  // "kept", "trial"). "" in older traces and for calls read from cuBLASLt's log.
+  std::string entry, route;
   std::uint64_t calls = 0;
 };
 

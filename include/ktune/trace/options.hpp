@@ -106,9 +106,10 @@ std::vector<std::string> record_kinds(const TracerOptions& o);
 // will read them; throws ktune::Error with one sentence. No-op when o.metrics is empty.
 void check_counter_options(const TracerOptions& o);
 
-// Checks that --gemm-shapes can work: the tracer takes over cuBLASLt's logger, so the user's own
-// CUBLASLT_LOG_LEVEL, CUBLASLT_LOG_MASK or CUBLASLT_LOG_FILE is refused rather than redirected.
-// Throws ktune::Error with one sentence; no-op when o.gemm_shapes is off.
+// Checks that --gemm-shapes may fall back to cuBLASLt's logger (a tracer without the GEMM router):
+// the fallback takes the logger over, so the user's own CUBLASLT_LOG_LEVEL, CUBLASLT_LOG_MASK or
+// CUBLASLT_LOG_FILE rules it out rather than being redirected. Throws ktune::Error with one
+// sentence; no-op when o.gemm_shapes is off.
 void check_gemm_shapes(
     const TracerOptions& o, const GetEnv& get = [](const char* n) { return std::getenv(n); });
 
