@@ -29,10 +29,14 @@ std::string algorithm_text(const trace::GemmCallRecord& r) {
   return out;
 }
 
+// Storage (leading dimensions, batch strides) splits a problem: a winner is routed only to calls of
+// the storage it was measured on, so each storage is tuned on its own.
 std::string problem_key(const trace::GemmCallRecord& r) {
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.m, r.n, r.k, r.batch, r.a_type,
-                     r.b_type, r.c_type, r.d_type, r.compute_type, r.scale_type, r.transa, r.transb,
-                     r.epilogue);
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.m, r.n,
+                     r.k, r.batch, r.a_type, r.b_type, r.c_type, r.d_type, r.compute_type,
+                     r.scale_type, r.transa, r.transb, r.epilogue, r.lda, r.ldb, r.ldc, r.ldd,
+                     r.batch > 1 ? r.stride_a : 0, r.batch > 1 ? r.stride_b : 0,
+                     r.batch > 1 ? r.stride_c : 0, r.batch > 1 ? r.stride_d : 0);
 }
 
 }  // namespace
@@ -237,6 +241,11 @@ GemmCalls group_gemm_calls(const std::vector<trace::GemmCallRecord>& records, bo
         for (const std::string& name : (*timing)[i].kernels)
           if (std::find(s.kernels.begin(), s.kernels.end(), name) == s.kernels.end())
             s.kernels.push_back(name);
+      }
+      if (!r.entry.empty()) {
+        s.routes[r.route.empty() ? "passed" : r.route] += r.calls;
+        if (std::find(s.entries.begin(), s.entries.end(), r.entry) == s.entries.end())
+          s.entries.push_back(r.entry);
       }
       const std::string text = algorithm_text(r);
       auto a = std::find_if(algos.begin(), algos.end(), [&](auto& p) { return p.first == text; });

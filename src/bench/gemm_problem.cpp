@@ -1,6 +1,7 @@
 #include "ktune/bench/gemm_problem.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 
@@ -155,8 +156,35 @@ std::string gemm_cache_dtype(const GemmProblem& p) {
   return fmt::format("{},{}", to_string(p.dtype), to_string(p.compute));
 }
 
+namespace {
+
+// The problem's storage fields (ld*, batch strides) and those of the packed problem of its sizes.
+struct Storage {
+  std::array<std::int64_t, 8> fields;
+};
+Storage storage_of(const GemmProblem& p) {
+  const GemmProblem r = resolved(p);
+  const bool batched = r.batch > 1;  // strides of one matrix mean nothing
+  return {{r.lda, r.ldb, r.ldc, r.ldd, batched ? r.stride_a : 0, batched ? r.stride_b : 0,
+           batched ? r.stride_c : 0, batched ? r.stride_d : 0}};
+}
+Storage packed_storage_of(const GemmProblem& p) {
+  GemmProblem q = p;
+  q.lda = q.ldb = q.ldc = q.ldd = 0;
+  q.stride_a = q.stride_b = q.stride_c = q.stride_d = -1;
+  return storage_of(q);
+}
+constexpr const char* kStorageNames[8] = {"lda",      "ldb",      "ldc",      "ldd",
+                                          "stride_a", "stride_b", "stride_c", "stride_d"};
+
+}  // namespace
+
 std::vector<std::int64_t> gemm_cache_shape(const GemmProblem& p) {
-  return {p.m, p.n, p.k, p.batch};
+  std::vector<std::int64_t> shape = {p.m, p.n, p.k, p.batch};
+  const Storage s = storage_of(p);
+  if (s.fields != packed_storage_of(p).fields)
+    shape.insert(shape.end(), s.fields.begin(), s.fields.end());
+  return shape;
 }
 
 namespace {
@@ -215,21 +243,42 @@ GemmProblem gemm_problem_of_key(std::string_view op, std::string_view dtype,
     p.dtype = *t;
     p.compute = *c;
   }
-  if (shape.size() != 4 && shape.size() != 3)
-    throw Error(
-        fmt::format("{}: a GEMM shape is [m, n, k, batch], not {} numbers.", where, shape.size()));
+  if (shape.size() != 4 && shape.size() != 3 && shape.size() != 12)
+    throw Error(fmt::format(
+        "{}: a GEMM shape is [m, n, k, batch] (and, for storage that is not packed, lda, ldb, ldc, "
+        "ldd and the four batch strides), not {} numbers.",
+        where, shape.size()));
   p.m = shape[0];
   p.n = shape[1];
   p.k = shape[2];
-  p.batch = shape.size() == 4 ? shape[3] : 1;
+  p.batch = shape.size() >= 4 ? shape[3] : 1;
+  if (shape.size() == 12) {
+    p.lda = shape[4];
+    p.ldb = shape[5];
+    p.ldc = shape[6];
+    p.ldd = shape[7];
+    if (p.batch > 1) {
+      p.stride_a = shape[8];
+      p.stride_b = shape[9];
+      p.stride_c = shape[10];
+      p.stride_d = shape[11];
+    }
+  }
   validate(p, where);
   return p;
 }
 
 std::string gemm_tune_command(const GemmProblem& p) {
-  return fmt::format("ktune tune --library cublaslt --op {} --shape m={},n={},k={}{} --dtype {}",
+  // The storage fields that differ from the packed problem's: the search measures what runs.
+  std::string storage;
+  const Storage s = storage_of(p), packed = packed_storage_of(p);
+  for (std::size_t i = 0; i < s.fields.size(); ++i)
+    if (s.fields[i] != packed.fields[i])
+      storage += fmt::format(",{}={}", kStorageNames[i], s.fields[i]);
+  return fmt::format("ktune tune --library cublaslt --op {} --shape m={},n={},k={}{}{} --dtype {}",
                      gemm_cache_op(p), p.m, p.n, p.k,
-                     p.batch > 1 ? fmt::format(",batch={}", p.batch) : "", gemm_cache_dtype(p));
+                     p.batch > 1 ? fmt::format(",batch={}", p.batch) : "", storage,
+                     gemm_cache_dtype(p));
 }
 
 void to_json(nlohmann::json& j, const GemmProblem& p) {

@@ -41,7 +41,7 @@ int run_add(const QueueArgs& a, const GlobalOptions& g) {
           a.library));
     if (!a.spec.empty())
       throw UsageError("--library queues a library's GEMM search, not a SPEC; drop one of them.");
-    req.gemm = tune::library_problem(a.op, parse_shape_variables(a.shape), a.dtype);
+    req.gemm = tune::library_problem(a.op, parse_shape_variables(a.shape, 0), a.dtype);
   } else {
     if (a.spec.empty())
       throw UsageError(

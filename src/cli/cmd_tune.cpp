@@ -373,7 +373,7 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
     throw UsageError(
         "--library searches a library's algorithms, not a SPEC; drop the SPEC or drop "
         "--library.");
-  if (!problem) problem = tune::library_problem(a.op, parse_shape_variables(a.shape), a.dtype);
+  if (!problem) problem = tune::library_problem(a.op, parse_shape_variables(a.shape, 0), a.dtype);
   if (!budget_given && a.resume.empty()) a.budget = 120;
   check_search_args(a);
   if (a.prefetch == 0) a.prefetch = 1;  // nothing compiles: propose as results come
@@ -438,8 +438,9 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
 }
 
 int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
-  // Every usage error is found before the GPU is touched.
-  std::map<std::string, std::int64_t> shape = parse_shape_variables(a.shape);
+  // Every usage error is found before the GPU is touched. A library GEMM's batch strides may be 0.
+  std::map<std::string, std::int64_t> shape =
+      parse_shape_variables(a.shape, a.library.empty() ? 1 : 0);
   fs::path out;
   std::optional<bench::GemmProblem> library;
   if (!a.resume.empty()) {

@@ -78,10 +78,11 @@ tune::ProblemSpec load_spec(const std::string& path, const std::string& grid) {
   return spec;
 }
 
-std::map<std::string, std::int64_t> parse_shape_variables(const std::string& text) {
+std::map<std::string, std::int64_t> parse_shape_variables(const std::string& text,
+                                                          std::int64_t least) {
   std::map<std::string, std::int64_t> out;
   try {
-    for (const NamedSize& s : parse_named_sizes(text, "--shape", "n=4096,k=8192"))
+    for (const NamedSize& s : parse_named_sizes(text, "--shape", "n=4096,k=8192", least))
       out[s.name] = s.value;
   } catch (const Error& e) {
     throw UsageError(e.what());  // a value that cannot be read

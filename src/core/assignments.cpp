@@ -33,7 +33,7 @@ std::vector<Assignment> parse_assignments(std::string_view text, std::string_vie
 }
 
 std::vector<NamedSize> parse_named_sizes(std::string_view text, std::string_view flag,
-                                         std::string_view example) {
+                                         std::string_view example, std::int64_t least) {
   const bool old_form = !text.empty() && text.find('=') == std::string_view::npos &&
                         text.find_first_not_of("0123456789x") == std::string_view::npos;
   if (old_form)
@@ -45,9 +45,9 @@ std::vector<NamedSize> parse_named_sizes(std::string_view text, std::string_view
     std::int64_t v = 0;
     const char* last = a.value.data() + a.value.size();
     const auto [ptr, ec] = std::from_chars(a.value.data(), last, v);
-    if (ec != std::errc() || ptr != last || v <= 0)
-      throw Error(fmt::format("{} {}={} needs a positive integer size; write e.g. {} {}.", flag,
-                              a.name, a.value, flag, example));
+    if (ec != std::errc() || ptr != last || v < least)
+      throw Error(fmt::format("{} {}={} needs {} integer size; write e.g. {} {}.", flag, a.name,
+                              a.value, least > 0 ? "a positive" : "a non-negative", flag, example));
     out.push_back({a.name, v});
   }
   return out;

@@ -1,6 +1,7 @@
 // The report's view of cuBLASLt's GEMM calls (ktune profile --gemm-shapes): the "GEMM calls
 // (cuBLASLt)" section with each problem's GPU time and tune command, the backlog's note naming
 // those problems next to its cuBLASLt kernels, and their JSON.
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -76,6 +77,11 @@ std::vector<Section> gemm_sections(const Analysis& a) {
         g.calls, g.shapes.size(), a.metadata.schema_version, layout);
   s.header = {"GPU time", "%",     "Calls", "m",        "n",         "k",
               "Batch",    "Dtype", "Op",    "Epilogue", "Algorithm", "Tune"};
+  // Traces the router recorded (schema 6) say where each problem's calls came in and what the
+  // router did with them.
+  const bool routed = std::any_of(g.shapes.begin(), g.shapes.end(),
+                                  [](const analyze::GemmShape& x) { return !x.entries.empty(); });
+  if (routed) s.header.insert(s.header.end() - 1, "Called through (router)");
   for (const analyze::GemmShape& shape : g.shapes) {
     const auto& p = shape.problem;
     std::string algo = shape.algorithms.empty() ? "" : shape.algorithms.front();
@@ -88,6 +94,14 @@ std::vector<Section> gemm_sections(const Analysis& a) {
                       epilogue_text(p.epilogue), algo,
                       shape.tune_command.empty() ? fmt::format("not tunable: {}", shape.not_tunable)
                                                  : shape.tune_command});
+    if (routed) {
+      std::vector<std::string> routes;
+      for (const auto& [route, calls] : shape.routes)
+        routes.push_back(fmt::format("{} {}", route, calls));
+      s.rows.back().insert(
+          s.rows.back().end() - 1,
+          fmt::format("{} ({})", fmt::join(shape.entries, ", "), fmt::join(routes, ", ")));
+    }
   }
   return {s};
 }
@@ -149,7 +163,9 @@ json gemm_calls_json(const Analysis& a) {
                                         {"shape", bench::gemm_cache_shape(*s.tunable)}}
                                  : json(nullptr)},
          {"tune_command", s.tune_command.empty() ? json(nullptr) : json(s.tune_command)},
-         {"not_tunable", s.not_tunable}});
+         {"not_tunable", s.not_tunable},
+         {"entries", s.entries},
+         {"routes", s.routes}});
   }
   return {{"recorded", a.gemm.recorded},
           {"timed", a.gemm.timed},

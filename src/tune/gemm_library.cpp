@@ -29,16 +29,33 @@ bench::GemmProblem library_problem(const std::string& op,
           fmt::format("--shape lacks {}; give --shape m=M,n=N,k=K[,batch=B] (BLAS sizes: D is m x "
                       "n, k the reduction).",
                       dim));
+  static constexpr const char* kStorage[] = {"lda",      "ldb",      "ldc",      "ldd",
+                                             "stride_a", "stride_b", "stride_c", "stride_d"};
   for (const auto& [name, v] : shape)
-    if (name != "m" && name != "n" && name != "k" && name != "batch")
+    if (name != "m" && name != "n" && name != "k" && name != "batch" &&
+        std::find(std::begin(kStorage), std::end(kStorage), name) == std::end(kStorage))
       throw Error(
-          fmt::format("--shape names '{}'; a cuBLASLt GEMM takes m, n, k and batch (e.g. "
-                      "m=4096,n=2048,k=4096,batch=8).",
+          fmt::format("--shape names '{}'; a cuBLASLt GEMM takes m, n, k and batch, and for "
+                      "storage that is not packed lda, ldb, ldc, ldd, stride_a .. stride_d (e.g. "
+                      "m=4096,n=2048,k=4096,batch=8,lda=12288).",
                       name));
+  for (const char* dim : {"m", "n", "k", "batch"})
+    if (const auto it = shape.find(dim); it != shape.end() && it->second <= 0)
+      throw Error(
+          fmt::format("--shape {}={} needs a positive integer size (only the batch "
+                      "strides may be 0); write e.g. --shape m=4096,n=2048,k=4096.",
+                      dim, it->second));
   const std::int64_t batch = shape.contains("batch") ? shape.at("batch") : 1;
-  const std::vector<std::int64_t> dims = {shape.at("m"), shape.at("n"), shape.at("k"), batch};
-  return bench::gemm_problem_of_key(op, dtype.empty() ? "f16" : dtype, dims,
-                                    "--op/--shape/--dtype");
+  bench::GemmProblem p = bench::gemm_problem_of_key(
+      op, dtype.empty() ? "f16" : dtype,
+      std::vector<std::int64_t>{shape.at("m"), shape.at("n"), shape.at("k"), batch},
+      "--op/--shape/--dtype");
+  std::int64_t* fields[] = {&p.lda,      &p.ldb,      &p.ldc,      &p.ldd,
+                            &p.stride_a, &p.stride_b, &p.stride_c, &p.stride_d};
+  for (std::size_t i = 0; i < std::size(kStorage); ++i)
+    if (const auto it = shape.find(kStorage[i]); it != shape.end()) *fields[i] = it->second;
+  bench::validate(p, "--shape");
+  return p;
 }
 
 std::uint32_t split_k_reductions(const bench::GemmProblem& p) {
@@ -473,6 +490,11 @@ store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
   e.shape = bench::gemm_cache_shape(problem);
   e.config = *winner;
   e.config["layout"] = bench::gemm_layout(problem);
+  e.config["problem"] = bench::resolved(problem);  // the exact descriptor the router matches
+  // How the times were taken, so a reader can tell them from times taken otherwise.
+  e.config["measurement"] = {{"l2", "flushed before each sample (cold)"},
+                             {"timing", "eager launches, CUDA events"},
+                             {"clocks", "as found, not locked"}};
   e.config["cublaslt_version"] = candidates.cublaslt_version;
   e.median_ns = best.result.time_ns;
   e.noise_ns = best.result.noise_ns;

@@ -32,19 +32,27 @@ trace::GemmCallRecord linear(std::int64_t m, std::uint64_t calls) {
 
 TEST(GemmCalls, OneShapePerProblemWithItsAlgorithmsMerged) {
   trace::GemmCallRecord strided = linear(4096, 3);
-  strided.ldb = 12288;  // a slice of a wider activation: same problem, same tune command
-  strided.tile = "MATMUL_TILE_128x128";
-  const GemmCalls g = group_gemm_calls({linear(4096, 5), linear(12288, 9), strided}, true);
-  EXPECT_EQ(g.calls, 17u);
-  ASSERT_EQ(g.shapes.size(), 2u);
+  strided.ldb = 12288;  // a slice of a wider activation: another problem, tuned as it is stored
+  trace::GemmCallRecord other_algo = linear(4096, 2);
+  other_algo.tile = "MATMUL_TILE_128x128";
+  const GemmCalls g =
+      group_gemm_calls({linear(4096, 5), linear(12288, 9), strided, other_algo}, true);
+  EXPECT_EQ(g.calls, 19u);
+  ASSERT_EQ(g.shapes.size(), 3u);
   EXPECT_EQ(g.shapes[0].problem.m, 12288);  // most calls first
-  EXPECT_EQ(g.shapes[1].problem.calls, 8u);
-  EXPECT_EQ(g.shapes[1].problem.ldb, 4096);  // the most-called record's
+  EXPECT_EQ(g.shapes[1].problem.calls, 7u);
+  EXPECT_EQ(g.shapes[1].problem.ldb, 4096);
   EXPECT_EQ(g.shapes[1].algorithms,
             (std::vector<std::string>{"algo 66 tile 256x128", "algo 66 tile 128x128"}));
   EXPECT_EQ(g.shapes[1].dtype, "bf16");
   EXPECT_EQ(g.shapes[1].tune_command,
             "ktune tune --library cublaslt --op gemm_tn --shape m=4096,n=2048,k=4096 --dtype bf16");
+  EXPECT_EQ(g.shapes[2].problem.ldb, 12288);
+  EXPECT_EQ(g.shapes[2].tune_command,
+            "ktune tune --library cublaslt --op gemm_tn --shape m=4096,n=2048,k=4096,ldb=12288 "
+            "--dtype bf16");
+  EXPECT_EQ(bench::gemm_cache_shape(*g.shapes[2].tunable),
+            (std::vector<std::int64_t>{4096, 2048, 4096, 1, 4096, 12288, 4096, 4096, 0, 0, 0, 0}));
   EXPECT_FALSE(group_gemm_calls({}, false).recorded);
   EXPECT_TRUE(group_gemm_calls({}, true).recorded);
 }
@@ -55,7 +63,7 @@ TEST(GemmCalls, OneShapePerProblemWithItsAlgorithmsMerged) {
 struct Form {
   const char* torch;  // what the program called
   const char* op;
-  std::vector<std::int64_t> shape;  // m, n, k, batch
+  std::vector<std::int64_t> shape;  // m, n, k, batch[, storage]
   bool tf32 = true;                 // runs in TF32 when torch allows it (its GEMV keeps full fp32)
 };
 const Form kForms[] = {
@@ -79,7 +87,10 @@ const Form kForms[] = {
     {"attention scores 4-D", "gemm_tn", {128, 128, 64, 16}},
     {"attention values 4-D", "gemm_nn", {64, 128, 128, 16}},
     {"F.gelu(F.linear(x, W, b))", "gemm_tn_bias", {384, 256, 512, 1}},
-    {"torch.bmm of a sliced view", "gemm_nn", {96, 128, 64, 8}},
+    // B is a 128-wide slice (ldb 128 for k = 64 rows): storage that is not packed enters the key.
+    {"torch.bmm of a sliced view",
+     "gemm_nn",
+     {96, 128, 64, 8, 96, 128, 96, 96, 6144, 16384, 12288, 12288}},
 };
 
 TEST(GemmCalls, EveryFormTorchRanOnTheH100IsTunableWithItsLayoutBatchAndEpilogue) {

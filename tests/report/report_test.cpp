@@ -208,7 +208,7 @@ TEST(ReportGemm, SectionIsPinned) {
   400.00 us  66.7 %  2      11008  2048  4096  1      f16    TN  bias      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn_bias --shape m=11008,n=2048,k=4096 --dtype f16
   190.00 us  31.7 %  2      11008  2048  4096  1      f32    TN  none      algo 55 tile 128x128 stages 8x3              ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f32
   0 ns       0.0 %   2      11008  2048  4096  1      f16    TN  none      algo 66 tile 192x192 stages 64xAUTO          ktune tune --library cublaslt --op gemm_tn --shape m=11008,n=2048,k=4096 --dtype f16
-  0 ns       0.0 %   2      4096   1024  4096  2      f16    NN  none      algo 66 tile 256x128 stages 64xAUTO          ktune tune --library cublaslt --op gemm_nn --shape m=4096,n=1024,k=4096,batch=2 --dtype f16
+  0 ns       0.0 %   2      4096   1024  4096  2      f16    NN  none      algo 66 tile 256x128 stages 64xAUTO          ktune tune --library cublaslt --op gemm_nn --shape m=4096,n=1024,k=4096,batch=2,stride_a=0 --dtype f16
   0 ns       0.0 %   2      256    16    4096  1      f16    TN  none      algo 66 tile 64x16 stages 64xAUTO split-K 3  ktune tune --library cublaslt --op gemm_tn --shape m=256,n=16,k=4096 --dtype f16
 )") << section;
 }
@@ -243,13 +243,14 @@ TEST(ReportGemm, JsonMarkdownAndHtmlCarryTheShapes) {
   EXPECT_EQ(g["recorded"], true);
   EXPECT_EQ(g["calls"], 10);
   ASSERT_EQ(g["shapes"].size(), 5u);
-  EXPECT_EQ(
-      keys(g["shapes"][0]),
-      (Keys{"a_type",   "algorithms",   "b_type",      "batch",      "c_type",   "cache_key",
-            "calls",    "compute_type", "d_type",      "dtype",      "epilogue", "gpu_ns",
-            "k",        "lda",          "ldb",         "ldc",        "ldd",      "m",
-            "n",        "not_tunable",  "problem",     "scale_type", "stride_a", "stride_b",
-            "stride_c", "stride_d",     "timed_calls", "transa",     "transb",   "tune_command"}));
+  EXPECT_EQ(keys(g["shapes"][0]),
+            (Keys{"a_type",      "algorithms",  "b_type",       "batch",       "c_type",
+                  "cache_key",   "calls",       "compute_type", "d_type",      "dtype",
+                  "entries",     "epilogue",    "gpu_ns",       "k",           "lda",
+                  "ldb",         "ldc",         "ldd",          "m",           "n",
+                  "not_tunable", "problem",     "routes",       "scale_type",  "stride_a",
+                  "stride_b",    "stride_c",    "stride_d",     "timed_calls", "transa",
+                  "transb",      "tune_command"}));
   EXPECT_EQ(g["shapes"][0]["gpu_ns"], 400000);
   EXPECT_EQ(g["shapes"][0]["cache_key"],
             json({{"op", "gemm_tn_bias"}, {"dtype", "f16"}, {"shape", {11008, 2048, 4096, 1}}}));

@@ -33,6 +33,10 @@ struct GemmShape {
   std::uint64_t timed_calls = 0;
   // The kernels (display names) its calls launched, so a profiled kernel finds its problem.
   std::vector<std::string> kernels;
+  // Where its calls came in ("cublasLtMatmul", "cublasSgemm_v2", ...) and what the router did with
+  // them (calls by "passed", "routed", "kept", "trial"); empty for calls read from cuBLASLt's log.
+  std::vector<std::string> entries;
+  std::map<std::string, std::uint64_t> routes;
 };
 
 struct GemmCalls {
@@ -52,8 +56,8 @@ struct GemmTiming {
 };
 
 // Groups `records` by problem (sizes, batch, types, compute and scale type, transposes,
-// epilogue); leading dimensions, strides and algorithms do not split a problem, as the cache keys
-// a tuned GEMM by its op, dtype and [m, n, k, batch] alone.
+// epilogue, leading dimensions and batch strides, as the cache keys a tuned GEMM); algorithms, the
+// entry point and the router's verdict do not split a problem.
 // Ties cuBLASLt's GEMM calls (--gemm-shapes' events: thread and time of each call) to the kernels
 // they launched, for the analysis and for the fleet's ingest alike. A launch call made on a thread
 // after a GEMM call, and before that thread's next one, is the call's while it has launched fewer

@@ -21,13 +21,14 @@ std::vector<Assignment> parse_assignments(std::string_view text, std::string_vie
 
 struct NamedSize {
   std::string name;
-  std::int64_t value = 0;  // > 0
+  std::int64_t value = 0;  // >= least
 };
 
 // A shape by name, "n=4096,k=8192" (the --shape of tune, queue and cache), in the order written:
-// parse_assignments with every value a positive integer. The old positional form "4096x4096" is
-// refused with one sentence saying how to write it.
+// parse_assignments with every value an integer of at least `least` (1: sizes; 0 where a size of
+// 0 means something, as a GEMM's batch stride 0 repeats one matrix for every batch). The old
+// positional form "4096x4096" is refused with one sentence saying how to write it.
 std::vector<NamedSize> parse_named_sizes(std::string_view text, std::string_view flag,
-                                         std::string_view example);
+                                         std::string_view example, std::int64_t least = 1);
 
 }  // namespace ktune
