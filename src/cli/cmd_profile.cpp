@@ -65,26 +65,27 @@ fs::path locate_torch_ops_hook() {
 
 }  // namespace
 
-std::filesystem::path locate_tracer() {
-  if (const char* env = std::getenv("KTUNE_TRACER"); env && *env) {
+std::filesystem::path locate_library(const char* file, const char* env_name) {
+  if (const char* env = std::getenv(env_name); env && *env) {
     std::error_code ec;
     if (!fs::is_regular_file(env, ec))
       throw Error(
-          fmt::format("KTUNE_TRACER={} is not a file; point it at libktune_tracer.so or "
-                      "unset it.",
-                      env));
+          fmt::format("{}={} is not a file; point it at {} or unset it.", env_name, env, file));
     return fs::absolute(env);
   }
   const fs::path dir = self_dir();
-  for (const fs::path& p : {dir / "libktune_tracer.so", dir / "../lib/libktune_tracer.so"})
+  for (const fs::path& p : {dir / file, dir / "../lib" / file})
     if (fs::is_regular_file(p)) return fs::canonical(p);
   throw Error(
-      fmt::format("libktune_tracer.so was not found next to the ktune binary ({}); build "
-                  "the ktune_tracer target or set KTUNE_TRACER to its path.",
-                  dir.string()));
+      fmt::format("{} was not found next to the ktune binary ({}); build ktune again or "
+                  "set {} to its path.",
+                  file, dir.string(), env_name));
 }
 
-namespace {
+std::string preload_with(const fs::path& library) {
+  const char* old = std::getenv("LD_PRELOAD");
+  return old && *old ? library.string() + ":" + old : library.string();
+}
 
 // The executable CMD names, as execvp would find it; one sentence when there is none.
 void check_command(const std::string& cmd) {
@@ -127,6 +128,8 @@ int exit_code_of(int status) {
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
 }
+
+namespace {
 
 // Flags come from the one settings table (trace::tracer_settings()): flag, variable, help and
 // default are written there once.
@@ -190,7 +193,6 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
     trace::check_range(opts.window.range);
     trace::check_schedule(opts.window);
     trace::check_counter_options(opts);
-    trace::check_gemm_shapes(opts);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -201,6 +203,9 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
         "--ops needs NVTX records, which --kernels-only leaves out; drop one of the two.");
   check_command(cmd[0]);
   const fs::path tracer = locate_tracer();
+  // --gemm-shapes: the router sees every GEMM call with its descriptor (a table-less router routes
+  // nothing; it only reports calls to the tracer).
+  const fs::path router = opts.gemm_shapes ? locate_router() : fs::path();
   const fs::path ops_hook = opts.torch_ops ? locate_torch_ops_hook() : fs::path();
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
     std::fprintf(stderr,
@@ -217,11 +222,15 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   subprocess::Spawn spawn;
   spawn.own_group = false;
   spawn.die_with_ktune = false;
-  spawn.prepare = [&opts, &tracer, &ops_hook] {
+  spawn.prepare = [&opts, &tracer, &router, &ops_hook] {
     opts.root_pid = ::getpid();  // exec keeps the pid: this process writes OUT.ktrace
     for (const auto& [name, value] : trace::options_to_env(opts))
       ::setenv(name.c_str(), value.c_str(), 1);
     ::setenv("CUDA_INJECTION64_PATH", tracer.c_str(), 1);
+    if (!router.empty()) {
+      ::setenv("LD_PRELOAD", preload_with(router).c_str(), 1);
+      ::unsetenv("KTUNE_ROUTE_TABLE");
+    }
     if (!ops_hook.empty()) {
       // First on the path, so Python imports ktune's sitecustomize, which runs the user's own.
       const char* old = std::getenv("PYTHONPATH");

@@ -97,9 +97,22 @@ using TraceHandler = std::function<void(const std::vector<std::string>& traces)>
 int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
                 const std::string& db, const TraceHandler& on_traces = {});
 
-// libktune_tracer.so: KTUNE_TRACER, else beside the binary (build tree or install); ktune::Error
-// naming where it looked (cmd_profile.cpp).
-std::filesystem::path locate_tracer();
+// A library ktune loads into a program: the variable `env` names it, else it is beside the binary
+// (build tree) or in ../lib (install); ktune::Error naming where it looked (cmd_profile.cpp).
+std::filesystem::path locate_library(const char* file, const char* env);
+// libktune_tracer.so (KTUNE_TRACER) and the GEMM router libktune_route.so (KTUNE_ROUTER).
+inline std::filesystem::path locate_tracer() {
+  return locate_library("libktune_tracer.so", "KTUNE_TRACER");
+}
+inline std::filesystem::path locate_router() {
+  return locate_library("libktune_route.so", "KTUNE_ROUTER");
+}
+// LD_PRELOAD with `library` first and the program's own after it.
+std::string preload_with(const std::filesystem::path& library);
+// The executable CMD names, as execvp would find it; ktune::Error with one sentence when there is
+// none. And the exit code a shell reports for a wait() status.
+void check_command(const std::string& cmd);
+int exit_code_of(int status);
 
 // ktune ingest's options and run (cmd_ingest.cpp); ktune profile --ingest runs it on the traces
 // its command left.

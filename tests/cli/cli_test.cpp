@@ -64,7 +64,15 @@ TEST_P(GpuCommandWithoutGpu, FailsWithOneSentence) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Commands, GpuCommandWithoutGpu,
-                         ::testing::Values("calibrate", "calibrate --json"));
+                         ::testing::Values("calibrate", "calibrate --json", "run -- true",
+                                           "run --write-table /tmp/ktune-cli-table.json"));
+
+TEST(Cli, RunWithNothingToRunIsAUsageError) {
+  const RunResult r = run_ktune("run");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("put it after '--', e.g. ktune run -- python3 train.py"), std::string::npos)
+      << r.err;
+}
 
 // A scratch copy of a recorded trace, so a test may try to damage it.
 class TraceCli : public ::testing::Test {

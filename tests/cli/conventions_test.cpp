@@ -35,7 +35,8 @@ const std::vector<std::string> kCommands = {"info",         "calibrate",    "pro
                                             "cache stats",  "bench",        "tune",
                                             "queue add",    "queue ls",     "queue from-backlog",
                                             "gate record",  "gate check",   "gate history",
-                                            "gate cache",   "ingest",       "worker"};
+                                            "gate cache",   "ingest",       "worker",
+                                            "run"};
 
 // The commands whose output a program reads: each takes --json.
 const std::vector<std::string> kJsonCommands = {

@@ -276,12 +276,18 @@ TEST(ProfileCli, GemmShapesIsTheTracersAndLeavesCuBlasLtsVariablesAlone) {
   EXPECT_EQ(off.out, "[||]\n");
 }
 
-TEST(ProfileCli, GemmShapesConflictIsOneSentenceBeforeTheProgramRuns) {
-  const auto r =
-      run_ktune("profile --gemm-shapes -- sh -c 'echo ran'", "CUBLASLT_LOG_FILE=/tmp/mine.log");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "");
-  expect_one_sentence(r.err, "CUBLASLT_LOG_FILE=/tmp/mine.log configures it already");
+// --gemm-shapes records through the GEMM router, which it preloads; the user's own cuBLASLt logging
+// is left alone (the logger fallback of a tracer without the router refuses to take it over).
+TEST(ProfileCli, GemmShapesPreloadsTheRouterAndLeavesTheUsersLoggerAlone) {
+  const auto r = run_ktune(
+      "profile --gemm-shapes -o /tmp/ktune-gemm-shapes-cli.ktrace -- sh -c 'echo \"$LD_PRELOAD\"'",
+      "CUBLASLT_LOG_FILE=/tmp/mine.log LD_PRELOAD=");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("libktune_route.so"), std::string::npos) << r.out;
+  const auto off =
+      run_ktune("profile -o /tmp/ktune-gemm-shapes-cli.ktrace -- sh -c 'echo \"[$LD_PRELOAD]\"'",
+                "LD_PRELOAD=");
+  EXPECT_EQ(off.out, "[]\n");
 }
 
 TEST(ProfileCli, BadPeriodicWindowsAreOneSentence) {
