@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Sequence, Tuple
 
 LIBRARY_NAME = "libktune_python.so"
 
@@ -64,7 +64,6 @@ _lib = _load(LIBRARY_PATH)
 
 _Out = ctypes.POINTER(ctypes.c_void_p)  # char**: a string the library allocates, freed with ktune_free
 _Shape = ctypes.POINTER(ctypes.c_int64)
-_Ptr = ctypes.c_void_p  # device pointers, the plan handle and the stream, as integers
 
 # Every function of capi.h: name -> (restype, argtypes), declared once at import. A test checks this
 # table against the library's exported symbols.
@@ -89,12 +88,10 @@ SIGNATURES = {
     "ktune_detect_environment": (ctypes.c_int, [_Out]),
     "ktune_nvtx_push": (ctypes.c_int, [ctypes.c_char_p]),
     "ktune_nvtx_pop": (ctypes.c_int, []),
-    "ktune_gemm_plan_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_Ptr)]),
-    "ktune_gemm_plan_destroy": (None, [_Ptr]),
-    "ktune_gemm_plan_workspace_bytes": (ctypes.c_int, [_Ptr, ctypes.POINTER(ctypes.c_size_t)]),
-    "ktune_gemm_plan_run": (
+    "ktune_router_build_path": (ctypes.c_int, [_Out]),
+    "ktune_route_table_json": (
         ctypes.c_int,
-        [_Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, ctypes.c_size_t, _Ptr, ctypes.c_float, ctypes.c_float],
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _Out],
     ),
 }
 for _name, (_restype, _argtypes) in SIGNATURES.items():
@@ -134,6 +131,7 @@ def version() -> str:
 
 
 TRACER_BUILD_PATH = _string(_lib.ktune_tracer_build_path)
+ROUTER_BUILD_PATH = _string(_lib.ktune_router_build_path)
 
 
 def report_json(path: str, by: str = "name") -> str:
@@ -178,60 +176,15 @@ def nvtx_pop() -> None:
     _check(_lib.ktune_nvtx_pop())
 
 
-_plan_run = _lib.ktune_gemm_plan_run
-
-
-class GemmPlan:
-    """A cached cuBLASLt configuration (config_json: a bench::LtAlgoConfig) for one GEMM
-    (problem_json: a bench::GemmProblem), built once on the CUDA context current now. run()
-    enqueues it on caller-owned device memory: pointers and the stream are integers
-    (tensor.data_ptr(), torch.cuda.current_stream().cuda_stream), 0 for none."""
-
-    __slots__ = ("_handle", "_workspace_bytes")
-
-    def __init__(self, problem_json: str, config_json: str) -> None:
-        self._handle: Optional[int] = None
-        handle = _Ptr()
-        _check(_lib.ktune_gemm_plan_create(_text(problem_json), _text(config_json), ctypes.byref(handle)))
-        self._handle = handle.value
-        size = ctypes.c_size_t()
-        _check(_lib.ktune_gemm_plan_workspace_bytes(self._handle, ctypes.byref(size)))
-        self._workspace_bytes = size.value
-
-    @property
-    def workspace_bytes(self) -> int:
-        """The workspace run() needs at least."""
-        return self._workspace_bytes
-
-    def run(
-        self,
-        a: int,
-        b: int,
-        c: int,
-        d: int,
-        bias: int,
-        workspace: int,
-        workspace_bytes: int,
-        stream: int,
-        alpha: float,
-        beta: float,
-    ) -> None:
-        """D = act(alpha op(A) op(B) + beta C + bias) on `stream`; c 0 reads d when beta != 0."""
-        _check(_plan_run(self._handle, a, b, c, d, bias, workspace, workspace_bytes, stream, alpha, beta))
-
-    # The destroy function is bound as a default so that a plan collected at interpreter exit,
-    # after this module's globals are gone, is still released.
-    def __del__(self, _destroy: Callable[[int], None] = _lib.ktune_gemm_plan_destroy) -> None:
-        if getattr(self, "_handle", None) is not None:
-            _destroy(self._handle)
-            self._handle = None
+def route_table_json(db: str, arch: str, device_name: str) -> str:
+    return _string(_lib.ktune_route_table_json, _text(db), _text(arch), _text(device_name))
 
 
 __all__ = [
     "Error",
-    "GemmPlan",
     "LIBRARY_PATH",
     "NoGpuError",
+    "ROUTER_BUILD_PATH",
     "TRACER_BUILD_PATH",
     "bucket_name",
     "detect_environment",
@@ -243,5 +196,6 @@ __all__ = [
     "put_entry_json",
     "put_op",
     "report_json",
+    "route_table_json",
     "version",
 ]

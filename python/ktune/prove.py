@@ -1,36 +1,38 @@
-"""Proof on your own program: a workload run with and without ktune's GEMM selections, alternating,
-side by side.
+"""Proof on your own program: a workload run with and without ktune's GEMM winners, alternating,
+side by side, in one process.
 
-    python -m ktune.prove workload.py[:make_step] [--rounds 10] [--iters 50] [--warmup 10]
+    python -m ktune.prove workload.py[:make_step] [--rounds 10] [--iters 50] [--warmup 30]
                           [--db URL] [--json]
 
 `make_step()` is the workload's own code: it builds the model and inputs and returns a callable
 that runs one iteration (an inference or a training step); when that callable returns a tensor (or
 a tuple or list whose first item is one), the routed result is compared with PyTorch's.
 
-Each round runs `--iters` iterations with PyTorch's own GEMMs and `--iters` with ktune's winners
-(ktune.torch.tuned_gemms), in alternating order round to round, each iteration timed on the GPU with
-CUDA events. Printed: per-iteration time of each (median, with the 10th and 90th percentiles and
-the spread of the round medians), their ratio overall and per round (both modes of a round run back
-to back, so drift between rounds cancels), the GEMM calls of one iteration (counted in an untimed
-iteration with every GEMM op overridden): routed to a winner, kept (the winner is PyTorch's own
-algorithm, so they are left to it at no cost) and passed to PyTorch (no winner; by op), each routed
-problem with its tuned and default times from the cache, the kept problems, and the largest
-difference of the routed output from PyTorch's. `--json` prints the same as one object
-(schema_version 1).
+The program runs with ktune's router loaded (this command restarts itself with it, as `ktune run`
+starts a program), so the winners are routed where PyTorch calls cuBLAS and cuBLASLt. Each round
+runs `--iters` iterations with routing off (every call passes to PyTorch's own) and `--iters` with
+it on, in alternating order round to round, each iteration timed on the GPU with CUDA events. The
+warm-up runs both ways first; in it each winner's field trial (its first calls, alternating with
+PyTorch's own algorithm, timed inside the program) keeps or demotes it. Printed: per-iteration time
+of each way (median, 10th and 90th percentiles, the spread of the round medians), their ratio
+overall and per round, the GEMM calls of one iteration (routed, kept, passed, by cuBLAS entry
+point), each winner with its verdict and its times inside the program, and the largest difference
+of the routed output from PyTorch's. `--json` prints the same as one object (schema_version 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _load_step(target: str) -> Callable[[], object]:
@@ -80,32 +82,42 @@ def _time_iterations(step, iters: int) -> List[float]:
     return [start.elapsed_time(end) for start, end in events]  # ms
 
 
-def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict[str, object]:
+def _totals(s: dict) -> Dict[str, int]:
+    out = {"calls": 0, "passed": 0, "routed": 0, "kept": 0, "trial": 0}
+    for e in s["entries"].values():
+        out["calls"] += e["calls"]
+        out["passed"] += e["passed"]
+    for w in s["winners"]:
+        out["routed"] += w["routed_calls"]
+        out["kept"] += w["kept_calls"]
+        out["trial"] += w["trial_calls"]
+    return out
+
+
+def prove(step, rounds: int, iters: int, warmup: int) -> Dict[str, object]:
     import torch
 
     from . import torch as kt
 
-    # Warm-up: PyTorch's heuristics and ktune's plans are built outside the timed rounds.
+    # Warm-up: PyTorch's heuristics, ktune's plans and the winners' field trials, outside the timed
+    # rounds.
     for on in (False, True):
-        if on:
-            kt.enable(db)
+        (kt.enable if on else kt.disable)()
         for _ in range(warmup):
             step()
-        kt.disable()
     torch.cuda.synchronize()
     # The routed result against PyTorch's, from the same inputs.
-    reference = _first_tensor(step())
-    kt.enable(db)
-    routed_out = _first_tensor(step())
     kt.disable()
-    # Every GEMM call of one iteration, by what the router does with it (census: all ops
-    # overridden, so calls the timed rounds leave to PyTorch at no cost are counted too).
-    kt.enable(db, census=True)
-    kt.reset_stats()
+    reference = _first_tensor(step())
+    kt.enable()
+    routed_out = _first_tensor(step())
+    torch.cuda.synchronize()
+    # Every GEMM call of one routed iteration, by what the router did with it.
+    before = _totals(kt.stats())
     step()
     torch.cuda.synchronize()
-    census = kt.stats()
-    kt.disable()
+    after = _totals(kt.stats())
+    census = {k: after[k] - before[k] for k in after}
     max_rel = None
     if reference is not None and routed_out is not None and reference.shape == routed_out.shape:
         ref = reference.float()
@@ -114,23 +126,13 @@ def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict
 
     times: Dict[str, List[float]] = {"pytorch": [], "ktune": []}
     round_medians: Dict[str, List[float]] = {"pytorch": [], "ktune": []}
-    routed = passed = 0
-    by_key: Dict[str, int] = {}
     for r in range(rounds):
         for mode in (("pytorch", "ktune") if r % 2 == 0 else ("ktune", "pytorch")):
-            if mode == "ktune":
-                kt.enable(db)
-                kt.reset_stats()
+            (kt.enable if mode == "ktune" else kt.disable)()
             t = _time_iterations(step, iters)
-            if mode == "ktune":
-                s = kt.stats()
-                routed += s["routed"]
-                passed += s["passed"]
-                for k, v in s["routed_by_key"].items():
-                    by_key[k] = by_key.get(k, 0) + v
-                kt.disable()
             times[mode] += t
             round_medians[mode].append(statistics.median(t))
+    kt.enable()
 
     def summary(mode: str) -> Dict[str, float]:
         t = times[mode]
@@ -142,41 +144,29 @@ def prove(step, rounds: int, iters: int, warmup: int, db: Optional[str]) -> Dict
     # Each round runs both back to back, so a round's ratio is free of drift between rounds (clocks,
     # other work on the machine): their median and range say how sure the ratio is.
     round_ratios = [b / k for b, k in zip(round_medians["pytorch"], round_medians["ktune"]) if k]
-    n = rounds * iters
-    shapes = []
-    winners = {}
-    for entry in json.loads(kt._ktune.list_entries_json(kt._db(db), "", *_gpu())):
-        budget = entry.get("provenance", {}).get("budget", {})
-        s = entry["shape"]
-        if len(s) == 4:
-            name = kt.key_name((entry["op"], entry["dtype"], *s))
-            winners[name] = (entry["median_ns"], budget.get("default_median_ns"))
-    for name, calls in sorted(by_key.items(), key=lambda kv: -kv[1]):
-        tuned_ns, default_ns = winners.get(name, (None, None))
-        shapes.append({"problem": name, "calls_per_iteration": calls / n,
-                       "tuned_us": tuned_ns / 1e3 if tuned_ns else None,
-                       "default_us": default_ns / 1e3 if default_ns else None,
-                       "gain": default_ns / tuned_ns if tuned_ns and default_ns else None})
+    s = kt.stats()
+    winners = []
+    for w in s["winners"]:
+        name = f"{w['op']} {w['dtype']} " + " ".join(
+            f"{d}={v}" for d, v in zip(("m", "n", "k", "batch"), w["shape"]) if d != "batch" or v > 1)
+        f = w.get("field", {})
+        winners.append({"problem": name, "verdict": w["verdict"], "tuned_kept": w["tuned_kept"],
+                        "routed_calls": w["routed_calls"], "kept_calls": w["kept_calls"],
+                        "trial_calls": w["trial_calls"],
+                        "in_program_winner_us": f["winner_ns"] / 1e3 if f else None,
+                        "in_program_default_us": f["default_ns"] / 1e3 if f else None,
+                        "tuned_us": w["tuned_ns"] / 1e3 if w["tuned_ns"] else None,
+                        "tuned_default_us": (w["tuned_default_ns"] / 1e3
+                                             if w["tuned_default_ns"] else None)})
     return {"schema_version": SCHEMA_VERSION, "rounds": rounds, "iterations_per_round": iters,
             "pytorch": base, "ktune": tuned,
             "speedup": base["median_ms"] / tuned["median_ms"] if tuned["median_ms"] else None,
             "round_speedups": {"median": statistics.median(round_ratios), "min": min(round_ratios),
                                "max": max(round_ratios)},
-            "routed_per_iteration": routed / n, "passed_per_iteration": passed / n,
-            "gemm_calls_per_iteration": {
-                "routed": census["routed"], "kept": census["kept"], "passed": census["passed"],
-                "passed_by_op": census["passed_by_op"]},
-            "kept_problems": [{"problem": k, "calls_per_iteration": v}
-                              for k, v in sorted(census["kept_by_key"].items(),
-                                                 key=lambda kv: -kv[1])],
-            "max_relative_difference": max_rel, "routed_problems": shapes}
-
-
-def _gpu():
-    from . import environment
-
-    e = environment()
-    return e["arch"], e["device_name"]
+            "gemm_calls_per_iteration": census,
+            "calls_by_entry": {k: v["calls"] for k, v in s["entries"].items()},
+            "near_misses": s["near_misses"],
+            "max_relative_difference": max_rel, "winners": winners}
 
 
 def _print(r: Dict[str, object]) -> None:
@@ -188,28 +178,29 @@ def _print(r: Dict[str, object]) -> None:
     print(line("PyTorch", r["pytorch"]))  # type: ignore[arg-type]
     print(line("ktune", r["ktune"]))  # type: ignore[arg-type]
     rr = r["round_speedups"]
-    if not r["gemm_calls_per_iteration"]["routed"]:  # type: ignore[index]
-        print("  no GEMM call was routed: both ways ran PyTorch's own kernels, so the ratio below "
-              "is this workload's run-to-run spread, not a gain")
+    c = r["gemm_calls_per_iteration"]
+    if not c["routed"] and not c["trial"]:  # type: ignore[index]
+        print("  no GEMM call was routed to a winner other than PyTorch's own algorithm, so the "
+              "ratio below is this workload's run-to-run spread (and the router's host cost)")
     print(f"  ratio    {r['speedup']:.3f}x (PyTorch's time / ktune's); per round, both back to back: "
           f"median {rr['median']:.3f}x, {rr['min']:.3f}-{rr['max']:.3f}x")
-    c = r["gemm_calls_per_iteration"]
-    passed_by_op = ", ".join(f"{op} {n}" for op, n in sorted(c["passed_by_op"].items()))
-    print(f"  GEMM calls per iteration: {c['routed']} routed to ktune's winners, {c['kept']} kept "
-          f"(the winner is PyTorch's own algorithm), {c['passed']} passed to PyTorch (no winner"
-          + (f": {passed_by_op})" if passed_by_op else ")"))
+    print(f"  GEMM calls per iteration: {c['calls']} seen, {c['routed']} routed to a winner, "
+          f"{c['kept']} kept (PyTorch's own algorithm, from the table), {c['trial']} in a field "
+          f"trial, {c['passed']} passed to PyTorch (no winner of their exact descriptor)")
+    entries = ", ".join(f"{k} {v}" for k, v in sorted(r["calls_by_entry"].items()))  # type: ignore
+    print(f"  calls since start by cuBLAS entry point: {entries}")
+    for m in r["near_misses"]:  # type: ignore[union-attr]
+        print(f"  {m['calls']} calls had a winner of their size but were passed: {m['why']}")
     if r["max_relative_difference"] is not None:
         print(f"  output: largest difference from PyTorch's {r['max_relative_difference']:.3g} of "
               "its largest value")
-    for s in r["routed_problems"]:  # type: ignore[union-attr]
-        gain = f"{s['gain']:.3f}x" if s["gain"] else "-"
-        tuned = f"{s['tuned_us']:.2f} us" if s["tuned_us"] else "-"
-        default = f"{s['default_us']:.2f} us" if s["default_us"] else "-"
-        print(f"  {s['problem']:<48} {s['calls_per_iteration']:5g}/iter  tuned {tuned} vs "
-              f"cuBLASLt's default {default}: {gain}")
-    for s in r["kept_problems"]:  # type: ignore[union-attr]
-        print(f"  {s['problem']:<48} {s['calls_per_iteration']:5g}/iter  kept: no other "
-              "algorithm beat PyTorch's beyond the noise")
+    for w in r["winners"]:  # type: ignore[union-attr]
+        field = "-"
+        if w["in_program_winner_us"]:
+            field = (f"{w['in_program_winner_us']:.2f} us vs PyTorch's {w['in_program_default_us']:.2f}"
+                     f" us in the program ({w['in_program_default_us'] / w['in_program_winner_us']:.3f}x)")
+        print(f"  {w['problem']:<44} {w['verdict']:<8} routed {w['routed_calls']}, kept "
+              f"{w['kept_calls']}, trial {w['trial_calls']}: {field}")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -217,29 +208,33 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("workload", help="FILE.py[:FUNCTION] (default function make_step)")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50, help="iterations per round and mode")
-    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=30,
+                    help="iterations each way before timing (the field trials run here)")
     ap.add_argument("--db", default=None, help="the store (default: KTUNE_DB, else the local one)")
-    ap.add_argument("--json", action="store_true", help="one JSON object (schema_version 1)")
+    ap.add_argument("--json", action="store_true", help="one JSON object (schema_version 2)")
     a = ap.parse_args(argv)
     if a.rounds < 1 or a.iters < 1 or a.warmup < 0:
         raise SystemExit("ktune.prove: --rounds and --iters must be at least 1, --warmup at least 0.")
+    from . import Error
+    from . import torch as kt
+
+    if not kt.loaded():
+        # Restart with the router preloaded: it must be in place before PyTorch loads cuBLAS.
+        try:
+            env = kt.routing_env(a.db)
+        except Error as e:
+            raise SystemExit(f"ktune.prove: {e}")
+        os.execve(sys.executable, [sys.executable, "-m", "ktune.prove", *sys.argv[1:]],
+                  {**os.environ, **env, "KTUNE_PROVE_TABLE": env["KTUNE_ROUTE_TABLE"]})
+    table = os.environ.pop("KTUNE_PROVE_TABLE", None)
+    if table:
+        with contextlib.suppress(OSError):
+            os.unlink(table)  # the router read it when it loaded
     import torch
 
     if not torch.cuda.is_available():
         raise SystemExit("ktune.prove: PyTorch sees no GPU; run it on the machine the workload runs on.")
-    from . import Error
-    from . import torch as kt
-
-    try:
-        winners = kt.load(a.db)
-    except Error as e:
-        raise SystemExit(f"ktune.prove: {e}")
-    if not winners:
-        raise SystemExit("ktune.prove: the store holds no tuned cuBLASLt GEMM for this GPU, so there "
-                         "is nothing to prove; tune the program's GEMMs first (ktune profile "
-                         "--gemm-shapes, then the report's tune commands or ktune queue from-backlog "
-                         "and ktune worker).")
-    r = prove(_load_step(a.workload), a.rounds, a.iters, a.warmup, a.db)
+    r = prove(_load_step(a.workload), a.rounds, a.iters, a.warmup)
     if a.json:
         print(json.dumps(r, indent=2))
     else:

@@ -25,32 +25,12 @@
 #include "ktune/cuda/driver.hpp"
 #include "ktune/report/ceilings.hpp"
 #include "ktune/report/report.hpp"
+#include "ktune/route/table.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/bucket.hpp"
 #include "ktune/store/store.hpp"
 
 using nlohmann::json;
-
-// A cached cuBLASLt configuration with its descriptors and algorithm built, run many times.
-struct ktune_gemm_plan {
-  ktune_gemm_plan(const ktune::bench::GemmProblem& problem,
-                  const ktune::bench::LtAlgoConfig& config)
-      : gemm(problem) {
-    const auto checked = gemm.check(config);
-    if (!checked)
-      throw ktune::Error(
-          fmt::format("cuBLASLt rejects the cached algorithm {} for the {} GEMM; tune it "
-                      "again with {}.",
-                      config.algo_id, ktune::bench::gemm_cache_op(gemm.problem()),
-                      ktune::bench::gemm_tune_command(gemm.problem())));
-    workspace_bytes = checked->workspace_bytes;
-    algo = gemm.prepare(config);
-  }
-
-  ktune::bench::LtGemm gemm;
-  cublasLtMatmulAlgo_t algo{};
-  std::size_t workspace_bytes = 0;
-};
 
 namespace ktune::python {
 namespace {
@@ -264,40 +244,17 @@ int ktune_nvtx_pop(void) {
   return guarded(__func__, [] { nvtxRangePop(); });
 }
 
-int ktune_gemm_plan_create(const char* problem_json, const char* config_json,
-                           ktune_gemm_plan** out) {
+int ktune_router_build_path(char** out) {
+  return guarded(__func__, [&] { hand_out(KTUNE_ROUTER_BUILD_PATH, out); });
+}
+
+int ktune_route_table_json(const char* db, const char* arch, const char* device_name, char** out) {
   return guarded(__func__, [&] {
-    ktune_gemm_plan** const dest = not_null(out, "out");
-    const auto problem = json::parse(text(problem_json, "problem_json")).get<bench::GemmProblem>();
-    const auto config = json::parse(text(config_json, "config_json")).get<bench::LtAlgoConfig>();
-    // Without a GPU, the driver's sentence (NoGpuError) rather than a cuBLASLt status.
-    cuda::driver();
-    *dest = new ktune_gemm_plan(problem, config);
-  });
-}
-
-void ktune_gemm_plan_destroy(ktune_gemm_plan* plan) {
-  delete plan;  // LtGemm releases its descriptors without throwing
-}
-
-int ktune_gemm_plan_workspace_bytes(const ktune_gemm_plan* plan, size_t* out) {
-  return guarded(__func__,
-                 [&] { *not_null(out, "out") = not_null(plan, "plan")->workspace_bytes; });
-}
-
-int ktune_gemm_plan_run(const ktune_gemm_plan* plan, const void* a, const void* b, const void* c,
-                        void* d, const void* bias, void* workspace, size_t workspace_bytes,
-                        void* stream, float alpha, float beta) {
-  return guarded(__func__, [&] {
-    const auto& p = *not_null(plan, "plan");
-    bench::GemmBuffers buffers;
-    buffers.a = a;
-    buffers.b = b;
-    buffers.c = c;
-    buffers.d = d;
-    buffers.bias = bias;
-    p.gemm.run(p.algo, buffers, workspace, workspace_bytes, static_cast<CUstream>(stream), alpha,
-               beta);
+    store::EntryFilter filter;
+    filter.arch = text(arch, "arch");
+    filter.device_name = text(device_name, "device_name");
+    const auto s = store::Store::open(text(db, "db"), store::Access::read_only);
+    hand_out(route::RouteTable::from_entries(s->list_entries(filter)).to_json().dump(), out);
   });
 }
 

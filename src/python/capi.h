@@ -62,22 +62,12 @@ KTUNE_CAPI int ktune_detect_environment(char** out);
 KTUNE_CAPI int ktune_nvtx_push(const char* name);
 KTUNE_CAPI int ktune_nvtx_pop(void);
 
-// A cached cuBLASLt configuration ready to run on caller-owned device memory: descriptors and the
-// algorithm are built once at create, so run() only enqueues the matmul. problem_json is
-// a bench::GemmProblem, config_json a bench::LtAlgoConfig. Needs the CUDA context current that
-// runs it (PyTorch's).
-typedef struct ktune_gemm_plan ktune_gemm_plan;
-KTUNE_CAPI int ktune_gemm_plan_create(const char* problem_json, const char* config_json,
-                                      ktune_gemm_plan** out);
-// NULL is ignored.
-KTUNE_CAPI void ktune_gemm_plan_destroy(ktune_gemm_plan* plan);
-// The workspace run() needs at least.
-KTUNE_CAPI int ktune_gemm_plan_workspace_bytes(const ktune_gemm_plan* plan, size_t* out);
-// D = act(alpha op(A) op(B) + beta C + bias), enqueued on `stream` (a CUstream; NULL the default).
-// c may be NULL (then d is read when beta != 0); bias only with a bias epilogue.
-KTUNE_CAPI int ktune_gemm_plan_run(const ktune_gemm_plan* plan, const void* a, const void* b,
-                                   const void* c, void* d, const void* bias, void* workspace,
-                                   size_t workspace_bytes, void* stream, float alpha, float beta);
+// The GEMM router this build made (libktune_route.so), for a package run from the build tree.
+KTUNE_CAPI int ktune_router_build_path(char** out);
+// The router's table (`ktune run --write-table`'s JSON, schema_version 1) of the store's cuBLASLt
+// winners for an arch and a device name.
+KTUNE_CAPI int ktune_route_table_json(const char* db, const char* arch, const char* device_name,
+                                      char** out);
 
 #ifdef __cplusplus
 }
