@@ -2,16 +2,11 @@
 # The Python package on a GPU machine (PyTorch and Triton installed, no package registry):
 #   scripts/gpu-python.sh BUNDLE OUT_DIR
 # BUNDLE: a build tree (or .gpu-carry) holding src/cli/ktune, its tracer and
-# python/ktune/libktune_python.so, which any python3 loads (plain C, through ctypes). Runs
-#   1. a Triton fp16 matmul autotuned over 16 configurations by ktune.triton.autotune, in a first
-#      process (fresh store, fresh Triton cache) and a second one (same store), and by plain
-#      triton.autotune in a third, for comparison: wall time of each, tuning time, winners;
-#   2. the GEMM loop on PyTorch programs (benchmarks/python/gemm_workload.py in bf16 and fp16, and
-#      the shared transformer layer, benchmarks/python/torch_layer_step.py): profile --gemm-shapes, report,
-#      ingest, queue from-backlog, worker --drain, then python -m ktune.prove (each program with
-#      and without ktune's selections, alternating); and the router's cost per call and its
-#      CUDA-graph capture (benchmarks/python/routing_overhead.py);
-# and prints a short table last. KTUNE_PY_ONLY=triton|torch runs one part.
+# python/ktune/libktune_python.so, which any python3 loads (plain C, through ctypes). Runs a Triton
+# fp16 matmul autotuned over 16 configurations by ktune.triton.autotune, in a first process (fresh
+# store, fresh Triton cache) and a second one (same store), and by plain triton.autotune in a third,
+# for comparison: wall time of each, tuning time, winners; and prints a short table last. PyTorch's
+# GEMMs (the router) are scripts/gpu-route.sh's.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:?usage: scripts/gpu-python.sh BUNDLE OUT_DIR}" && pwd)
@@ -49,16 +44,15 @@ wall() {  # wall time in seconds of a command; its stdout goes to $1
   printf '%d.%03d %d\n' $(((t1 - t0) / 1000000000)) $((((t1 - t0) / 1000000) % 1000)) "$rc"
 }
 
-if [ -z "${KTUNE_PY_ONLY:-}" ] || [ "$KTUNE_PY_ONLY" = triton ]; then
-  echo "== Triton matmul, 16 configurations, 4096^3 fp16"
-  export KTUNE_DB=$out/triton-store.db
-  rm -f "$KTUNE_DB"
-  export TRITON_CACHE_DIR=$(mktemp -d /tmp/ktune-triton.XXXXXX)  # the first process compiles cold
-  read -r w1 rc1 < <(wall "$out/triton-1.json" $py "$root/benchmarks/python/triton_matmul.py")
-  read -r w2 rc2 < <(wall "$out/triton-2.json" $py "$root/benchmarks/python/triton_matmul.py")
-  read -r w3 rc3 < <(wall "$out/triton-plain.json" $py "$root/benchmarks/python/triton_matmul.py" --plain)
-  for i in 1 2 plain; do echo "triton-$i: $(cat "$out/triton-$i.json")"; done
-  summary+=("$($py - "$out" "$w1" "$w2" "$w3" <<'PYEOF'
+echo "== Triton matmul, 16 configurations, 4096^3 fp16"
+export KTUNE_DB=$out/triton-store.db
+rm -f "$KTUNE_DB"
+export TRITON_CACHE_DIR=$(mktemp -d /tmp/ktune-triton.XXXXXX)  # the first process compiles cold
+read -r w1 rc1 < <(wall "$out/triton-1.json" $py "$root/benchmarks/python/triton_matmul.py")
+read -r w2 rc2 < <(wall "$out/triton-2.json" $py "$root/benchmarks/python/triton_matmul.py")
+read -r w3 rc3 < <(wall "$out/triton-plain.json" $py "$root/benchmarks/python/triton_matmul.py" --plain)
+for i in 1 2 plain; do echo "triton-$i: $(cat "$out/triton-$i.json")"; done
+summary+=("$($py - "$out" "$w1" "$w2" "$w3" <<'PYEOF'
 import json, sys
 out, w = sys.argv[1], [float(x) for x in sys.argv[2:5]]
 r = [json.load(open(f"{out}/triton-{i}.json")) for i in ("1", "2", "plain")]
@@ -72,49 +66,7 @@ rows.append(f"second process tuning {r[1]['tuning_s']:.3f} s (target < 0.5 s): {
 print("\n".join(rows))
 PYEOF
 )")
-  unset KTUNE_DB TRITON_CACHE_DIR
-fi
-
-# The loop on a PyTorch program, as a user runs it: profile with --gemm-shapes, report (every GEMM
-# problem with its GPU time and tune command), ingest, queue the backlog, drain it with a worker,
-# then the program with and without ktune's selections (python -m ktune.prove). WORKLOAD is a file
-# of benchmarks/python (or the shared layer's step); ENTRIES its make_step functions.
-gemm_loop() {
-  local name=$1 script=$2 entries=$3 dir=$out/$1
-  mkdir -p "$dir"
-  export KTUNE_DB=$dir/store.db
-  rm -f "$KTUNE_DB"
-  echo "== $name: profile, report, ingest, from-backlog, worker, prove"
-  "$ktune" profile --gemm-shapes -o "$dir/run.ktrace" -- $py "$script" >"$dir/profile.log" 2>&1
-  echo "profile rc=$?"
-  "$ktune" report "$dir/run.ktrace" >"$dir/report.txt" 2>&1
-  "$ktune" report --format json "$dir/run.ktrace" >"$dir/report.json" 2>>"$out/stderr.log"
-  sed -n '/^GEMM calls (cuBLASLt)/,/^$/p' "$dir/report.txt"
-  "$ktune" ingest "$dir"/run*.ktrace
-  "$ktune" queue from-backlog --budget "${KTUNE_GEMM_BUDGET:-60}" --json >"$dir/queued.json"
-  local t0=$(date +%s%N)
-  "$ktune" worker --drain >"$dir/worker.log" 2>&1
-  echo "worker rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-  "$ktune" queue ls --json >"$dir/jobs.json"
-  "$ktune" queue ls | tail -n 3
-  for entry in $entries; do
-    $py -m ktune.prove "$script:$entry" --rounds "${KTUNE_PROVE_ROUNDS:-10}" --iters 30 --json \
-      >"$dir/prove-$entry.json" 2>>"$out/stderr.log"
-    echo "prove $entry rc=$?"
-  done
-  summary+=("$($py "$root/benchmarks/python/gemm_loop_summary.py" "$name" "$dir" $entries)")
-}
-
-if [ -z "${KTUNE_PY_ONLY:-}" ] || [ "$KTUNE_PY_ONLY" = torch ]; then
-  gemm_loop gemm-workload "$root/benchmarks/python/gemm_workload.py" "make_step make_step_f16"
-  gemm_loop torch-layer "$root/benchmarks/python/torch_layer_step.py" "make_step"
-  echo "== routing overhead and CUDA graphs"
-  $py "$root/benchmarks/python/routing_overhead.py" --ktune "$ktune" >"$out/routing.json" \
-    2>>"$out/stderr.log"
-  echo "routing_overhead rc=$?"
-  cat "$out/routing.json"
-  summary+=("$($py "$root/benchmarks/python/routing_overhead.py" --summary "$out/routing.json")")
-fi
+unset KTUNE_DB TRITON_CACHE_DIR
 
 echo
 echo "== summary"
