@@ -20,7 +20,9 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -397,7 +399,7 @@ ktune_gemm_call lt_call(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cubla
   return x;
 }
 
-bool aligned16(const void* p) {
+bool aligned(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
 }
 
@@ -426,20 +428,43 @@ void algo_fields(const cublasLtMatmulAlgo_t* algo, ktune_gemm_call& x) {
   x.reduction = get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
 }
 
-// The winner for a call, or null (the call passes; a near miss is counted with why).
+// The winner for a call, or null (the call passes; a near miss is counted with why). Each thread
+// remembers its last descriptors' answers: a program repeats a few descriptors, and comparing one
+// costs far less than working its problem and key out again.
+struct Remembered {
+  ktune_gemm_call key;  // every field that names the problem (those before algo_id), route 0
+  Plan* plan = nullptr;
+  std::string why;  // of a near miss
+  bool valid = false;
+};
+constexpr std::size_t kKeyBytes = offsetof(ktune_gemm_call, algo_id);
+static_assert(kKeyBytes == 2 * 4 + 12 * 8 + 12 * 4, "the key fields hold no padding to compare");
+thread_local std::array<Remembered, 16> t_remembered;
+thread_local std::size_t t_next_slot = 0;
+
 Plan* match(Router& r, const ktune_gemm_call& call) {
-  std::string why;
-  const auto problem = problem_of(call, &why);
-  if (!problem) {
-    r.near_miss(why);
-    return nullptr;
+  ktune_gemm_call key;
+  std::memcpy(&key, &call, kKeyBytes);
+  key.route = 0;
+  for (const Remembered& m : t_remembered)
+    if (m.valid && std::memcmp(&m.key, &key, kKeyBytes) == 0) {
+      if (!m.plan) r.near_miss(m.why);
+      return m.plan;
+    }
+  Remembered& slot = t_remembered[t_next_slot++ % t_remembered.size()];
+  std::memcpy(&slot.key, &key, kKeyBytes);
+  slot.plan = nullptr;
+  slot.why.clear();
+  slot.valid = true;
+  const auto problem = problem_of(call, &slot.why);
+  if (problem) {
+    if (const Winner* w = r.table().find(*problem))
+      slot.plan = &r.plan(*w);
+    else
+      slot.why = "no winner was tuned on its exact leading dimensions, strides and types";
   }
-  const Winner* w = r.table().find(*problem);
-  if (!w) {
-    r.near_miss("no winner was tuned on its exact leading dimensions, strides and types");
-    return nullptr;
-  }
-  return &r.plan(*w);
+  if (!slot.plan) r.near_miss(slot.why);
+  return slot.plan;
 }
 
 // What the last heuristic query of this thread answered, so its matmul knows whose it is.
@@ -585,8 +610,8 @@ KTUNE_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatm
       if (!ours) s->router->passed(KTUNE_GEMM_LT_MATMUL);
     }
     if (g_observer.load(std::memory_order_relaxed)) {
-      ktune_gemm_call x = lt_call(
-          op, a, b, c, d, aligned16(A) && aligned16(B) && aligned16(C ? C : D) && aligned16(D));
+      ktune_gemm_call x =
+          lt_call(op, a, b, c, d, aligned(A) && aligned(B) && aligned(C ? C : D) && aligned(D));
       algo_fields(algo, x);
       x.route = ours ? served.route : KTUNE_ROUTE_PASSED;
       observe(x);
@@ -650,11 +675,8 @@ ktune_gemm_call legacy_call(int entry, cublasHandle_t h, cublasOperation_t ta, c
   x.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   cublasPointerMode_t pm = CUBLAS_POINTER_MODE_HOST;
   x.pointer_mode = BLAS(cublasGetPointerMode_v2)(h, &pm) == CUBLAS_STATUS_SUCCESS ? pm : 1;
-  x.aligned = aligned16(A) && aligned16(B) && aligned16(C);
-  // Strides are elements between batches; an unaligned batch stride misaligns every batch after
-  // the first.
-  const std::size_t bytes = ct == CUDA_R_32F ? 4 : 2;
-  if (batch > 1 && ((sa * bytes) % 16 || (sb * bytes) % 16 || (sc * bytes) % 16)) x.aligned = 0;
+  // Batch strides are part of the problem, so every batch is as aligned as it was when measured.
+  x.aligned = aligned(A) && aligned(B) && aligned(C);
   x.algo_id = x.tile = x.stages = x.splits = x.reduction = -1;
   return x;
 }
@@ -691,7 +713,7 @@ cublasStatus_t legacy(int entry, cublasHandle_t h, const ktune_gemm_call& call, 
   State* s = state();
   Router& r = *s->router;
   Plan* plan = nullptr;
-  if (g_enabled.load(std::memory_order_relaxed) && r.table().may_hold(call.m, call.n) &&
+  if (g_enabled.load(std::memory_order_relaxed) && r.table().may_hold(call.m, call.n, true) &&
       entry != KTUNE_GEMM_GEMM_BATCHED_EX)
     plan = match(r, call);
   // Only fp32-scaled problems run here: alpha and beta are read as floats.
@@ -754,16 +776,17 @@ cublasStatus_t legacy(int entry, cublasHandle_t h, const ktune_gemm_call& call, 
 
 // Every legacy entry point starts so: the real function, the pass-through, and the cheap exit
 // (nested call, no router, or no winner of its output size and no tracer listening).
-#define KTUNE_LEGACY_GUARD(fn, Type, entry, ...)                                                 \
-  const auto real_fn = KTUNE_REAL("libcublas.so", fn, Type);                                     \
-  if (!real_fn) return CUBLAS_STATUS_NOT_INITIALIZED;                                            \
-  const auto pass = [&] { return real_fn(__VA_ARGS__); };                                        \
-  Nested nested;                                                                                 \
-  if (!nested.outer() || !state()) return pass();                                                \
-  state()->router->count(entry);                                                                 \
-  if (!g_observer.load(std::memory_order_relaxed) && !state()->router->table().may_hold(m, n)) { \
-    state()->router->passed(entry);                                                              \
-    return pass();                                                                               \
+#define KTUNE_LEGACY_GUARD(fn, Type, entry, ...)             \
+  const auto real_fn = KTUNE_REAL("libcublas.so", fn, Type); \
+  if (!real_fn) return CUBLAS_STATUS_NOT_INITIALIZED;        \
+  const auto pass = [&] { return real_fn(__VA_ARGS__); };    \
+  Nested nested;                                             \
+  if (!nested.outer() || !state()) return pass();            \
+  state()->router->count(entry);                             \
+  if (!g_observer.load(std::memory_order_relaxed) &&         \
+      !state()->router->table().may_hold(m, n, true)) {      \
+    state()->router->passed(entry);                          \
+    return pass();                                           \
   }
 
 KTUNE_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta,

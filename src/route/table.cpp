@@ -74,7 +74,9 @@ std::optional<bench::GemmProblem> problem_of(const ktune_gemm_call& c, std::stri
   };
   if (c.order != 0) return no("a matrix is not column-major");
   if (c.pointer_mode != 0) return no("alpha and beta are on the device");
-  if (!c.aligned) return no("a pointer is not 16-byte aligned");
+  if (!c.aligned)
+    return no(
+        "a pointer is not 256-byte aligned (winners are measured on 256-byte aligned buffers)");
   const auto t = element_type(c.a_type);
   if (!t || c.b_type != c.a_type || c.c_type != c.a_type || c.d_type != c.a_type)
     return no("its element types are not one of f16, bf16 and f32 throughout");
@@ -125,8 +127,10 @@ void RouteTable::add(Winner w) {
   const std::string key = problem_key(w.problem);
   if (index_.contains(key)) return;  // the first (newest, as the store lists them) wins
   index_.emplace(key, winners_.size());
-  sizes_.insert(std::upper_bound(sizes_.begin(), sizes_.end(), size_hash(w.problem.m, w.problem.n)),
-                size_hash(w.problem.m, w.problem.n));
+  const std::uint64_t h = size_hash(w.problem.m, w.problem.n);
+  sizes_.insert(std::upper_bound(sizes_.begin(), sizes_.end(), h), h);
+  if (!w.kept)
+    routable_sizes_.insert(std::upper_bound(routable_sizes_.begin(), routable_sizes_.end(), h), h);
   winners_.push_back(std::move(w));
 }
 
@@ -135,8 +139,9 @@ const Winner* RouteTable::find(const bench::GemmProblem& p) const {
   return it == index_.end() ? nullptr : &winners_[it->second];
 }
 
-bool RouteTable::may_hold(std::int64_t m, std::int64_t n) const {
-  return std::binary_search(sizes_.begin(), sizes_.end(), size_hash(m, n));
+bool RouteTable::may_hold(std::int64_t m, std::int64_t n, bool routable) const {
+  const auto& sizes = routable ? routable_sizes_ : sizes_;
+  return std::binary_search(sizes.begin(), sizes.end(), size_hash(m, n));
 }
 
 RouteTable RouteTable::from_entries(const std::vector<store::CacheEntry>& entries) {

@@ -87,7 +87,7 @@ TEST(RouteProblem, EachUnservableCallSaysWhy) {
   const Case cases[] = {
       {[](ktune_gemm_call& c) { c.d_type = CUDA_R_32F; }, "element types"},
       {[](ktune_gemm_call& c) { c.pointer_mode = 1; }, "on the device"},
-      {[](ktune_gemm_call& c) { c.aligned = 0; }, "16-byte aligned"},
+      {[](ktune_gemm_call& c) { c.aligned = 0; }, "256-byte aligned"},
       {[](ktune_gemm_call& c) { c.order = 1; }, "column-major"},
       {[](ktune_gemm_call& c) { c.transa = CUBLAS_OP_C; }, "conjugate"},
       {[](ktune_gemm_call& c) { c.compute_type = CUBLAS_COMPUTE_32I; }, "compute type"},
@@ -108,6 +108,7 @@ TEST(RouteTable, AWinnerServesOnlyItsExactDescriptor) {
   const auto t = RouteTable::from_entries({entry_for(p)});
   ASSERT_EQ(t.winners().size(), 1u);
   EXPECT_TRUE(t.may_hold(p.m, p.n));
+  EXPECT_TRUE(t.may_hold(p.m, p.n, true));
   EXPECT_FALSE(t.may_hold(p.n, p.m));
   const Winner* w = t.find(p);
   ASSERT_NE(w, nullptr);
@@ -139,7 +140,10 @@ TEST(RouteTable, OnlyVerifiedLiveCublasltWinnersAreServed) {
 
 TEST(RouteTable, KeptAndDemotedWinnersKeepTheCallsOwnAlgorithm) {
   const auto p = *problem_of(linear_call(), nullptr);
-  EXPECT_TRUE(RouteTable::from_entries({entry_for(p, 1)}).winners()[0].kept);
+  const auto kept = RouteTable::from_entries({entry_for(p, 1)});
+  EXPECT_TRUE(kept.winners()[0].kept);
+  EXPECT_TRUE(kept.may_hold(p.m, p.n));
+  EXPECT_FALSE(kept.may_hold(p.m, p.n, true));  // nothing to route: legacy calls pass at once
   auto demoted = entry_for(p);
   demoted.config["field_verdict"] = "demoted";
   EXPECT_TRUE(RouteTable::from_entries({demoted}).winners()[0].kept);

@@ -1,10 +1,11 @@
 #pragma once
 // The GEMM router's host side: which winners a program's cuBLAS and cuBLASLt calls may run. A
 // call is routed only when its whole descriptor (layout, sizes, leading dimensions, batch strides,
-// element, compute and scale types, epilogue, column-major order, host alpha and beta, 16-byte
-// alignment) is the problem a winner was tuned on; every other call passes through untouched.
-// Plain C++: libktune_route.so (route/interpose.cpp) matches calls with it inside the program,
-// `ktune run` writes the table from the store, and tests build both without a GPU.
+// element, compute and scale types, epilogue, column-major order, host alpha and beta, 256-byte
+// aligned pointers as the search's buffers are) is the problem a winner was tuned on; every other
+// call passes through untouched. Plain C++: libktune_route.so (route/interpose.cpp) matches calls
+// with it inside the program, `ktune run` writes the table from the store, and tests build both
+// without a GPU.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -58,7 +59,8 @@ class RouteTable {
   // The winner tuned on exactly `p` (resolved), or null.
   const Winner* find(const bench::GemmProblem& p) const;
   // False when no winner has an output of m x n: the router's cheap first test on every call.
-  bool may_hold(std::int64_t m, std::int64_t n) const;
+  // `routable`: only winners that are not kept (a call of a kept winner runs its own algorithm).
+  bool may_hold(std::int64_t m, std::int64_t n, bool routable = false) const;
   const std::vector<Winner>& winners() const { return winners_; }
   bool empty() const { return winners_.empty(); }
 
@@ -66,7 +68,7 @@ class RouteTable {
   void add(Winner w);
   std::vector<Winner> winners_;
   std::unordered_map<std::string, std::size_t> index_;  // problem key -> winners_[i]
-  std::vector<std::uint64_t> sizes_;                    // (m, n) hashes, sorted
+  std::vector<std::uint64_t> sizes_, routable_sizes_;   // (m, n) hashes, sorted
 };
 
 // A problem's identity for the table: every field of the resolved problem.
