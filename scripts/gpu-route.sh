@@ -3,7 +3,8 @@
 #   scripts/gpu-route.sh BUNDLE OUT_DIR
 # BUNDLE: a build tree (or .gpu-carry from scripts/gpu-bundle.sh) with src/cli/ktune, the router
 # (src/cli/libktune_route.so), benchmarks/route/route_host_cost and python/ktune/libktune_python.so.
-# Steps (KTUNE_ROUTE_ONLY=host,loop,ab,flip picks some; the store under $KTUNE_HOME carries over):
+# Steps (KTUNE_ROUTE_ONLY=host,loop,ab,flip picks some, KTUNE_ROUTE_PROGRAMS the loop's programs;
+# the store under $KTUNE_HOME carries over between runs):
 #   host  the router's host cost per call: a C++ program calling cuBLASLt (query + matmul, as
 #         PyTorch does) and cuBLAS's cublasSgemm_v2 in a host-bound loop, without ktune, with the
 #         router and nothing to route, and with a winner for its problem, alternating, 5 times;
@@ -28,6 +29,11 @@ export KTUNE_NATIVE_LIB=$bundle/python/ktune/libktune_python.so
 export KTUNE_ROUTER=$bundle/src/cli/libktune_route.so
 export KTUNE_HOME=${KTUNE_HOME:-/tmp/ktune-route-home}
 mkdir -p "$KTUNE_HOME"
+# KTUNE_ROUTE_STORE=FILE: the store an earlier run left (it is copied back to OUT_DIR/store.db at
+# the end), so a later machine need not tune again.
+if [ -n "${KTUNE_ROUTE_STORE:-}" ] && [ -f "$KTUNE_ROUTE_STORE" ] && [ ! -f "$KTUNE_HOME/ktune.db" ]; then
+  cp "$KTUNE_ROUTE_STORE" "$KTUNE_HOME/ktune.db"
+fi
 ktune=$bundle/src/cli/ktune
 host_cost=$bundle/benchmarks/route/route_host_cost
 only=${KTUNE_ROUTE_ONLY:-host,loop,ab,flip}
@@ -43,8 +49,10 @@ summary=()
 
 if wants host; then
   echo "== host cost per GEMM call"
-  "$ktune" tune --library cublaslt --op gemm_tn --shape m=64,n=64,k=64 --dtype bf16 --budget 12 \
-    -o "$out/tune-tiny" >"$out/tune-tiny.log" 2>&1
+  for dtype in bf16 tf32; do  # the lt loop's problem, and the sgemm loop's (TF32 math mode)
+    "$ktune" tune --library cublaslt --op gemm_tn --shape m=64,n=64,k=64 --dtype $dtype --budget 12 \
+      -o "$out/tune-tiny-$dtype" >>"$out/tune-tiny.log" 2>&1
+  done
   "$ktune" run --write-table "$out/tiny-table.json" >/dev/null 2>>"$out/tune-tiny.log"
   : >"$out/host.jsonl"
   for rep in 1 2 3 4 5; do
@@ -107,17 +115,24 @@ loop() {
   summary+=("$($py "$root/benchmarks/route/loop_summary.py" "$name" "$dir")")
 }
 
+# KTUNE_ROUTE_PROGRAMS picks the loop's programs (default all four).
+programs=${KTUNE_ROUTE_PROGRAMS:-train-bf16,train-f16,train-tf32,decode}
 if wants loop; then
-  loop train-bf16 "$root/benchmarks/python/train_step.py" bf16 make_step_bf16
-  loop train-f16 "$root/benchmarks/python/train_step.py" f16 make_step_f16
-  loop train-tf32 "$root/benchmarks/python/train_step.py" tf32 make_step_tf32
-  loop decode "$root/benchmarks/python/decode_step.py" eager make_step
+  for p in ${programs//,/ }; do
+    case $p in
+      train-bf16) loop "$p" "$root/benchmarks/python/train_step.py" bf16 make_step_bf16 ;;
+      train-f16) loop "$p" "$root/benchmarks/python/train_step.py" f16 make_step_f16 ;;
+      train-tf32) loop "$p" "$root/benchmarks/python/train_step.py" tf32 make_step_tf32 ;;
+      decode) loop "$p" "$root/benchmarks/python/decode_step.py" eager make_step ;;
+      *) echo "gpu-route.sh: KTUNE_ROUTE_PROGRAMS names '$p'; use train-bf16, train-f16, train-tf32, decode." >&2 ;;
+    esac
+  done
 fi
 
 if wants ab; then
   echo "== whole programs: ktune run against plain, alternating processes"
   : >"$out/ab.jsonl"
-  for rep in 1 2 3; do
+  for rep in $(seq 1 "${KTUNE_ROUTE_AB_REPS:-3}"); do
     for case in "train_step.py bf16" "train_step.py tf32" "decode_step.py graph" "decode_step.py eager"; do
       set -- $case
       for mode in plain ktune; do
@@ -133,7 +148,7 @@ if wants ab; then
   summary+=("$($py - "$out/ab.jsonl" <<'PYEOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-out = ["### whole programs, ktune run vs plain (3 alternating pairs; step median ms, CUDA events)",
+out = ["### whole programs, ktune run vs plain (alternating pairs; step median ms, CUDA events)",
        "| program | plain | ktune run | ratio (plain / ktune) per pair |", "| --- | --- | --- | --- |"]
 for prog in dict.fromkeys(r["program"] for r in rows):
     p = [r["result"]["median_ms"] for r in rows if r["program"] == prog and r["mode"] == "plain" and r["result"]]
@@ -156,6 +171,7 @@ if wants flip; then
   summary+=("$($py "$root/benchmarks/route/flip_summary.py" "$out/flip.jsonl")")
 fi
 
+cp "$KTUNE_HOME/ktune.db" "$out/store.db" 2>/dev/null
 echo
 echo "== summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
