@@ -34,10 +34,14 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# The Python package's CPU tests run under pytest (ctest: python_tests), installed with pip when
-# the interpreter that CMake finds first (python3 on PATH) lacks it.
+# The Python package's CPU tests run under pytest (ctest: python_tests) and scripts/test.sh lints
+# the Python with ruff; both installed with pip when the interpreter that CMake finds first (python3
+# on PATH) lacks them.
 if ! python3 -c 'import pytest' 2>/dev/null; then
   python3 -m pip install -q pytest || echo "ktune: pip could not install pytest; python_tests will fail" >&2
+fi
+if ! python3 -m ruff --version >/dev/null 2>&1; then
+  python3 -m pip install -q ruff || echo "ktune: pip could not install ruff; scripts/test.sh's lint will fail" >&2
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then

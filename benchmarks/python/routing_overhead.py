@@ -50,8 +50,8 @@ def summary(path):
     j = json.load(open(path))
     calls = ", ".join(f"{k} {v:.2f} us" for k, v in j["us_per_call"].items())
     print(f"routing, host time per 64^3 GEMM call (median of {j['rounds']} alternating rounds): "
-          f"{calls}; graph replay equals eager: "
-          f"{j['graph_equal']}; routed against PyTorch max |diff| {j['routed_vs_pytorch_max_abs_diff']}")
+          f"{calls}; graph replay equals eager: {j['graph_equal']}; "
+          f"routed against PyTorch max |diff| {j['routed_vs_pytorch_max_abs_diff']}")
 
 
 def main():

@@ -49,7 +49,8 @@ def environment(
     """This GPU's cache environment (arch, device name, toolkit, driver major); arguments that are
     given replace what the GPU says, and with all of arch, device_name and toolkit given no GPU is
     needed."""
-    given = {"arch": arch, "device_name": device_name, "toolkit": toolkit, "driver_major": driver_major}
+    given = {"arch": arch, "device_name": device_name, "toolkit": toolkit,
+             "driver_major": driver_major}
     if arch and device_name and toolkit:
         env = {"arch": "", "device_name": "", "toolkit": "", "driver_major": 0}
     else:

@@ -62,7 +62,8 @@ def _load(path: Path) -> ctypes.CDLL:
 LIBRARY_PATH = _library_path()
 _lib = _load(LIBRARY_PATH)
 
-_Out = ctypes.POINTER(ctypes.c_void_p)  # char**: a string the library allocates, freed with ktune_free
+# char**: a string the library allocates, freed with ktune_free
+_Out = ctypes.POINTER(ctypes.c_void_p)
 _Shape = ctypes.POINTER(ctypes.c_int64)
 _Ptr = ctypes.c_void_p  # device pointers, the plan handle and the stream, as integers
 
@@ -76,7 +77,8 @@ SIGNATURES = {
     "ktune_report_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _Out]),
     "ktune_lookup_json": (
         ctypes.c_int,
-        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _Shape, ctypes.c_size_t, ctypes.c_char_p, _Out],
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _Shape, ctypes.c_size_t,
+         ctypes.c_char_p, _Out],
     ),
     "ktune_get_entry_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _Out]),
     "ktune_put_entry_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _Out]),
@@ -89,12 +91,16 @@ SIGNATURES = {
     "ktune_detect_environment": (ctypes.c_int, [_Out]),
     "ktune_nvtx_push": (ctypes.c_int, [ctypes.c_char_p]),
     "ktune_nvtx_pop": (ctypes.c_int, []),
-    "ktune_gemm_plan_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_Ptr)]),
+    "ktune_gemm_plan_create": (
+        ctypes.c_int,
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_Ptr)],
+    ),
     "ktune_gemm_plan_destroy": (None, [_Ptr]),
     "ktune_gemm_plan_workspace_bytes": (ctypes.c_int, [_Ptr, ctypes.POINTER(ctypes.c_size_t)]),
     "ktune_gemm_plan_run": (
         ctypes.c_int,
-        [_Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, ctypes.c_size_t, _Ptr, ctypes.c_float, ctypes.c_float],
+        [_Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, _Ptr, ctypes.c_size_t, _Ptr, ctypes.c_float,
+         ctypes.c_float],
     ),
 }
 for _name, (_restype, _argtypes) in SIGNATURES.items():
@@ -142,7 +148,8 @@ def report_json(path: str, by: str = "name") -> str:
 
 def lookup_json(db: str, op: str, dtype: str, shape: Sequence[int], env_json: str) -> str:
     dims, n = _shape(shape)
-    return _string(_lib.ktune_lookup_json, _text(db), _text(op), _text(dtype), dims, n, _text(env_json))
+    return _string(_lib.ktune_lookup_json, _text(db), _text(op), _text(dtype), dims, n,
+                   _text(env_json))
 
 
 def get_entry_json(db: str, key_json: str) -> str:
@@ -163,7 +170,8 @@ def bucket_name(policy_json: str, shape: Sequence[int]) -> str:
 
 
 def list_entries_json(db: str, op: str, arch: str = "", device_name: str = "") -> str:
-    return _string(_lib.ktune_list_entries_json, _text(db), _text(op), _text(arch), _text(device_name))
+    return _string(_lib.ktune_list_entries_json, _text(db), _text(op), _text(arch),
+                   _text(device_name))
 
 
 def detect_environment() -> str:
@@ -192,7 +200,8 @@ class GemmPlan:
     def __init__(self, problem_json: str, config_json: str) -> None:
         self._handle: Optional[int] = None
         handle = _Ptr()
-        _check(_lib.ktune_gemm_plan_create(_text(problem_json), _text(config_json), ctypes.byref(handle)))
+        _check(_lib.ktune_gemm_plan_create(_text(problem_json), _text(config_json),
+                                           ctypes.byref(handle)))
         self._handle = handle.value
         size = ctypes.c_size_t()
         _check(_lib.ktune_gemm_plan_workspace_bytes(self._handle, ctypes.byref(size)))
@@ -217,7 +226,8 @@ class GemmPlan:
         beta: float,
     ) -> None:
         """D = act(alpha op(A) op(B) + beta C + bias) on `stream`; c 0 reads d when beta != 0."""
-        _check(_plan_run(self._handle, a, b, c, d, bias, workspace, workspace_bytes, stream, alpha, beta))
+        _check(_plan_run(self._handle, a, b, c, d, bias, workspace, workspace_bytes, stream,
+                         alpha, beta))
 
     # The destroy function is bound as a default so that a plan collected at interpreter exit,
     # after this module's globals are gone, is still released.
