@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs ktune's build and test dependencies from Debian's packages (needs root; no-op otherwise
 # when everything is already there), and checks for the CUDA toolkit, which the build needs even
-# on a machine with no GPU (headers, NVRTC, CUPTI, cuBLASLt; the driver is not needed). The README
-# lists each package and why it is used.
+# on a machine with no GPU (headers, NVRTC, CUPTI, cuBLASLt; the driver is not needed).
+# docs/CONTRIBUTING.md ("Dependencies") lists each package and why it is used.
 set -euo pipefail
 
 # The CUDA toolkit (12.0 or newer) is NVIDIA's, not Debian's: checked here, named if missing.
