@@ -99,12 +99,13 @@ def lookup_result(
 
 
 def _tracer_path() -> Path:
-    # An installed package keeps the tracer beside the library; the build tree keeps it beside the
-    # ktune binary; KTUNE_TRACER_LIB names another one.
+    # An installed package keeps the tracer in lib/ under the library's folder, where its ktune
+    # binary (bin/) finds it too; the build tree keeps it beside the ktune binary; KTUNE_TRACER_LIB
+    # names another one.
     if os.environ.get("KTUNE_TRACER_LIB"):
         return Path(os.environ["KTUNE_TRACER_LIB"])
-    beside = _ktune.LIBRARY_PATH.with_name(_TRACER_NAME)
-    return beside if beside.exists() else Path(_ktune.TRACER_BUILD_PATH)
+    installed = _ktune.LIBRARY_PATH.parent / "lib" / _TRACER_NAME
+    return installed if installed.exists() else Path(_ktune.TRACER_BUILD_PATH)
 
 
 def under_ktune_profile() -> bool:
