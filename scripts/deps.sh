@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs ktune's build and test dependencies from Debian's packages (needs root; no-op otherwise
 # when everything is already there), and checks for the CUDA toolkit, which the build needs even
-# on a machine with no GPU (headers, NVRTC, CUPTI, cuBLASLt; the driver is not needed). The README
-# lists each package and why it is used.
+# on a machine with no GPU (headers, NVRTC, CUPTI, cuBLASLt; the driver is not needed).
+# docs/CONTRIBUTING.md ("Dependencies") lists each package and why it is used.
 set -euo pipefail
 
 # The CUDA toolkit (12.0 or newer) is NVIDIA's, not Debian's: checked here, named if missing.
@@ -34,10 +34,14 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# The Python package's CPU tests run under pytest (ctest: python_tests), installed with pip when
-# the interpreter that CMake finds first (python3 on PATH) lacks it.
+# The Python package's CPU tests run under pytest (ctest: python_tests) and scripts/test.sh lints
+# the Python with ruff; both installed with pip when the interpreter that CMake finds first (python3
+# on PATH) lacks them.
 if ! python3 -c 'import pytest' 2>/dev/null; then
   python3 -m pip install -q pytest || echo "ktune: pip could not install pytest; python_tests will fail" >&2
+fi
+if ! python3 -m ruff --version >/dev/null 2>&1; then
+  python3 -m pip install -q ruff || echo "ktune: pip could not install ruff; scripts/test.sh's lint will fail" >&2
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then

@@ -36,8 +36,8 @@ for name, samples, clock in rows:
     runs.setdefault(name, []).append({"samples_ns": [round(x, 1) for x in s],
                                       "sm_clock_mhz_median": clock})
 doc = {"schema_version": 1,
-       "note": "Recorded by scripts/gpu-gate.sh: the baseline and unchanged-check runs of its suite, "
-               f"each run one process's samples taken round robin over the suite, at most "
+       "note": "Recorded by scripts/gpu-gate.sh: the baseline and unchanged-check runs of its "
+               f"suite, each run one process's samples taken round robin over the suite, at most "
                f"{MAX_SAMPLES} of each run kept (scripts/gate-noise-fixture.py).",
        "device": smi[0],
        "clocks": dict(zip(["driver", "sm_clock", "sm_clock_max", "mem_clock"], smi[1:])),

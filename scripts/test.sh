@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The CPU test tier (no GPU or driver needed; the CUDA toolkit is, to build: scripts/deps.sh checks
-# for it and says how to install it): installs dependencies, builds, starts a throwaway PostgreSQL
-# server for the store tests, runs every test with ctest, then again under ASan + UBSan and without PostgreSQL
-# (scripts/sanitize.sh), then each fuzz target for 8 s (scripts/fuzz.sh).
+# for it and says how to install it): installs dependencies, lints the Python (ruff, configured in
+# pyproject.toml), builds, starts a throwaway PostgreSQL server for the store tests, runs every test
+# with ctest, then again under ASan + UBSan and without PostgreSQL (scripts/sanitize.sh), then each
+# fuzz target for 8 s (scripts/fuzz.sh).
 # Usage: scripts/test.sh [ctest args...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KTUNE_BUILD_DIR:-$root/build}
 "$root/scripts/deps.sh"
+python3 -m ruff check "$root"
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)"

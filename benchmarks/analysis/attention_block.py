@@ -5,14 +5,18 @@ full one, so a kernel's first launch is not the shape that owns its time, as in 
 Deterministic: the same kernels in the same order on every run, which the comparison relies on to
 find the same launches under ktune and under ncu."""
 import argparse
+
 import torch
 
 
 def block(hidden=2048, heads=16, device="cuda"):
     dt = torch.bfloat16
-    lin = lambda i, o: torch.nn.Linear(i, o, device=device, dtype=dt)
+    def lin(i, o):
+        return torch.nn.Linear(i, o, device=device, dtype=dt)
+
     norm1, norm2 = (torch.nn.LayerNorm(hidden, device=device, dtype=dt) for _ in range(2))
-    qkv, proj, up, down = lin(hidden, 3 * hidden), lin(hidden, hidden), lin(hidden, 4 * hidden), lin(4 * hidden, hidden)
+    qkv, proj = lin(hidden, 3 * hidden), lin(hidden, hidden)
+    up, down = lin(hidden, 4 * hidden), lin(4 * hidden, hidden)
     head = hidden // heads
 
     def step(x32):
@@ -21,7 +25,8 @@ def block(hidden=2048, heads=16, device="cuda"):
         q, k, v = qkv(norm1(x)).view(b, s, 3, heads, head).permute(2, 0, 3, 1, 4)
         fused = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         # The same attention spelled out: a softmax kernel of its own.
-        scores = torch.softmax((q[:, :, :256] @ k[:, :, :256].transpose(-1, -2)) * head**-0.5, dim=-1)
+        logits = (q[:, :, :256] @ k[:, :, :256].transpose(-1, -2)) * head**-0.5
+        scores = torch.softmax(logits, dim=-1)
         explicit = scores @ v[:, :, :256]
         a = fused.clone()
         a[:, :, :256] += explicit

@@ -71,14 +71,15 @@ def dims(text):
 
 def ncu_launches(path):
     """{mangled name: [metrics of each launch, in ncu's ID order]}."""
-    lines = [l for l in open(path, errors="replace") if l.startswith('"')]
+    lines = [line for line in open(path, errors="replace") if line.startswith('"')]
     table = list(csv.reader(lines))
     head, out = table[0], {}
     for row in table[2:]:  # row 1 holds the units
         d = dict(zip(head, row))
         metrics = {k: number(v) for k, v in d.items() if "__" in k}
         metrics = {k: v for k, v in metrics.items() if v is not None}
-        metrics["grid"], metrics["block"] = dims(d.get("Grid Size", "")), dims(d.get("Block Size", ""))
+        metrics["grid"] = dims(d.get("Grid Size", ""))
+        metrics["block"] = dims(d.get("Block Size", ""))
         metrics["id"] = int(number(d.get("ID", "0")) or 0)
         out.setdefault(d.get("Kernel Name", ""), []).append(metrics)
     for launches in out.values():
@@ -118,7 +119,8 @@ def compare(trace, report, raw):
         launches = theirs.get(name, [])
         m = launches[nth - 1] if nth <= len(launches) else None
         if not k or not m:
-            rows.append((short(k["display_name"] if k else shown, 60), f"{grid[0]}x{block[0]}", "-", "-", "-", "-",
+            rows.append((short(k["display_name"] if k else shown, 60), f"{grid[0]}x{block[0]}",
+                         "-", "-", "-", "-",
                          "no ktune derivation" if not k else "ncu has no such launch"))
             continue
         if (m["grid"], m["block"]) != (grid, block):
@@ -133,25 +135,33 @@ def compare(trace, report, raw):
         if ours_stalls and ncu_top:
             stalls_same[0] += top_reason(ours_stalls) == top_reason(ncu_top)
             stalls_same[1] += 1
-        fmt = lambda s: ", ".join(f"{r} {100 * v:.0f}%" for r, v in s[:3]) or "-"
+        memory = max(m.get(MEMORY, 0), m.get(DRAM, 0))
         rows.append((short(k["display_name"], 60), f"{grid[0]}x{block[0]}",
                      f"{k['bottleneck']} ({ours_class})",
-                     f"{ncu_class} (SM {m.get(SM, 0):.0f}%, mem {max(m.get(MEMORY, 0), m.get(DRAM, 0)):.0f}%)",
-                     fmt(ours_stalls), fmt(ncu_top), note))
+                     f"{ncu_class} (SM {m.get(SM, 0):.0f}%, mem {memory:.0f}%)",
+                     top_three(ours_stalls), top_three(ncu_top), note))
     head = ("kernel", "grid x block", "ktune verdict", "ncu verdict", "ktune top stalls",
             "ncu top stalls", "note")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
         print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
-    pct = lambda a: f"{a[0]}/{a[1]} ({100 * a[0] / a[1]:.0f}%)" if a[1] else "0/0"
-    print(f"verdicts agree: {pct(verdicts)} (target >= 90%)")
-    print(f"top stall reason (besides 'selected') the same: {pct(stalls_same)} (target >= 90%)")
+    print(f"verdicts agree: {share(verdicts)} (target >= 90%)")
+    print(f"top stall reason (besides 'selected') the same: {share(stalls_same)} (target >= 90%)")
+
+
+def top_three(stalls):
+    return ", ".join(f"{r} {100 * v:.0f}%" for r, v in stalls[:3]) or "-"
+
+
+def share(counts):
+    """"agreeing/all (percent)" of an [agreeing, all] pair."""
+    return f"{counts[0]}/{counts[1]} ({100 * counts[0] / counts[1]:.0f}%)" if counts[1] else "0/0"
 
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "names":
-        names = sorted({l[1] for l in profiled_launches(sys.argv[2])})
+        names = sorted({launch[1] for launch in profiled_launches(sys.argv[2])})
         if not names:
             sys.exit(f"{sys.argv[2]} holds no counters: did ktune profile --metrics run?")
         print("^(" + "|".join(re.escape(n) for n in names) + ")$")

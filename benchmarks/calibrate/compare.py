@@ -1,6 +1,7 @@
 """Compares `ktune calibrate --json` with torch_ceilings.py's JSON: ratio per ceiling, PASS within
 the issue's 5 % bound. Usage: compare.py KTUNE_JSON TORCH_JSON"""
-import json, sys
+import json
+import sys
 
 ktune = json.load(open(sys.argv[1]))
 torch = json.load(open(sys.argv[2]))

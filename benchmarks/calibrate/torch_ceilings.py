@@ -1,6 +1,11 @@
 """The baseline for `ktune calibrate`: PyTorch's own 2 GiB device-to-device copy and 8192^3 bf16 and
 fp16 matmuls on random data, each timed with CUDA events, median of many. Prints JSON."""
-import json, statistics, sys, torch
+import json
+import statistics
+import sys
+
+import torch
+
 
 def median_ms(fn, warmup=5, samples=30):
     for _ in range(warmup):
@@ -9,7 +14,10 @@ def median_ms(fn, warmup=5, samples=30):
     times = []
     for _ in range(samples):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); e.synchronize()
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
         times.append(s.elapsed_time(e))
     return statistics.median(times)
 
@@ -20,7 +28,7 @@ def main():
     copy_ms = median_ms(lambda: dst.copy_(src))
     out = {"schema_version": 1, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "dram_bandwidth": 2 * gib / (copy_ms * 1e-3), "copy_ms": copy_ms}
-    del src, dst
+    src = dst = None  # frees the 4 GiB before the matmuls
     n = 8192
     for dtype, name in ((torch.bfloat16, "bf16_tensor"), (torch.float16, "fp16_tensor")):
         a = torch.randn(n, n, device="cuda", dtype=dtype)

@@ -1,4 +1,5 @@
-"""Reads one `ktune bench --json` result for run.sh; a failed run is a reason, never an exception."""
+"""Reads one `ktune bench --json` result for run.sh; a failed run is a reason, never an
+exception."""
 import json
 import os
 
@@ -9,7 +10,7 @@ def result(json_path):
     stderr = ""
     if os.path.exists(err_path):
         with open(err_path) as f:
-            lines = [l.strip() for l in f if l.strip()]
+            lines = [line.strip() for line in f if line.strip()]
         stderr = lines[-1] if lines else ""
     name = os.path.basename(json_path)
     try:

@@ -58,7 +58,9 @@ def main():
     b = torch.randn(n, n, device="cuda", dtype=torch.float16)
     c = torch.empty(n, n, device="cuda", dtype=torch.float16)
     torch.cuda.synchronize()
-    grid = lambda meta: (triton.cdiv(n, meta["BM"]), triton.cdiv(n, meta["BN"]))
+    def grid(meta):
+        return (triton.cdiv(n, meta["BM"]), triton.cdiv(n, meta["BN"]))
+
     t0 = time.perf_counter()
     tuned[grid](a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                 c.stride(0), c.stride(1))

@@ -31,6 +31,7 @@ ref = [r for r in runs if r[0] == common]
 ref_ns = sorted(r[1] for r in ref)[len(ref) // 2]
 ref_noise = max(r[2] for r in ref)
 flips = [r for r in runs if r[0] != common and abs(r[1] - ref_ns) > max(r[2], ref_noise)]
-print(f"### winner stability: {len(runs)} processes, {len(set(r[0] for r in runs))} distinct winners; "
+distinct = len(set(r[0] for r in runs))
+print(f"### winner stability: {len(runs)} processes, {distinct} distinct winners; "
       f"{len(flips)} flips beyond noise ({100 * len(flips) / len(runs):.0f} %, target <= 5 %); "
       f"medians {min(r[1] for r in runs) / 1e3:.2f}-{max(r[1] for r in runs) / 1e3:.2f} us")

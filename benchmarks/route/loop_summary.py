@@ -15,7 +15,8 @@ for s in shapes:
     for e in s.get("entries") or ["(cuBLASLt log)"]:
         by_entry[e] = by_entry.get(e, 0) + s["calls"]
 rows = [f"### {name}",
-        f"profile: {rep['calls']} GEMM calls of {len(shapes)} problems recorded ({rep['timed_calls']} "
+        f"profile: {rep['calls']} GEMM calls of {len(shapes)} problems recorded "
+        f"({rep['timed_calls']} "
         f"timed), by entry point {by_entry}; {tunable} of {len(shapes)} tunable"]
 for s in shapes:
     if s["tune_command"] is None:
@@ -34,7 +35,8 @@ except (OSError, ValueError):
     sys.exit(0)
 c = p["gemm_calls_per_iteration"]
 rr = p["round_speedups"]
-rows.append(f"prove: PyTorch {p['pytorch']['median_ms']:.3f} ms/iter, ktune {p['ktune']['median_ms']:.3f} "
+rows.append(f"prove: PyTorch {p['pytorch']['median_ms']:.3f} ms/iter, "
+            f"ktune {p['ktune']['median_ms']:.3f} "
             f"ms/iter: {p['speedup']:.3f}x (per round median {rr['median']:.3f}, {rr['min']:.3f}-"
             f"{rr['max']:.3f}); per iteration {c['calls']} GEMM calls: {c['routed']} routed, "
             f"{c['kept']} kept, {c['trial']} trial, {c['passed']} passed; max rel diff "
@@ -43,7 +45,8 @@ rows.append("| winner | verdict | in program: winner us | default us | gain | tu
 rows.append("| --- | --- | --- | --- | --- | --- |")
 for w in p["winners"]:
     wi, de = w["in_program_winner_us"], w["in_program_default_us"]
-    tg = (w["tuned_default_us"] / w["tuned_us"]) if w["tuned_us"] and w["tuned_default_us"] else None
+    tuned, tuned_default = w["tuned_us"], w["tuned_default_us"]
+    tg = tuned_default / tuned if tuned and tuned_default else None
     rows.append(f"| {w['problem']} | {w['verdict']}{' (tuned kept)' if w['tuned_kept'] else ''} | "
                 f"{wi if wi is None else round(wi, 2)} | {de if de is None else round(de, 2)} | "
                 f"{'-' if not wi else f'{de / wi:.3f}x'} | {'-' if tg is None else f'{tg:.3f}x'} |")

@@ -9,7 +9,6 @@ import re
 import sys
 from collections import defaultdict
 
-
 # Two-sided 95 % quantiles of Student's t by degrees of freedom; a df between two rows takes the
 # lower row's (the wider interval).
 T95 = [(1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365),
@@ -22,7 +21,7 @@ def t95(df):
 
 
 def load(path):
-    rows = [json.loads(l) for l in open(path) if l.startswith("{")]
+    rows = [json.loads(line) for line in open(path) if line.startswith("{")]
     # family -> strategy -> budget -> [space means]; the same, per seed: [[space fractions]]
     t = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     per_seed = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))

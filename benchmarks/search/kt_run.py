@@ -6,16 +6,15 @@
 Kernel Tuner reads the T1 file itself (tune_kernel_T1), on the CUDA driver API backend (NVCUDA:
 NVRTC and cuda-bindings, no pycuda build). STRATEGY is a Kernel Tuner strategy name, given
 max_fevals BUDGET; brute_force (what tune_kernel runs when given no strategy: its default) takes
-no budget, so kt_compare.sh bounds it by wall clock. Each measured configuration goes to CACHE_FILE as Kernel Tuner writes
-it, with its timestamp; kt_compare.sh scores the run from that file, so a run stopped by the clock
-still counts what it measured."""
+no budget, so kt_compare.sh bounds it by wall clock. Each measured configuration goes to
+CACHE_FILE as Kernel Tuner writes it, with its timestamp; kt_compare.sh scores the run from that
+file, so a run stopped by the clock still counts what it measured."""
 import random
 import sys
 from pathlib import Path
 
-import numpy
-
 import kernel_tuner.interface as kti
+import numpy
 
 
 def main():

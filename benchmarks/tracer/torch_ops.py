@@ -14,7 +14,6 @@ the same switch prices the ranges with no tracer recording them.
 CUDA activities) and exports the Chrome trace, for ops.sh to compare the kernel -> op attribution
 of both readers."""
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -40,7 +39,7 @@ def make_block():
 
 def count_ops(step):
     """Ops one call of step runs, as torch.profiler counts them (cpu_op events)."""
-    from torch.profiler import profile, ProfilerActivity
+    from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU]) as p:
         step()
     return sum(1 for e in p.events() if e.device_type == torch.autograd.DeviceType.CPU)
@@ -107,7 +106,7 @@ if __name__ == "__main__":
                     f" ab_us_per_op={uq[1]:.3f} ab_us_per_op_q1={uq[0]:.3f}"
                     f" ab_us_per_op_q3={uq[2]:.3f}")
         if a.kineto_out:
-            from torch.profiler import profile, ProfilerActivity
+            from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
                 for _ in range(a.kineto_steps):
                     block()

@@ -2,7 +2,12 @@
 """How NVRTC scales on this machine's cores: the same hub convolution configurations compiled on
 N threads of one process, and in N processes. Tells whether ktune's in-process compile pool leaves
 rate on the table. Usage: compile_scaling.py KERNEL.cu [N] [COUNT]"""
-import ctypes, itertools, multiprocessing as mp, os, sys, time
+import ctypes
+import itertools
+import multiprocessing as mp
+import os
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 src_path = sys.argv[1]

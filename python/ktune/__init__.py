@@ -49,7 +49,8 @@ def environment(
     """This GPU's cache environment (arch, device name, toolkit, driver major); arguments that are
     given replace what the GPU says, and with all of arch, device_name and toolkit given no GPU is
     needed."""
-    given = {"arch": arch, "device_name": device_name, "toolkit": toolkit, "driver_major": driver_major}
+    given = {"arch": arch, "device_name": device_name, "toolkit": toolkit,
+             "driver_major": driver_major}
     if arch and device_name and toolkit:
         env = {"arch": "", "device_name": "", "toolkit": "", "driver_major": 0}
     else:
@@ -98,12 +99,13 @@ def lookup_result(
 
 
 def _tracer_path() -> Path:
-    # An installed package keeps the tracer beside the library; the build tree keeps it beside the
-    # ktune binary; KTUNE_TRACER_LIB names another one.
+    # An installed package keeps the tracer in lib/ under the library's folder, where its ktune
+    # binary (bin/) finds it too; the build tree keeps it beside the ktune binary; KTUNE_TRACER_LIB
+    # names another one.
     if os.environ.get("KTUNE_TRACER_LIB"):
         return Path(os.environ["KTUNE_TRACER_LIB"])
-    beside = _ktune.LIBRARY_PATH.with_name(_TRACER_NAME)
-    return beside if beside.exists() else Path(_ktune.TRACER_BUILD_PATH)
+    installed = _ktune.LIBRARY_PATH.parent / "lib" / _TRACER_NAME
+    return installed if installed.exists() else Path(_ktune.TRACER_BUILD_PATH)
 
 
 def under_ktune_profile() -> bool:

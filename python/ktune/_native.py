@@ -62,7 +62,8 @@ def _load(path: Path) -> ctypes.CDLL:
 LIBRARY_PATH = _library_path()
 _lib = _load(LIBRARY_PATH)
 
-_Out = ctypes.POINTER(ctypes.c_void_p)  # char**: a string the library allocates, freed with ktune_free
+# char**: a string the library allocates, freed with ktune_free
+_Out = ctypes.POINTER(ctypes.c_void_p)
 _Shape = ctypes.POINTER(ctypes.c_int64)
 
 # Every function of capi.h: name -> (restype, argtypes), declared once at import. A test checks this
@@ -75,7 +76,8 @@ SIGNATURES = {
     "ktune_report_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _Out]),
     "ktune_lookup_json": (
         ctypes.c_int,
-        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _Shape, ctypes.c_size_t, ctypes.c_char_p, _Out],
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _Shape, ctypes.c_size_t,
+         ctypes.c_char_p, _Out],
     ),
     "ktune_get_entry_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _Out]),
     "ktune_put_entry_json": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _Out]),
@@ -140,7 +142,8 @@ def report_json(path: str, by: str = "name") -> str:
 
 def lookup_json(db: str, op: str, dtype: str, shape: Sequence[int], env_json: str) -> str:
     dims, n = _shape(shape)
-    return _string(_lib.ktune_lookup_json, _text(db), _text(op), _text(dtype), dims, n, _text(env_json))
+    return _string(_lib.ktune_lookup_json, _text(db), _text(op), _text(dtype), dims, n,
+                   _text(env_json))
 
 
 def get_entry_json(db: str, key_json: str) -> str:
@@ -161,7 +164,8 @@ def bucket_name(policy_json: str, shape: Sequence[int]) -> str:
 
 
 def list_entries_json(db: str, op: str, arch: str = "", device_name: str = "") -> str:
-    return _string(_lib.ktune_list_entries_json, _text(db), _text(op), _text(arch), _text(device_name))
+    return _string(_lib.ktune_list_entries_json, _text(db), _text(op), _text(arch),
+                   _text(device_name))
 
 
 def detect_environment() -> str:

@@ -40,7 +40,8 @@ def _load_step(target: str) -> Callable[[], object]:
     name = name or "make_step"
     file = Path(path)
     if not file.is_file():
-        raise SystemExit(f"ktune.prove: {path} is not a file; give the workload as FILE.py[:FUNCTION].")
+        raise SystemExit(f"ktune.prove: {path} is not a file; give the workload as "
+                         "FILE.py[:FUNCTION].")
     spec = importlib.util.spec_from_file_location(file.stem, file)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(file.resolve().parent))
@@ -147,8 +148,9 @@ def prove(step, rounds: int, iters: int, warmup: int) -> Dict[str, object]:
     s = kt.stats()
     winners = []
     for w in s["winners"]:
+        dims = zip(("m", "n", "k", "batch"), w["shape"])
         name = f"{w['op']} {w['dtype']} " + " ".join(
-            f"{d}={v}" for d, v in zip(("m", "n", "k", "batch"), w["shape"]) if d != "batch" or v > 1)
+            f"{d}={v}" for d, v in dims if d != "batch" or v > 1)
         f = w.get("field", {})
         winners.append({"problem": name, "verdict": w["verdict"], "tuned_kept": w["tuned_kept"],
                         "routed_calls": w["routed_calls"], "kept_calls": w["kept_calls"],
@@ -172,7 +174,8 @@ def prove(step, rounds: int, iters: int, warmup: int) -> Dict[str, object]:
 def _print(r: Dict[str, object]) -> None:
     def line(name: str, s: Dict[str, float]) -> str:
         return (f"  {name:<8} {s['median_ms']:9.4f} ms/iter  (p10 {s['p10_ms']:.4f}, p90 "
-                f"{s['p90_ms']:.4f}; round medians {s['round_min_ms']:.4f}-{s['round_max_ms']:.4f})")
+                f"{s['p90_ms']:.4f}; round medians {s['round_min_ms']:.4f}-"
+                f"{s['round_max_ms']:.4f})")
 
     print(f"{r['rounds']} rounds of {r['iterations_per_round']} iterations each way, alternating:")
     print(line("PyTorch", r["pytorch"]))  # type: ignore[arg-type]
@@ -182,7 +185,8 @@ def _print(r: Dict[str, object]) -> None:
     if not c["routed"] and not c["trial"]:  # type: ignore[index]
         print("  no GEMM call was routed to a winner other than PyTorch's own algorithm, so the "
               "ratio below is this workload's run-to-run spread (and the router's host cost)")
-    print(f"  ratio    {r['speedup']:.3f}x (PyTorch's time / ktune's); per round, both back to back: "
+    print(f"  ratio    {r['speedup']:.3f}x (PyTorch's time / ktune's); per round, both back to "
+          "back: "
           f"median {rr['median']:.3f}x, {rr['min']:.3f}-{rr['max']:.3f}x")
     print(f"  GEMM calls per iteration: {c['calls']} seen, {c['routed']} routed to a winner, "
           f"{c['kept']} kept (PyTorch's own algorithm, from the table), {c['trial']} in a field "
@@ -197,8 +201,9 @@ def _print(r: Dict[str, object]) -> None:
     for w in r["winners"]:  # type: ignore[union-attr]
         field = "-"
         if w["in_program_winner_us"]:
-            field = (f"{w['in_program_winner_us']:.2f} us vs PyTorch's {w['in_program_default_us']:.2f}"
-                     f" us in the program ({w['in_program_default_us'] / w['in_program_winner_us']:.3f}x)")
+            win, default = w["in_program_winner_us"], w["in_program_default_us"]
+            field = (f"{win:.2f} us vs PyTorch's {default:.2f} us in the program "
+                     f"({default / win:.3f}x)")
         print(f"  {w['problem']:<44} {w['verdict']:<8} routed {w['routed_calls']}, kept "
               f"{w['kept_calls']}, trial {w['trial_calls']}: {field}")
 
@@ -214,7 +219,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object (schema_version 2)")
     a = ap.parse_args(argv)
     if a.rounds < 1 or a.iters < 1 or a.warmup < 0:
-        raise SystemExit("ktune.prove: --rounds and --iters must be at least 1, --warmup at least 0.")
+        raise SystemExit("ktune.prove: --rounds and --iters must be at least 1, --warmup at "
+                         "least 0.")
     from . import Error
     from . import torch as kt
 
@@ -233,7 +239,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     import torch
 
     if not torch.cuda.is_available():
-        raise SystemExit("ktune.prove: PyTorch sees no GPU; run it on the machine the workload runs on.")
+        raise SystemExit("ktune.prove: PyTorch sees no GPU; run it on the machine the workload "
+                         "runs on.")
     r = prove(_load_step(a.workload), a.rounds, a.iters, a.warmup)
     if a.json:
         print(json.dumps(r, indent=2))

@@ -35,9 +35,10 @@ _ROUTER_NAME = "libktune_route.so"
 
 
 def router_path() -> Path:
-    """libktune_route.so: beside the package's library once installed, else the build tree's."""
-    beside = _ktune.LIBRARY_PATH.with_name(_ROUTER_NAME)
-    return beside if beside.exists() else Path(_ktune.ROUTER_BUILD_PATH)
+    """libktune_route.so: in lib/ under the package's library once installed (where its ktune
+    binary finds it too), else the build tree's."""
+    installed = _ktune.LIBRARY_PATH.parent / "lib" / _ROUTER_NAME
+    return installed if installed.exists() else Path(_ktune.ROUTER_BUILD_PATH)
 
 
 def _router() -> Optional[ctypes.CDLL]:

@@ -128,7 +128,8 @@ class Autotuner:
 
     @property
     def name(self) -> str:
-        return getattr(self.fn, "__name__", None) or getattr(getattr(self.fn, "fn", None), "__name__", "kernel")
+        inner = getattr(self.fn, "fn", None)
+        return getattr(self.fn, "__name__", None) or getattr(inner, "__name__", "kernel")
 
     # --- keying ---
     def cache_key(self, named: Dict[str, Any]) -> dict:
@@ -142,7 +143,7 @@ class Autotuner:
                 shape.append(v)
             else:
                 exact.append(f"{k}={getattr(v, 'dtype', v)}")
-        dtypes = [str(v.dtype).replace("torch.", "") for n, v in named.items() if hasattr(v, "dtype")]
+        dtypes = [str(v.dtype).replace("torch.", "") for v in named.values() if hasattr(v, "dtype")]
         env = _environment()
         return {
             "op": self.op,
@@ -200,11 +201,13 @@ class Autotuner:
             _ktune.put_op(_db(self.db), self.op, self.policy_json)
             _ktune.put_entry_json(_db(self.db), json.dumps(entry))
         except _ktune.Error as e:
-            warnings.warn(f"ktune: the tuning result could not be stored ({e}); it holds for this process only.")
+            warnings.warn(f"ktune: the tuning result could not be stored ({e}); it holds for this "
+                          "process only.")
 
     # --- benchmarking, as Triton's autotuner does it ---
     def _bench_one(self, args: tuple, kwargs: dict, named: dict, config: Any) -> List[float]:
-        full = {**named, **config.all_kwargs()} if hasattr(config, "all_kwargs") else {**named, **config.kwargs}
+        chosen = config.all_kwargs() if hasattr(config, "all_kwargs") else config.kwargs
+        full = {**named, **chosen}
 
         def call() -> None:
             for name in self.reset_to_zero:

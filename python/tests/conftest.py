@@ -8,7 +8,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 TRACE_FIXTURE = REPO / "tests" / "fixtures" / "traces" / "torch_layer_h200.ktrace"
 # The environment a CPU test names instead of asking a GPU.
-H100 = {"arch": "sm_90", "device_name": "NVIDIA H100 80GB HBM3", "toolkit": "13.0", "driver_major": 580}
+H100 = {"arch": "sm_90", "device_name": "NVIDIA H100 80GB HBM3", "toolkit": "13.0",
+        "driver_major": 580}
 
 
 @pytest.fixture

@@ -32,11 +32,13 @@ def test_a_ktune_error_arrives_as_ktune_error_with_its_sentence():
     with pytest.raises(ktune.Error) as caught:
         _native.bucket_name(POW2, [8, 0])
     assert type(caught.value) is ktune.Error
-    assert str(caught.value) == "key arguments: dimension 1 of shape 8x0 is 0; sizes must be positive."
+    assert str(caught.value) == ("key arguments: dimension 1 of shape 8x0 is 0; sizes must be "
+                                 "positive.")
 
 
 def test_malformed_json_is_a_ktune_error_naming_the_call():
-    with pytest.raises(ktune.Error, match=r"^malformed JSON handed to ktune_bucket_name: .*parse error"):
+    with pytest.raises(ktune.Error,
+                       match=r"^malformed JSON handed to ktune_bucket_name: .*parse error"):
         _native.bucket_name("{not json", [8])
     # Well-formed JSON of the wrong shape: the same error, not a crash.
     with pytest.raises(ktune.Error, match="ktune_get_entry_json"):
@@ -119,7 +121,8 @@ def _other_interpreters() -> dict:
     pyenv's versions."""
     pyenv = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     candidates = [shutil.which(f"python3.{minor}") for minor in range(9, 20)]
-    candidates += sorted(glob.glob("/usr/bin/python3.*")) + sorted(glob.glob(f"{pyenv}/versions/3.*/bin/python3"))
+    candidates += sorted(glob.glob("/usr/bin/python3.*"))
+    candidates += sorted(glob.glob(f"{pyenv}/versions/3.*/bin/python3"))
     found = {}
     for exe in candidates:
         if not exe or not os.access(exe, os.X_OK) or exe.endswith("-config"):
@@ -143,8 +146,10 @@ def test_the_package_imports_under_every_other_python():
         pytest.skip("no second CPython 3.9+ here; test_the_library_depends_on_no_python covers it")
     env = {**os.environ, "PYTHONPATH": str(Path(ktune.__file__).parents[1])}
     probe = ("import json, ktune; from ktune import _native; "
-             "print(json.dumps([ktune.__version__, _native.bucket_name('{\"dims\": [{\"kind\": \"pow2\"}]}', [3000])]))")
+             "print(json.dumps([ktune.__version__, "
+             "_native.bucket_name('{\"dims\": [{\"kind\": \"pow2\"}]}', [3000])]))")
     for version, exe in sorted(others.items()):
         r = subprocess.run([exe, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, f"python {version} ({exe}): {r.stderr}"
-        assert json.loads(r.stdout) == [ktune.__version__, _native.bucket_name(POW2, [3000])], version
+        expected = [ktune.__version__, _native.bucket_name(POW2, [3000])]
+        assert json.loads(r.stdout) == expected, version

@@ -6,8 +6,8 @@ import subprocess
 import pytest
 
 import ktune
-from ktune import _ktune
 from conftest import H100, TRACE_FIXTURE
+from ktune import _ktune
 
 
 def put(db, shape, config, median_ns=1000.0, op="gemm", dtype="bf16", env=H100):

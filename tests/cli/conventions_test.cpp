@@ -393,9 +393,9 @@ TEST_F(Conventions, AFailedTuneLeavesNoFolder) {
     EXPECT_EQ(e.path().filename().string().rfind("ktune-tune-", 0), std::string::npos) << e.path();
 }
 
-// 7. The README's sample output is what the binary prints for the fixture it names.
-TEST_F(Conventions, ReadmeSampleIsTheReportOfItsFixture) {
-  const std::string readme = slurp(fs::path(KTUNE_SOURCE_DIR) / "README.md");
+// 7. docs/report.md's sample output is what the binary prints for the fixture it names.
+TEST_F(Conventions, ReportDocSampleIsTheReportOfItsFixture) {
+  const std::string readme = slurp(fs::path(KTUNE_SOURCE_DIR) / "docs" / "report.md");
   const auto begin = readme.find("```text\n");
   ASSERT_NE(begin, std::string::npos);
   const auto end = readme.find("```", begin + 8);
