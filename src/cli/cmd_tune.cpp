@@ -26,6 +26,7 @@
 #include "ktune/tune/gpu_evaluator.hpp"
 #include "ktune/tune/isolated_evaluator.hpp"
 #include "ktune/tune/replay.hpp"
+#include "ktune/tune/run.hpp"
 #include "ktune/tune/spec_problem.hpp"
 #include "ktune/tune/strategy.hpp"
 #include "print_json.hpp"
@@ -135,30 +136,6 @@ std::optional<bench::GemmProblem> load_session_file(TuneArgs& a, const fs::path&
   return library;
 }
 
-// Prints progress on a terminal while delegating to the GPU evaluator.
-class ProgressEvaluator : public tune::Evaluator {
- public:
-  ProgressEvaluator(tune::Evaluator& inner, std::size_t budget)
-      : inner_(inner), progress_("tune", budget) {}
-  void prepare(const std::vector<tune::ConfigMap>& upcoming) override { inner_.prepare(upcoming); }
-  std::size_t next_ready(const std::vector<tune::ConfigMap>& candidates) override {
-    return inner_.next_ready(candidates);
-  }
-  tune::CandidateResult evaluate(const tune::ConfigMap& c, std::optional<double> best) override {
-    tune::CandidateResult r = inner_.evaluate(c, best);
-    ++done_;
-    if (r.status == tune::Status::ok && r.full && (!best || r.time_ns < *best)) best = r.time_ns;
-    progress_.update(done_, best ? fmt::format("best {:.2f} us", *best / 1e3) : "no valid yet");
-    return r;
-  }
-  void finish() { progress_.finish(); }
-
- private:
-  tune::Evaluator& inner_;
-  Progress progress_;
-  std::size_t done_ = 0;
-};
-
 std::string describe(const tune::ConfigMap& c) {
   std::string out;
   for (const auto& [k, v] : c) out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v.repr());
@@ -188,22 +165,37 @@ tune::WarmStartSources warm_sources(const TuneArgs& a, const std::string& op, co
   return warm;
 }
 
-// Runs the session with Ctrl-C asking it to stop after the current candidate. `target`: the
-// spec or the library search's SearchTarget.
-template <class Target>
-tune::SessionSummary run_session(const Target& target, tune::SessionOptions o,
-                                 ProgressEvaluator& ev) {
-  o.interrupt = &g_interrupted;
+// Runs the job through the front door with Ctrl-C asking the session to stop after the current
+// candidate, and progress on a terminal. `on_start`, when given, runs once the session's candidates
+// are known (before the first evaluation).
+tune::Outcome run_job(tune::Job job,
+                      std::function<void(const tune::LibraryCandidates*)> on_start = {}) {
+  job.session.interrupt = &g_interrupted;
   g_interrupted = false;
   struct SigintGuard {
     void (*previous)(int) = std::signal(SIGINT, on_sigint);
     ~SigintGuard() { std::signal(SIGINT, previous); }
   } guard;
+  std::optional<Progress> progress;
+  std::size_t done = 0;
+  std::optional<double> best;
+  job.on_start = [&](std::size_t planned, const tune::LibraryCandidates* candidates) {
+    if (on_start) on_start(candidates);
+    progress.emplace("tune", planned);
+  };
+  job.on_result = [&](const tune::CandidateResult& r) {
+    ++done;
+    if (r.status == tune::Status::ok && r.full && (!best || r.time_ns < *best)) best = r.time_ns;
+    if (progress)
+      progress->update(done, best ? fmt::format("best {:.2f} us", *best / 1e3) : "no valid yet");
+  };
   struct FinishProgress {
-    ProgressEvaluator& ev;
-    ~FinishProgress() { ev.finish(); }
-  } finish{ev};
-  return tune::Session(target, o, ev).run();
+    std::optional<Progress>& p;
+    ~FinishProgress() {
+      if (p) p->finish();
+    }
+  } finish{progress};
+  return tune::run(job);
 }
 
 struct StoredWinner {
@@ -385,56 +377,53 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
   options.seed = a.seed;
   options.pipeline.contender_margin = a.margin;
   options.pipeline.full.apply_overrides(a.stop);
-  // The GPU is touched only in the child, which is forked before any CUDA call of this process.
-  tune::IsolatedEvaluator gpu(
-      [p = *problem, options, device = g.device] {
-        return std::make_unique<tune::LibraryEvaluator>(p, options, device);
-      },
-      {.candidate_timeout_s = a.candidate_timeout_s});
-  // The folder is made once the candidates are known (a machine without a GPU leaves none).
   if (a.resume.empty() && fs::exists(tune::Session::results_path(out)))
     throw Error(
         fmt::format("{} already holds a session; continue it with --resume {} or pick "
                     "another --output.",
                     out.string(), out.string()));
-  const tune::LibraryCandidates candidates = tune::library_candidates(gpu, out, !a.resume.empty());
-  start_out_dir(a, out, {}, problem);
-  const tune::LibrarySpace space(candidates);
-  if (!a.json)
-    fmt::print(stderr,
-               "cuBLASLt {}: {} candidates ({} from the heuristic, {} enumerated configurations "
-               "checked, {} refused by cuBLASLt or over the workspace)\n",
-               candidates.cublaslt_version, candidates.configs.size(), candidates.heuristic,
-               candidates.offered, candidates.rejected);
-  ProgressEvaluator ev(gpu, std::min<std::size_t>(a.budget, candidates.configs.size()));
-  const tune::SessionSummary s =
-      run_session(tune::library_target(*problem, candidates, space), session_options(a, out), ev);
+  // The GPU is touched only in the measuring child, forked before any CUDA call of this process;
+  // the folder is made once the candidates are known (a machine without a GPU leaves none).
+  tune::Job job;
+  job.target = tune::LibraryGemm{*problem, options};
+  job.session = session_options(a, out);
+  job.device = g.device;
+  job.isolation.candidate_timeout_s = a.candidate_timeout_s;
+  job.environment = [device = g.device] { return runtime::detect_environment(device); };
+  job.host = host_identity();
+  const tune::Outcome o = run_job(std::move(job), [&](const tune::LibraryCandidates* c) {
+    start_out_dir(a, out, {}, problem);
+    if (!a.json)
+      fmt::print(stderr,
+                 "cuBLASLt {}: {} candidates ({} from the heuristic, {} enumerated configurations "
+                 "checked, {} refused by cuBLASLt or over the workspace)\n",
+                 c->cublaslt_version, c->configs.size(), c->heuristic, c->offered, c->rejected);
+  });
+  const tune::SessionSummary& s = o.session;
   if (s.stop == tune::StopCause::interrupted) out_guard.keep();  // its message names --resume
   StoredWinner w;
-  nlohmann::json extra = {{"problem", *problem}, {"cublaslt_version", candidates.cublaslt_version}};
-  if (s.best) {
-    const store::CacheEntry winner = tune::library_winner_entry(
-        *problem, candidates, s, runtime::detect_environment(g.device), host_identity());
-    w = store_winner(a, winner, std::nullopt, out, g);
-    const tune::SessionRecord* d = tune::library_default_record(candidates, s);
-    if (d) extra["default_median_ns"] = d->result.time_ns;
-    if (!a.json && d && tune::library_winner_record(candidates, s) == d)
+  nlohmann::json extra = {{"problem", *problem},
+                          {"cublaslt_version", o.candidates->cublaslt_version}};
+  if (o.winner) {
+    w = store_winner(a, *o.winner, std::nullopt, out, g);
+    if (o.default_ns) extra["default_median_ns"] = *o.default_ns;
+    if (!a.json && o.default_ns && o.default_won)
       fmt::print(
           "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us, the winner{}; cached "
-          "as such, so ktune.torch leaves these calls to PyTorch\n",
-          d->result.time_ns / 1e3,
-          s.best->config == d->config
+          "as such, so ktune run leaves these calls their own algorithm\n",
+          *o.default_ns / 1e3,
+          s.best->result.time_ns == *o.default_ns
               ? ""
               : fmt::format(" (the fastest other, {:.2f} us, is within the spread of the two)",
                             s.best->result.time_ns / 1e3));
-    else if (!a.json && d)
+    else if (!a.json && o.default_ns)
       fmt::print(
           "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us; winner {:.2f} "
           "us, {:.3f}x, {:.0f} TFLOP/s\n",
-          d->result.time_ns / 1e3, winner.median_ns / 1e3, d->result.time_ns / winner.median_ns,
-          winner.throughput / 1e12);
+          *o.default_ns / 1e3, o.winner->median_ns / 1e3, *o.default_ns / o.winner->median_ns,
+          o.winner->throughput / 1e12);
   }
-  return finish(a, s, w, out, extra, 0, gpu.restarts());
+  return finish(a, s, w, out, extra, 0, o.restarts);
 }
 
 int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
@@ -470,31 +459,28 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
   settings.contender_margin = a.margin;
   settings.full.apply_overrides(a.stop);
   const unsigned compile_threads = std::max(1u, std::thread::hardware_concurrency());
+  settings.compile_threads = compile_threads;
   // One proposal per core in flight keeps every core compiling. More only delays what the
   // strategy learns: in replay (logs/2026-11-25-replay-cpu.md) proposing 32 ahead instead of 16
   // cost 0.018 of the optimum on gemm at 100 evaluations.
   if (a.prefetch == 0) a.prefetch = compile_threads;
-  // The GPU is touched only in the child, which is forked before any CUDA call of this process.
-  tune::IsolatedEvaluator gpu(
-      [&spec, &shape, settings, device = g.device] {
-        return std::make_unique<tune::GpuEvaluator>(spec, shape, settings, device);
-      },
-      {.candidate_timeout_s = a.candidate_timeout_s});
-  ProgressEvaluator ev(gpu, a.budget);
   FreshOutDir out_guard(out, !a.resume.empty());
   start_out_dir(a, out, shape, std::nullopt);
   std::vector<std::unique_ptr<tune::RecordedSpace>> recorded;
-  tune::SessionOptions o = session_options(a, out);
-  o.warm = warm_sources(a, spec.ktune.op, g.db, recorded);
-  o.shape = shape;
-  const tune::SessionSummary s = run_session(spec, std::move(o), ev);
-  if (s.stop == tune::StopCause::interrupted) out_guard.keep();  // its message names --resume
+  tune::Job job;
+  job.target = tune::SpecKernel{&spec, settings};
+  job.session = session_options(a, out);
+  job.session.warm = warm_sources(a, spec.ktune.op, g.db, recorded);
+  job.session.shape = shape;
+  job.device = g.device;
+  job.isolation.candidate_timeout_s = a.candidate_timeout_s;
+  job.environment = [device = g.device] { return runtime::detect_environment(device); };
+  job.host = host_identity();
+  const tune::Outcome o = run_job(std::move(job));
+  if (o.session.stop == tune::StopCause::interrupted) out_guard.keep();  // its message: --resume
   StoredWinner w;
-  if (s.best)
-    w = store_winner(
-        a, tune::winner_entry(spec, s, runtime::detect_environment(g.device), host_identity()),
-        tune::op_spec(spec), out, g);
-  return finish(a, s, w, out, nlohmann::json::object(), compile_threads, gpu.restarts());
+  if (o.winner) w = store_winner(a, *o.winner, o.op, out, g);
+  return finish(a, o.session, w, out, nlohmann::json::object(), compile_threads, o.restarts);
 }
 
 const bool registered = register_command(

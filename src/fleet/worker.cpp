@@ -23,10 +23,7 @@
 #include "ktune/fleet/queue.hpp"
 #include "ktune/runtime/environment.hpp"
 #include "ktune/store/fleet.hpp"
-#include "ktune/tune/gemm_library.hpp"
-#include "ktune/tune/gpu_evaluator.hpp"
-#include "ktune/tune/isolated_evaluator.hpp"
-#include "ktune/tune/session.hpp"
+#include "ktune/tune/run.hpp"
 
 namespace ktune::fleet {
 namespace fs = std::filesystem;
@@ -70,26 +67,6 @@ class FakeEvaluator : public tune::Evaluator {
 
  private:
   double ms_;
-};
-
-// Counts evaluations for the heartbeat (which reports them to `ktune queue ls`).
-class CountingEvaluator : public tune::Evaluator {
- public:
-  CountingEvaluator(tune::Evaluator& inner, std::atomic<std::int64_t>& count)
-      : inner_(inner), count_(count) {}
-  void prepare(const std::vector<tune::ConfigMap>& upcoming) override { inner_.prepare(upcoming); }
-  std::size_t next_ready(const std::vector<tune::ConfigMap>& candidates) override {
-    return inner_.next_ready(candidates);
-  }
-  tune::CandidateResult evaluate(const tune::ConfigMap& c, std::optional<double> best) override {
-    auto r = inner_.evaluate(c, best);
-    ++count_;
-    return r;
-  }
-
- private:
-  tune::Evaluator& inner_;
-  std::atomic<std::int64_t>& count_;
 };
 
 // Renews a claim's lease from its own connection while the session runs; sets `lost` when another
@@ -137,76 +114,39 @@ class Heartbeat {
 };
 
 // What a job's session left: its summary, and the winner's cache entry when it has one.
-struct JobRun {
-  tune::SessionSummary session;
-  std::optional<store::CacheEntry> winner;
-  std::optional<store::OpSpec> ops;  // the op's bucket policy, declared with its first winner
-  std::optional<double> default_ns;  // a library job: cuBLASLt's own first choice
-};
-
-std::unique_ptr<tune::Evaluator> isolated_or_fake(const WorkerOptions& o,
-                                                  tune::IsolatedEvaluator::Factory factory) {
-  if (o.fake_evaluation_ms) return std::make_unique<FakeEvaluator>(*o.fake_evaluation_ms);
-  return std::make_unique<tune::IsolatedEvaluator>(std::move(factory));
-}
-
-// A spec job: the spec's space at the job's shape, measured by the isolated GPU evaluator.
-JobRun run_spec_job(const WorkerOptions& o, const store::FleetJob& job, tune::SessionOptions so,
-                    const store::Environment& env, std::atomic<std::int64_t>& evaluations,
-                    std::atomic<bool>& lost) {
-  const tune::ProblemSpec spec = tune::ProblemSpec::load(job.spec);
-  so.shape = job.shape.get<std::map<std::string, std::int64_t>>();
-  auto inner = isolated_or_fake(
-      o, [&spec, shape = so.shape, device = o.device, threads = o.compile_threads] {
-        bench::PipelineSettings settings;
-        settings.full = bench::PipelineSettings::tuning_full();
-        settings.compile_threads = threads;
-        return std::make_unique<tune::GpuEvaluator>(spec, shape, settings, device);
-      });
-  CountingEvaluator counted(*inner, evaluations);
-  JobRun run;
-  {
-    Heartbeat beat(o, job, evaluations, lost);
-    run.session = tune::Session(spec, so, counted).run();
-  }
-  if (run.session.best) {
-    run.winner = tune::winner_entry(spec, run.session, env, host_identity());
-    run.ops = tune::op_spec(spec);
-  }
-  return run;
-}
-
-// A library job: cuBLASLt's candidates for the job's GEMM problem, as `ktune tune --library`
-// searches them (the candidates recorded in the job's folder, so a resumed job chooses among the
-// same set).
-JobRun run_library_job(const WorkerOptions& o, const store::FleetJob& job, tune::SessionOptions so,
-                       const store::Environment& env, std::atomic<std::int64_t>& evaluations,
-                       std::atomic<bool>& lost) {
-  if (job.library != "cublaslt")
+// A job through tuning's front door: the spec's space at the job's shape, or cuBLASLt's candidates
+// for its GEMM problem (kept in the job's folder, so a resumed job chooses among the same set);
+// measured by the isolated GPU evaluator (or the fake one), each evaluation counted for the
+// heartbeat, the lease renewed while it runs.
+tune::Outcome run_job(const WorkerOptions& o, const store::FleetJob& job, tune::SessionOptions so,
+                      const store::Environment& env, std::atomic<std::int64_t>& evaluations,
+                      std::atomic<bool>& lost) {
+  std::optional<tune::ProblemSpec> spec;
+  tune::Job j;
+  if (job.library.empty()) {
+    spec = tune::ProblemSpec::load(job.spec);
+    so.shape = job.shape.get<std::map<std::string, std::int64_t>>();
+    bench::PipelineSettings settings;
+    settings.full = bench::PipelineSettings::tuning_full();
+    settings.compile_threads = o.compile_threads;
+    j.target = tune::SpecKernel{&*spec, settings};
+  } else if (job.library == "cublaslt") {
+    j.target = tune::LibraryGemm{job.shape.get<bench::GemmProblem>(), {}};
+  } else {
     throw Error(fmt::format("job {} names library '{}', which this ktune does not search.", job.id,
                             job.library));
-  const bench::GemmProblem problem = job.shape.get<bench::GemmProblem>();
-  so.prefetch = 1;  // nothing compiles: propose as results come
-  auto inner = isolated_or_fake(o, [problem, device = o.device] {
-    return std::make_unique<tune::LibraryEvaluator>(problem, tune::LibrarySearchOptions{}, device);
-  });
-  CountingEvaluator counted(*inner, evaluations);
-  JobRun run;
-  {
-    Heartbeat beat(o, job, evaluations, lost);
-    const tune::LibraryCandidates candidates =
-        tune::library_candidates(*inner, so.out_dir, so.resume);
-    const tune::LibrarySpace space(candidates);
-    run.session =
-        tune::Session(tune::library_target(problem, candidates, space), so, counted).run();
-    if (run.session.best) {
-      run.winner =
-          tune::library_winner_entry(problem, candidates, run.session, env, host_identity());
-      if (const tune::SessionRecord* d = tune::library_default_record(candidates, run.session))
-        run.default_ns = d->result.time_ns;
-    }
   }
-  return run;
+  j.session = std::move(so);
+  j.device = o.device;
+  j.environment = [env] { return env; };
+  j.host = host_identity();
+  if (o.fake_evaluation_ms)
+    j.make_evaluator = [ms = *o.fake_evaluation_ms](tune::IsolatedEvaluator::Factory) {
+      return std::unique_ptr<tune::Evaluator>(std::make_unique<FakeEvaluator>(ms));
+    };
+  j.on_result = [&evaluations](const tune::CandidateResult&) { ++evaluations; };
+  Heartbeat beat(o, job, evaluations, lost);
+  return tune::run(j);
 }
 
 }  // namespace
@@ -426,9 +366,7 @@ WorkerStats run_worker(const WorkerOptions& in) {
       so.out_dir = o.work_dir / job->id;
       so.resume = fs::exists(tune::Session::results_path(so.out_dir));
       so.interrupt = &lost;
-      const JobRun run = job->library.empty()
-                             ? run_spec_job(o, *job, so, env, evaluations, lost)
-                             : run_library_job(o, *job, so, env, evaluations, lost);
+      const tune::Outcome run = run_job(o, *job, so, env, evaluations, lost);
       evaluations = static_cast<std::int64_t>(run.session.evaluations);
       g_job_interrupt = nullptr;
       if (g_stop_requested && run.session.stop == tune::StopCause::interrupted) {
@@ -441,7 +379,7 @@ WorkerStats run_worker(const WorkerOptions& in) {
         continue;
       }
       if (run.winner) {
-        if (run.ops && !st->get_op(run.ops->op)) st->put_op(*run.ops);
+        if (run.op && !st->get_op(run.op->op)) st->put_op(*run.op);
         const store::PutResult put = st->put_entry(*run.winner);
         result = {{"median_ns", run.winner->median_ns},
                   {"config", run.winner->config},
