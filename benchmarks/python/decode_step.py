@@ -9,9 +9,6 @@ capture and the replay costs the host nothing per GEMM.
 Run as a program, it prints {"which", "median_ms"} per variant after a warm-up (CUDA events).
 """
 
-import argparse
-import json
-import statistics
 
 import torch
 import torch.nn as nn
@@ -73,24 +70,7 @@ def make_step_graph():
 STEPS = {"eager": make_step, "graph": make_step_graph}
 
 
-def time_steps(step, iters, warmup=20):
-    for _ in range(warmup):
-        step()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
-    for a, b in events:
-        a.record()
-        step()
-        b.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in events)
-
-
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--which", choices=sorted(STEPS), action="append")
-    ap.add_argument("--iters", type=int, default=200)
-    a = ap.parse_args()
-    for which in a.which or sorted(STEPS):
-        ms = time_steps(STEPS[which](), a.iters)
-        print(json.dumps({"which": which, "median_ms": ms}), flush=True)
+    from step_main import main
+
+    main(STEPS, iters=200, warmup=20)

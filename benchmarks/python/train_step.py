@@ -10,11 +10,8 @@ Run as a program, it prints {"which", "median_ms"} of its iterations after a war
 the GPU with CUDA events (the whole-program A/B of `ktune run` reads it).
 """
 
-import argparse
 import contextlib
-import json
 import math
-import statistics
 
 import torch
 import torch.nn as nn
@@ -77,24 +74,7 @@ def make_step_tf32():
 STEPS = {"bf16": make_step_bf16, "f16": make_step_f16, "tf32": make_step_tf32}
 
 
-def time_steps(step, iters, warmup=10):
-    for _ in range(warmup):
-        step()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
-    for a, b in events:
-        a.record()
-        step()
-        b.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in events)
-
-
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--which", choices=sorted(STEPS), action="append")
-    ap.add_argument("--iters", type=int, default=20)
-    a = ap.parse_args()
-    for which in a.which or sorted(STEPS):
-        ms = time_steps(STEPS[which](), a.iters)
-        print(json.dumps({"which": which, "median_ms": ms}), flush=True)
+    from step_main import main
+
+    main(STEPS, iters=20, warmup=10)
