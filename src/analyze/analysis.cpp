@@ -35,13 +35,16 @@ ApiRole api_role(std::string_view name) {
 GroupBy parse_group_by(const std::string& text) {
   if (text == "name") return GroupBy::name;
   if (text == "name+launch") return GroupBy::name_and_launch;
-  throw Error(fmt::format("--by '{}' is not a grouping; use --by name or --by name+launch.", text));
+  if (text == "op") return GroupBy::op;
+  throw Error(fmt::format(
+      "--by '{}' is not a grouping; use --by name, --by name+launch or --by op.", text));
 }
 
 namespace {
 constexpr EnumName<GroupBy> kGroupByNames[] = {
     {GroupBy::name, "name"},
     {GroupBy::name_and_launch, "name+launch"},
+    {GroupBy::op, "op"},
 };
 }  // namespace
 
@@ -117,6 +120,9 @@ std::int64_t Analysis::window_ns() const {
 namespace {
 
 constexpr std::size_t kMaxShapesCounted = 100;
+// --by op: the row of the kernels no PyTorch op launched (or all of them, in a trace without the
+// op ranges of ktune profile --ops).
+constexpr const char* kNoOp = "(no PyTorch op; profile with --ops)";
 constexpr std::int64_t kFirstBinNs = 1000;
 
 // Times are stored unsigned by the tracer; differences need a sign. No clock reaches 2^63 ns (292
@@ -435,8 +441,10 @@ class Analyzer {
     return it != launches_.end() && it->correlation_id == correlation_id ? &*it : nullptr;
   }
 
-  int group_index(const trace::KernelRecord& k, const LaunchShape& s) {
+  int group_index(const trace::KernelRecord& k, const LaunchShape& s, const Launch* launch) {
     std::string key = display_name(k);
+    if (opt_.group_by == GroupBy::op)
+      key = launch && launch->op >= 0 ? op_names_[launch->op] : kNoOp;
     if (opt_.group_by == GroupBy::name_and_launch) {
       key += fmt::format("\x1f{},{},{}/{},{},{}/{}/{}", s.grid.x, s.grid.y, s.grid.z, s.block.x,
                          s.block.y, s.block.z, s.shared_mem_bytes, s.registers_per_thread);
@@ -444,7 +452,7 @@ class Analyzer {
     auto [it, fresh] = group_index_.emplace(std::move(key), static_cast<int>(groups_.size()));
     if (fresh) {
       groups_.emplace_back();
-      groups_.back().group.name = display_name(k);
+      groups_.back().group.name = opt_.group_by == GroupBy::op ? it->first : display_name(k);
       groups_.back().group.shape = s;
       groups_.back().shapes.push_back(s);
     }
@@ -562,18 +570,18 @@ class Analyzer {
     ++out_.kernel_count;
     add_to(out_.kernel_total_ns, duration);
 
-    const int gi = group_index(k, launch_shape(k));
+    const Launch* launch = find_launch(k.correlation_id);
+    const int gi = group_index(k, launch_shape(k), launch);
     GroupState& g = groups_[gi];
     add_to(g.group.total_ns, duration);
     g.durations_ns.push_back(static_cast<double>(duration));
 
-    const Launch* launch = find_launch(k.correlation_id);
     if (launch && launch->nvtx_group >= 0) {
       ++out_.nvtx[launch->nvtx_group].kernels;
       add_to(out_.nvtx[launch->nvtx_group].kernel_gpu_ns, duration);
     }
     if (launch && launch->gemm_event >= 0) gemm_.on_kernel(launch->gemm_event, k, duration);
-    if (launch && launch->op >= 0) ++g.ops[launch->op];
+    if (launch && launch->op >= 0 && opt_.group_by != GroupBy::op) ++g.ops[launch->op];
 
     StreamState& st = stream_state(static_cast<int>(k.device_id), k.stream_id);
     ++st.usage.kernels;

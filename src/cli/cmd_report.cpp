@@ -63,8 +63,9 @@ const bool registered = register_command(
            ->check(parsed_by([](const std::string& v) { report::find_format(v); }));
        add_json_flag_for_format(app, o->format, "Print JSON");
        app.add_option("--by", o->by,
-                      "Group kernels by name, or by name+launch (grid, block, shared memory, "
-                      "registers)")
+                      "Group kernels by name, by name+launch (grid, block, shared memory, "
+                      "registers), or by op: GPU time by the PyTorch op that launched them "
+                      "(a trace of ktune profile --ops)")
            ->capture_default_str()
            ->check(parsed_by([](const std::string& v) { analyze::parse_group_by(v); }));
        app.add_option("--names", o->names,

@@ -35,7 +35,8 @@ double median_half_width(const KernelGroup& g) {
 }
 
 bool same_kernel(const Analysis& a, const KernelGroup& x, const KernelGroup& y) {
-  return x.name == y.name && (a.group_by == analyze::GroupBy::name || x.shape == y.shape);
+  return x.name == y.name &&
+         (a.group_by != analyze::GroupBy::name_and_launch || x.shape == y.shape);
 }
 
 }  // namespace

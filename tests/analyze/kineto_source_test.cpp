@@ -227,6 +227,34 @@ TEST(OpRanges, EmitNvtxRangesNameEachKernelsOp) {
   EXPECT_EQ(mm->duration_ns.count, 2u);
 }
 
+// --by op: the kernel table is GPU time by the op that launched each kernel, ranked by GPU time;
+// kernels outside any op share one row that says how to get their ops.
+TEST(OpRanges, ByOpIsGpuTimeByOp) {
+  test::TraceBuilder b;
+  b.nvtx("aten::linear, seq = 1, op_id = 1", 1, 50);
+  b.nvtx("aten::mm, seq = 2, op_id = 2, sizes = [[2, 3]]", 2, 20);
+  b.nvtx("aten::mm, seq = 5, op_id = 9, sizes = [[2, 3]]", 60, 70);
+  b.launched("gemm", 3, 4, 10, 15, 1);          // aten::mm, 5
+  b.launched("epilogue", 30, 31, 35, 45, 2);    // aten::linear, 10
+  b.launched("gemm", 61, 62, 80, 85, 3);        // aten::mm, 5
+  b.launched("other_gemm", 63, 64, 86, 89, 4);  // aten::mm, 3
+  b.launched("gemm", 90, 91, 95, 99, 5);        // no op, 4
+  MemorySource source(b.t);
+  AnalysisOptions o;
+  o.group_by = GroupBy::op;
+  const Analysis a = analyze(source, o);
+  ASSERT_EQ(a.kernels.size(), 3u);
+  EXPECT_EQ(a.kernels[0].name, "aten::mm");
+  EXPECT_EQ(a.kernels[0].total_ns, 13000);  // the builder counts in us
+  EXPECT_EQ(a.kernels[0].duration_ns.count, 3u);
+  EXPECT_EQ(a.kernels[1].name, "aten::linear");
+  EXPECT_EQ(a.kernels[2].name, "(no PyTorch op; profile with --ops)");
+  EXPECT_EQ(a.kernels[2].total_ns, 4000);
+  EXPECT_TRUE(a.kernels[0].op.empty());  // the row is the op: no op column of its own
+  EXPECT_EQ(parse_group_by("op"), GroupBy::op);
+  EXPECT_STREQ(to_string(GroupBy::op), "op");
+}
+
 TEST(ApiAndStreams, AddUpFromTheRecords) {
   test::TraceBuilder b;
   b.launched("a", 0, 10, 20, 30, 1);

@@ -21,8 +21,11 @@ namespace ktune::analyze {
 enum class ApiRole { launch, synchronize, copy, other };
 ApiRole api_role(std::string_view api_name);
 
-enum class GroupBy { name, name_and_launch };
-GroupBy parse_group_by(const std::string& text);  // "name" | "name+launch"; ktune::Error otherwise
+// How the kernel table groups kernels: by name, by name and launch shape, or by the PyTorch op
+// that launched them (GPU time by op, the lever a PyTorch user has; ktune profile --ops).
+enum class GroupBy { name, name_and_launch, op };
+// "name" | "name+launch" | "op"; ktune::Error otherwise
+GroupBy parse_group_by(const std::string& text);
 const char* to_string(GroupBy by);
 
 struct AnalysisOptions {
