@@ -348,29 +348,18 @@ TEST(Session, T4AndSummaryShapesArePinned) {
   const json summary = json::parse(read_file(dir.path / "summary.json"));
   std::set<std::string> keys;
   for (const auto& [k, v] : summary.items()) keys.insert(k);
-  EXPECT_EQ(keys, (std::set<std::string>{"schema_version",
-                                         "spec",
-                                         "op",
-                                         "strategy",
-                                         "seed",
-                                         "budget",
-                                         "time_limit_s",
-                                         "shape",
-                                         "space_size",
-                                         "evaluations",
-                                         "evaluated_now",
-                                         "resumed",
-                                         "elapsed_s",
-                                         "evaluations_per_s",
-                                         "compiled",
-                                         "compile_s_mean",
-                                         "stop",
-                                         "status_counts",
-                                         "best",
-                                         "time_to_solution"}));
+  EXPECT_EQ(
+      keys,
+      (std::set<std::string>{
+          "schema_version",  "spec",           "op",      "strategy",      "seed",
+          "budget",          "time_limit_s",   "shape",   "space_size",    "space_sampled_from",
+          "evaluations",     "evaluated_now",  "resumed", "elapsed_s",     "evaluations_per_s",
+          "compiled",        "compile_s_mean", "stop",    "status_counts", "best",
+          "time_to_solution"}));
   EXPECT_EQ(summary["schema_version"], kSessionSummarySchemaVersion);
   EXPECT_EQ(summary["schema_version"], 2);
   EXPECT_EQ(summary["op"], "copy");
+  EXPECT_TRUE(summary["space_sampled_from"].is_null());  // the whole space is indexed
   EXPECT_EQ(summary["strategy"], "exhaustive");
   EXPECT_EQ(summary["evaluations"], 30);
   EXPECT_EQ(summary["stop"], "budget");
