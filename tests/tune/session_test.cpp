@@ -124,6 +124,28 @@ TEST(Session, CommonFailureNamesTheMostFrequentStatusAndItsFirstReason) {
   EXPECT_LT(common_failure(s).size(), 260u);  // a long reason is cut
 }
 
+// A space whose valid set is past what an index keeps is searched through a sample of it, and
+// the summary says how large the whole is (every parameter's values counted, not estimated).
+TEST(Session, SearchesASampleOfASpaceTooLargeToKeep) {
+  ProblemSpec spec = copy_spec();
+  for (int i = 0; i < 21; ++i) {
+    Parameter p;
+    p.name = fmt::format("UNUSED_{}", i);
+    p.type = "int";
+    p.values = {Value(1), Value(2), Value(4), Value(8)};
+    spec.parameters.push_back(p);
+  }
+  TempDir dir("sampled");
+  FakeEvaluator ev;
+  const SessionSummary s = Session(spec, options(dir.path, "random", 12), ev).run();
+  EXPECT_EQ(s.evaluations, 12u);
+  EXPECT_EQ(s.space_size, kSampledConfigurations);
+  ASSERT_TRUE(s.sampled_from);
+  EXPECT_EQ(*s.sampled_from, 96.0 * 0x1p42);  // copy's 96 valid, times 4^21
+  const json summary = json::parse(read_file(dir.path / "summary.json"));
+  EXPECT_EQ(summary["space_sampled_from"], 96.0 * 0x1p42);
+}
+
 TEST(Session, RecordsEveryOutcomeAndFindsTheOptimum) {
   const ProblemSpec spec = copy_spec();
   TempDir dir("all");
