@@ -70,6 +70,29 @@ std::size_t random_below(std::uint64_t& state, std::size_t n) {
   return static_cast<std::size_t>(next_random(state) % n);
 }
 
+// Sorts rows of `width` value indices each lexicographically, dropping repeated rows; moves each
+// row once, through a sorted index.
+void sort_rows(std::vector<std::uint32_t>& cells, std::size_t width) {
+  const std::size_t n = cells.size() / width;
+  const auto row = [&](std::size_t i) {
+    return cells.begin() + static_cast<std::ptrdiff_t>(i * width);
+  };
+  const auto w = static_cast<std::ptrdiff_t>(width);
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::lexicographical_compare(row(a), row(a) + w, row(b), row(b) + w);
+  });
+  std::vector<std::uint32_t> sorted;
+  sorted.reserve(cells.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto r = row(order[k]);
+    if (k > 0 && std::equal(r, r + w, sorted.end() - w)) continue;  // a repeat of the previous row
+    sorted.insert(sorted.end(), r, r + w);
+  }
+  cells = std::move(sorted);
+}
+
 // Random descents a group's estimate averages over, and the steps one random descent may take
 // backing up over violated constraints before it gives up.
 constexpr int kEstimateProbes = 512;
@@ -274,21 +297,7 @@ SearchSpace::Rows SearchSpace::tabulate(const Group& g, std::uint64_t max_rows) 
     }
     if (done) break;
   }
-  if (rows.stored && rows.count > 1) {
-    // Sort the rows lexicographically in `params` order, through an index to move each row once.
-    std::vector<std::uint32_t> order(rows.count);
-    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto* cells = rows.cells.data();
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return std::lexicographical_compare(cells + a * width, cells + (a + 1) * width,
-                                          cells + b * width, cells + (b + 1) * width);
-    });
-    std::vector<std::uint32_t> sorted;
-    sorted.reserve(rows.cells.size());
-    for (std::uint32_t i : order)
-      sorted.insert(sorted.end(), cells + i * width, cells + (i + 1) * width);
-    rows.cells = std::move(sorted);
-  }
+  if (rows.stored) sort_rows(rows.cells, width);  // the rows are distinct: none is dropped
   return rows;
 }
 
@@ -643,26 +652,9 @@ IndexedSpace IndexedSpace::from_flat(const SearchSpace& space, std::vector<std::
 }
 
 void IndexedSpace::sort_flat() {
-  const std::size_t d = space_->parameters().size();
-  auto row = [&](std::size_t i) { return flat_.begin() + static_cast<std::ptrdiff_t>(i * d); };
-  std::vector<std::size_t> order(size_);
-  for (std::size_t i = 0; i < size_; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::lexicographical_compare(row(a), row(a) + static_cast<std::ptrdiff_t>(d), row(b),
-                                        row(b) + static_cast<std::ptrdiff_t>(d));
-  });
-  std::vector<std::uint32_t> sorted;
-  sorted.reserve(flat_.size());
-  for (std::size_t k = 0; k < size_; ++k) {
-    const auto r = row(order[k]);
-    if (k > 0 && std::equal(r, r + static_cast<std::ptrdiff_t>(d),
-                            sorted.end() - static_cast<std::ptrdiff_t>(d)))
-      continue;  // a duplicate of the previous configuration
-    sorted.insert(sorted.end(), r, r + static_cast<std::ptrdiff_t>(d));
-  }
-  flat_ = std::move(sorted);
+  sort_rows(flat_, space_->parameters().size());
   flat_.shrink_to_fit();
-  size_ = flat_.size() / d;
+  size_ = flat_.size() / space_->parameters().size();
 }
 
 Configuration IndexedSpace::at(std::size_t i) const {
