@@ -591,11 +591,23 @@ IndexedSpace::IndexedSpace(const SearchSpace& space) : space_(&space) {
           const std::size_t w = group.params.size();
           const std::size_t row = random_below(rng, rows[g].count);
           for (std::size_t k = 0; k < w; ++k) c[group.params[k]] = rows[g].cells[row * w + k];
-        } else if (space.descend(group, c, rng, 64) != SearchSpace::Descent::found) {
-          space.too_large(fmt::format(
-              "about {:.3g} valid configurations, too many to enumerate, and its conditions "
-              "reject nearly every configuration drawn at random, so it cannot be sampled either",
-              estimate));
+          continue;
+        }
+        const SearchSpace::Descent found = space.descend(group, c, rng, 64);
+        if (found == SearchSpace::Descent::none_exist) {  // searched through: nothing is valid
+          *this = IndexedSpace(&space);
+          return;
+        }
+        if (found == SearchSpace::Descent::gave_up) {
+          space.too_large(
+              estimate >= 1
+                  ? fmt::format("about {:.3g} valid configurations, too many to enumerate, and its "
+                                "conditions reject nearly every configuration drawn at random, so "
+                                "it cannot be sampled either",
+                                estimate)
+                  : fmt::format("more than {} configurations to examine before its conditions "
+                                "leave the valid ones, which are too rare to draw at random",
+                                kMaxExaminedConfigurations));
         }
       }
       keep(c);
