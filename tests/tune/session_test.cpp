@@ -144,6 +144,14 @@ TEST(Session, SearchesASampleOfASpaceTooLargeToKeep) {
   EXPECT_EQ(*s.sampled_from, 96.0 * 0x1p42);  // copy's 96 valid, times 4^21
   const json summary = json::parse(read_file(dir.path / "summary.json"));
   EXPECT_EQ(summary["space_sampled_from"], 96.0 * 0x1p42);
+  // The sample is the same on every run, so a resumed search finds every recorded configuration.
+  SessionOptions o = options(dir.path, "random", 20);
+  o.resume = true;
+  FakeEvaluator more;
+  const SessionSummary resumed = Session(spec, o, more).run();
+  EXPECT_EQ(resumed.resumed, 12u);
+  EXPECT_EQ(resumed.evaluations, 20u);
+  EXPECT_EQ(more.calls, 8u);
 }
 
 TEST(Session, RecordsEveryOutcomeAndFindsTheOptimum) {
