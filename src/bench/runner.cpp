@@ -145,6 +145,21 @@ Workspace::Workspace(const std::vector<KernelArg>& args, std::uint64_t seed)
     : args_(args), seed_(seed) {
   buffers_.reserve(args_.size());
   scalars_.reserve(args_.size());
+  staged_.resize(args_.size());
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    const KernelArg& a = args_[i];
+    if (a.kind == KernelArg::Kind::scalar || a.fill != KernelArg::Fill::values) continue;
+    if (!a.values || a.values->size() != a.count)
+      throw Error(
+          fmt::format("argument '{}' is filled with given values but has {} of its {} "
+                      "elements.",
+                      a.name, a.values ? a.values->size() : 0, a.count));
+    staged_[i].reserve(a.bytes());
+    for (const double v : *a.values) {
+      const std::vector<std::byte> element = encode_scalar(v, a.dtype);
+      staged_[i].insert(staged_[i].end(), element.begin(), element.end());
+    }
+  }
   for (const auto& a : args_) {
     if (a.kind == KernelArg::Kind::scalar) {
       buffers_.emplace_back();
@@ -171,6 +186,11 @@ void Workspace::fill(CUstream s) {
     if (a.fill == KernelArg::Fill::random) {
       const std::uint64_t seed = a.seed ? *a.seed : seed_ * 1000003 + i;
       cuda::fill_random(buffers_[i].get(), a.count, a.dtype, seed, s);
+    } else if (a.fill == KernelArg::Fill::values) {
+      // From pageable memory the Async copy stages the bytes before it returns; ordered on `s`.
+      if (!staged_[i].empty())
+        KTUNE_CU(
+            driver().cuMemcpyHtoDAsync(buffers_[i].get(), staged_[i].data(), staged_[i].size(), s));
     } else {
       fill_constant(buffers_[i].get(), encode_scalar(a.value, a.dtype), a.count, s);
     }

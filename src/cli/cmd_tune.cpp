@@ -231,6 +231,11 @@ void print_summary(const tune::SessionSummary& s, const StoredWinner& w, const f
       "evaluations/s, stop: {}\n",
       s.op, s.spec, s.evaluations, s.evaluated_now, s.resumed, s.elapsed_s, s.evaluations_per_s,
       tune::to_string(s.stop));
+  if (s.sampled_from)
+    fmt::print(
+        "space: a random sample of {} of its about {:.3g} valid configurations (more than "
+        "ktune keeps)\n",
+        s.space_size, *s.sampled_from);
   if (s.compiled > 0)
     fmt::print(
         "compiling: {} binaries, {:.2f} s each on average; {} threads compile at most "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
 
 #include <fmt/format.h>
@@ -144,17 +145,19 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
                  {"cartesian_size", space.cartesian_size()}};
   std::vector<std::string> problems;
 
-  // Every valid configuration laid out: an expression that fails anywhere in the space is found
-  // here, not hours into a run. Those over Hopper's per-block limits are counted, not failures.
+  // Every valid configuration laid out (or, for a space too large to keep, the random sample a
+  // search would draw from): an expression that fails anywhere in the space is found here, not
+  // hours into a run. Those over Hopper's per-block limits are counted, not failures.
   const bench::DeviceLimits limits;
-  std::uint64_t valid = 0, over_limits = 0;
+  const tune::IndexedSpace index(space);
+  std::uint64_t over_limits = 0;
   std::optional<tune::Configuration> first_valid;
   std::optional<std::string> layout_error;
-  Progress progress("dry run", 0);
-  space.for_each([&](const tune::Configuration& c) {
-    ++valid;
+  Progress progress("dry run", index.size());
+  for (std::size_t i = 0; i < index.size() && !layout_error; ++i) {
+    const tune::Configuration c = index.at(i);
     if (!first_valid) first_valid = c;
-    if (!spec.runnable()) return true;  // enumerated only: ktune lays out and runs CUDA specs
+    if (!spec.runnable()) break;  // enumerated only: ktune lays out and runs CUDA specs
     try {
       const tune::MapScope scope = space.scope(c);
       bench::KernelLaunch l;
@@ -162,13 +165,14 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
       if (!fits || bench::launch_problem(limits, l)) ++over_limits;
     } catch (const Error& e) {
       layout_error = fmt::format("configuration {}: {}", space.describe(c), e.what());
-      return false;
     }
-    if (valid % 4096 == 0) progress.update(valid, "");
-    return true;
-  });
+    if (i % 4096 == 0) progress.update(i);
+  }
   progress.finish();
+  const std::uint64_t valid = static_cast<std::uint64_t>(std::llround(index.valid_count()));
   report["space_size"] = valid;
+  report["space_size_exact"] = index.valid_count_exact();
+  report["sampled"] = index.sampled() ? json(index.size()) : json(nullptr);
   report["over_device_limits"] = over_limits;
   if (layout_error) problems.push_back(*layout_error);
   if (valid == 0) problems.push_back("no configuration satisfies every condition");
@@ -232,8 +236,15 @@ int dry_run(const tune::ProblemSpec& spec, const std::map<std::string, std::int6
     fmt::print(
         "{} ({}): op {}, dtype {}, {} valid configurations of {} ({} over Hopper's "
         "per-block limits)\n",
-        spec.source, spec.kernel.language, spec.ktune.op, spec.ktune.dtype, valid,
+        spec.source, spec.kernel.language, spec.ktune.op, spec.ktune.dtype,
+        index.valid_count_exact() ? fmt::format("{}", valid)
+                                  : fmt::format("about {:.3g}", index.valid_count()),
         space.cartesian_size(), over_limits);
+    if (index.sampled())
+      fmt::print(
+          "searched through a random sample of {} valid configurations (the most ktune "
+          "keeps is {})\n",
+          index.size(), tune::kMaxIndexedConfigurations);
     fmt::print("configuration: {}{}\n", cfg.dump(),
                report.contains("default_breaks_a_condition") ? " (the default breaks a condition; "
                                                                "the first valid one)"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -68,6 +69,25 @@ std::optional<DType> find_dtype(std::string_view name) {
     for (std::string_view a : i.aliases)
       if (name == a) return i.type;
   }
+  return std::nullopt;
+}
+
+std::optional<VectorType> find_vector_type(std::string_view name) {
+  if (const auto t = find_dtype(name)) return VectorType{*t, 1};
+  // CUDA's vector types: an element name, then the width 1 to 4 (vector_types.h, cuda_fp16.h).
+  static constexpr std::pair<std::string_view, DType> kBases[] = {
+      {"char", DType::i8},       {"uchar", DType::u8},   {"short", DType::i16},
+      {"ushort", DType::u16},    {"int", DType::i32},    {"uint", DType::u32},
+      {"long", DType::i64},      {"ulong", DType::u64},  {"longlong", DType::i64},
+      {"ulonglong", DType::u64}, {"float", DType::f32},  {"double", DType::f64},
+      {"half", DType::f16},      {"__half", DType::f16}, {"__nv_bfloat16", DType::bf16}};
+  name = trim(name);
+  if (name.size() < 2) return std::nullopt;
+  const char last = name.back();
+  if (last < '1' || last > '4') return std::nullopt;
+  const std::string_view base = name.substr(0, name.size() - 1);
+  for (const auto& [spelling, type] : kBases)
+    if (base == spelling) return VectorType{type, last - '0'};
   return std::nullopt;
 }
 

@@ -36,9 +36,25 @@ class Fields {
 
   const json& object(const json& j, std::string_view field) const {
     auto it = j.find(field);
-    if (it == j.end() || !it->is_object())
-      fail(field, it == j.end() ? "is missing; add it (an object)" : "must be an object");
+    if (it == j.end()) {
+      // Older drafts of the format spell fields in lower case or with underscores
+      // ("kernelSpecification", "configuration_space"): say so, since the file looks complete.
+      for (const auto& [key, value] : j.items())
+        if (loose_name(key) == loose_name(field))
+          fail(field, fmt::format("is missing; the file has '{}', which T1 does not define (its "
+                                  "field names are case-sensitive, without underscores): write "
+                                  "the spec in the T1 layout",
+                                  key));
+      fail(field, "is missing; add it (an object)");
+    }
+    if (!it->is_object()) fail(field, "must be an object");
     return *it;
+  }
+  static std::string loose_name(std::string_view name) {
+    std::string out;
+    for (char c : name)
+      if (c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
   }
   const json* optional(const json& j, std::string_view field) const {
     auto it = j.find(field);
@@ -187,7 +203,10 @@ Argument parse_argument(const json& j, const Fields& f, const std::filesystem::p
   Argument a;
   a.name = f.string(j, "Name", std::nullopt);
   a.type = f.string(j, "Type", std::nullopt);
-  a.dtype = find_dtype(a.type);
+  if (const auto v = find_vector_type(a.type)) {
+    a.dtype = v->element;
+    a.width = v->width;
+  }
   a.memory_type = enum_field(kMemoryTypes, f.string(j, "MemoryType", "Vector"), f, "MemoryType");
   a.access_type = enum_field(kAccessTypes, f.string(j, "AccessType", "ReadWrite"), f, "AccessType");
   a.constant_memory = f.string(j, "MemType", "Global") == "Constant";
@@ -204,8 +223,24 @@ Argument parse_argument(const json& j, const Fields& f, const std::filesystem::p
     } catch (const Error& e) {
       f.fail("FillValue", e.what());
     }
+    // BAT's and Kernel Tuner's readers evaluate a FillValue written as a string ("4096", "1.0/3").
+    if (a.fill_value.kind() == Value::Kind::string) {
+      try {
+        a.fill_value = evaluate_constant(v->get<std::string>());
+      } catch (const ExpressionError& e) {
+        throw e.with_context(f.source(), f.join("FillValue"));
+      }
+      if (a.fill_value.kind() != Value::Kind::integer && a.fill_value.kind() != Value::Kind::real)
+        f.fail("FillValue", fmt::format("\"{}\" is not a number", v->get<std::string>()));
+    }
   }
-  if (const json* file = f.optional(j, "DataSource")) {
+  if (a.fill_type == FillType::generator) {
+    if (!f.optional(j, "DataSource"))
+      f.fail("DataSource",
+             "is missing; FillType Generator computes each element from this expression of "
+             "the element index i, e.g. \"i\" or \"(i % 7) * 0.5\"");
+    a.generator = f.expression(j, "DataSource", std::nullopt);
+  } else if (const json* file = f.optional(j, "DataSource")) {
     if (!file->is_string()) f.fail("DataSource", "must be a file name");
     a.data_file = confined_path(root, base, file->get<std::string>(),
                                 fmt::format("{}: field {}", f.source(), f.join("DataSource")));
@@ -334,9 +369,10 @@ KernelSpec parse_kernel(const json& j, const Fields& f, const std::filesystem::p
     }
   }
   if (const json* ps = f.optional(j, "ProblemSize")) {
-    if (!ps->is_array()) f.fail("ProblemSize", "must be a list of sizes");
-    for (std::size_t i = 0; i < ps->size(); ++i) {
-      const json& e = (*ps)[i];
+    // One size may stand alone, as BAT's specs write it: 20000000 is [20000000].
+    const json sizes = ps->is_array() ? *ps : json::array({*ps});
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const json& e = sizes[i];
       const std::string field = fmt::format("ProblemSize[{}]", i);
       if (!e.is_string() && !e.is_number_integer())
         f.fail(field, "must be an integer or an expression string");
@@ -516,8 +552,16 @@ ProblemSpec ProblemSpec::load(const std::filesystem::path& path) {
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
+    // nlohmann counts the byte after the error: the line and column of the byte before it.
+    const std::size_t at = e.byte > 0 ? std::min<std::size_t>(e.byte - 1, text.size()) : 0;
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    const std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const std::size_t column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
     throw Error(
-        fmt::format("{}: not valid JSON at byte {}; fix the syntax there.", path.string(), e.byte));
+        fmt::format("{}: not valid JSON at line {}, column {} (byte {}); fix the syntax "
+                    "there.",
+                    path.string(), line, column, e.byte));
   }
   return parse(j, path.string(), path.parent_path());
 }
@@ -616,6 +660,10 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
   for (std::size_t i = 0; i < s.kernel.arguments.size(); ++i)
     check_names(s.kernel.arguments[i].size,
                 fmt::format("KernelSpecification.Arguments[{}].Size", i));
+  known.push_back("i");  // a generated argument's element index
+  for (std::size_t i = 0; i < s.kernel.arguments.size(); ++i)
+    if (const auto& g = s.kernel.arguments[i].generator)
+      check_names(*g, fmt::format("KernelSpecification.Arguments[{}].DataSource", i));
   if (s.ktune.flops) check_names(*s.ktune.flops, "ktune.flops");
   if (s.ktune.bytes) check_names(*s.ktune.bytes, "ktune.bytes");
   return s;

@@ -298,6 +298,7 @@ class SessionRun {
     s.time_limit_s = opt_.time_limit_s;
     s.shape = target_.shape;
     s.space_size = index_.size();
+    if (index_.sampled()) s.sampled_from = index_.valid_count();
     return s;
   }
 
@@ -480,6 +481,8 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
           {"time_limit_s", s.time_limit_s},
           {"shape", s.shape},
           {"space_size", s.space_size},
+          {"space_sampled_from",
+           s.sampled_from ? nlohmann::json(*s.sampled_from) : nlohmann::json(nullptr)},
           {"evaluations", s.evaluations},
           {"evaluated_now", s.evaluated_now},
           {"resumed", s.resumed},

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <regex>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -41,6 +43,29 @@ std::string allowed(const Parameter& p) {
 constexpr const char* kHipRuntimeShim =
     "#pragma once\n#ifndef __HIP_PLATFORM_NVIDIA__\n#define __HIP_PLATFORM_NVIDIA__ 1\n#endif\n";
 
+// C headers a CUDA kernel may include whose declarations NVRTC already has built in, and what
+// ktune gives in their place: math.h's constants (POSIX, used by kernels as M_PI), nothing else.
+constexpr std::pair<std::string_view, std::string_view> kBuiltinCHeaders[] = {
+    {"math.h",
+     "#pragma once\n"
+     "#ifndef M_PI\n"
+     "#define M_E 2.7182818284590452354\n"
+     "#define M_LOG2E 1.4426950408889634074\n"
+     "#define M_LOG10E 0.43429448190325182765\n"
+     "#define M_LN2 0.69314718055994530942\n"
+     "#define M_LN10 2.30258509299404568402\n"
+     "#define M_PI 3.14159265358979323846\n"
+     "#define M_PI_2 1.57079632679489661923\n"
+     "#define M_PI_4 0.78539816339744830962\n"
+     "#define M_1_PI 0.31830988618379067154\n"
+     "#define M_2_PI 0.63661977236758134308\n"
+     "#define M_2_SQRTPI 1.12837916709551257390\n"
+     "#define M_SQRT2 1.41421356237309504880\n"
+     "#define M_SQRT1_2 0.70710678118654752440\n"
+     "#endif\n"},
+    {"stdio.h", "#pragma once\n"},
+};
+
 // The files a kernel source includes with #include "...", found beside the including file and read
 // (transitively, each once), so NVRTC gets them from memory and the binary cache key covers them.
 // Every include that names a path out of the spec's folder tree (`root`: "../../etc/shadow", an
@@ -72,7 +97,14 @@ std::vector<std::pair<std::string, std::string>> local_headers(const std::string
             "headers beside the spec (and the toolkit's): move the header there, or allow its "
             "folder with --allow-path.",
             file.string(), name, root.string()));
-      if (!quoted) continue;  // a toolkit header: NVRTC has it
+      if (!quoted) {
+        // C's math and stdio headers, which NVRTC does not ship: their device functions (sinf,
+        // printf) are NVRTC built-ins, so an empty header is what the kernel needs (BAT's FFT
+        // includes <math.h>, and its reader compiles through jitify, which does the same).
+        for (const auto& [header, stub] : kBuiltinCHeaders)
+          if (name == header) out.emplace_back(name, std::string(stub));
+        continue;  // else a toolkit header: NVRTC has it
+      }
       const std::filesystem::path header = dir / path;
       if (std::filesystem::is_regular_file(header))
         out.emplace_back(name, read_file(header));
@@ -182,6 +214,40 @@ ConfigMap parse_config(const ProblemSpec& spec, std::string_view text) {
   return c;
 }
 
+namespace {
+
+// The most elements a Generator computes: each is an expression evaluation on the host (about a
+// microsecond), so this bounds one problem's setup to seconds.
+constexpr std::size_t kMaxGeneratedElements = std::size_t{1} << 24;
+
+// A Generator argument's elements: its expression at i = 0 .. count - 1.
+std::shared_ptr<const std::vector<double>> generate_values(const ProblemSpec& spec,
+                                                           const Expression& generator,
+                                                           const Scope& constants,
+                                                           std::size_t count,
+                                                           const std::string& field) {
+  if (count > kMaxGeneratedElements)
+    throw Error(fmt::format(
+        "{}: field {}.FillType Generator would compute {} elements one expression at a time, "
+        "more than the {} ktune generates; use Random or Constant for an argument this large.",
+        spec.source, field, count, kMaxGeneratedElements));
+  auto out = std::make_shared<std::vector<double>>(count);
+  MapScope scope(&constants);
+  try {
+    for (std::size_t i = 0; i < count; ++i) {
+      scope.set("i", Value(static_cast<std::int64_t>(i)));
+      (*out)[i] = generator.evaluate(scope).as_double();
+    }
+  } catch (const ExpressionError& e) {
+    throw e.with_context(spec.source, field + ".DataSource");
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: field {}.DataSource: {}", spec.source, field, e.what()));
+  }
+  return out;
+}
+
+}  // namespace
+
 bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
                             const std::map<std::string, std::int64_t>& shape) {
   const MapScope constants = spec.constants(shape);
@@ -234,6 +300,11 @@ bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
     }
     k.dtype = *a.dtype;
     if (a.memory_type == MemoryType::scalar) {
+      if (a.width > 1)
+        throw Error(fmt::format(
+            "{}: field {}.Type is {}, a vector type, but the argument is a Scalar, which ktune "
+            "passes as one {} value; make it a Vector or give its element type.",
+            spec.source, field, a.type, to_string(k.dtype)));
       k.kind = KernelArg::Kind::scalar;
       try {
         k.value = a.fill_value.as_double();
@@ -242,7 +313,8 @@ bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
       }
     } else {
       k.kind = a.constant_memory ? KernelArg::Kind::constant_memory : KernelArg::Kind::buffer;
-      const std::int64_t count = eval_size(a.size, field + ".Size");
+      // A vector type holds `width` elements per entry, side by side (float4: x, y, z, w).
+      const std::int64_t count = eval_size(a.size, field + ".Size") * a.width;
       if (count < 1)
         throw Error(fmt::format("{}: field {}.Size is {}; an argument needs at least one element.",
                                 spec.source, field, count));
@@ -260,10 +332,13 @@ bench::Problem make_problem(const ProblemSpec& spec, const ConfigMap& values,
       } else if (a.fill_type == FillType::constant) {
         k.fill = KernelArg::Fill::constant;
         k.value = a.fill_value.as_double();
+      } else if (a.fill_type == FillType::generator) {
+        k.fill = KernelArg::Fill::values;
+        k.values = generate_values(spec, *a.generator, constants, k.count, field);
       } else {
         throw Error(
             fmt::format("{}: field {}.FillType {} is not supported by ktune bench yet; use "
-                        "Random or Constant.",
+                        "Random, Constant or Generator.",
                         spec.source, field, to_string(a.fill_type)));
       }
       k.output = a.output;

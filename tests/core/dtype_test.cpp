@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "ktune/core/error.hpp"
 
 namespace ktune {
@@ -38,6 +41,27 @@ TEST(DType, CacheKeysOfEveryProducerMeetInOneSpelling) {
   EXPECT_EQ(canonical_dtype_key("TF32"), "tf32");
   EXPECT_EQ(canonical_dtype_key("torch.float8_e4m3fn"), "float8_e4m3fn");
   EXPECT_EQ(canonical_dtype_key(""), "");
+}
+
+TEST(DType, CudaVectorTypesAreWidthsOfAnElementType) {
+  const auto width = [](std::string_view name) {
+    const auto v = find_vector_type(name);
+    return v ? std::pair<std::string, int>{to_string(v->element), v->width}
+             : std::pair<std::string, int>{"none", 0};
+  };
+  EXPECT_EQ(width("double3"), (std::pair<std::string, int>{"f64", 3}));
+  EXPECT_EQ(width("float4"), (std::pair<std::string, int>{"f32", 4}));
+  EXPECT_EQ(width("float2"), (std::pair<std::string, int>{"f32", 2}));
+  EXPECT_EQ(width("int2"), (std::pair<std::string, int>{"i32", 2}));
+  EXPECT_EQ(width("uint4"), (std::pair<std::string, int>{"u32", 4}));
+  EXPECT_EQ(width("uchar1"), (std::pair<std::string, int>{"u8", 1}));
+  EXPECT_EQ(width("half2"), (std::pair<std::string, int>{"f16", 2}));
+  // Plain element types are width 1, and a trailing width in their own name is not a vector.
+  EXPECT_EQ(width("float16"), (std::pair<std::string, int>{"f16", 1}));
+  EXPECT_EQ(width("int32"), (std::pair<std::string, int>{"i32", 1}));
+  EXPECT_EQ(width("float8"), (std::pair<std::string, int>{"none", 0}));  // not a CUDA type
+  EXPECT_EQ(width("quad4"), (std::pair<std::string, int>{"none", 0}));
+  EXPECT_EQ(width("4"), (std::pair<std::string, int>{"none", 0}));
 }
 
 }  // namespace

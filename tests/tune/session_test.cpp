@@ -124,6 +124,36 @@ TEST(Session, CommonFailureNamesTheMostFrequentStatusAndItsFirstReason) {
   EXPECT_LT(common_failure(s).size(), 260u);  // a long reason is cut
 }
 
+// A space whose valid set is past what an index keeps is searched through a sample of it, and
+// the summary says how large the whole is (every parameter's values counted, not estimated).
+TEST(Session, SearchesASampleOfASpaceTooLargeToKeep) {
+  ProblemSpec spec = copy_spec();
+  for (int i = 0; i < 21; ++i) {
+    Parameter p;
+    p.name = fmt::format("UNUSED_{}", i);
+    p.type = "int";
+    p.values = {Value(1), Value(2), Value(4), Value(8)};
+    spec.parameters.push_back(p);
+  }
+  TempDir dir("sampled");
+  FakeEvaluator ev;
+  const SessionSummary s = Session(spec, options(dir.path, "random", 12), ev).run();
+  EXPECT_EQ(s.evaluations, 12u);
+  EXPECT_EQ(s.space_size, kSampledConfigurations);
+  ASSERT_TRUE(s.sampled_from);
+  EXPECT_EQ(*s.sampled_from, 96.0 * 0x1p42);  // copy's 96 valid, times 4^21
+  const json summary = json::parse(read_file(dir.path / "summary.json"));
+  EXPECT_EQ(summary["space_sampled_from"], 96.0 * 0x1p42);
+  // The sample is the same on every run, so a resumed search finds every recorded configuration.
+  SessionOptions o = options(dir.path, "random", 20);
+  o.resume = true;
+  FakeEvaluator more;
+  const SessionSummary resumed = Session(spec, o, more).run();
+  EXPECT_EQ(resumed.resumed, 12u);
+  EXPECT_EQ(resumed.evaluations, 20u);
+  EXPECT_EQ(more.calls, 8u);
+}
+
 TEST(Session, RecordsEveryOutcomeAndFindsTheOptimum) {
   const ProblemSpec spec = copy_spec();
   TempDir dir("all");
@@ -348,29 +378,18 @@ TEST(Session, T4AndSummaryShapesArePinned) {
   const json summary = json::parse(read_file(dir.path / "summary.json"));
   std::set<std::string> keys;
   for (const auto& [k, v] : summary.items()) keys.insert(k);
-  EXPECT_EQ(keys, (std::set<std::string>{"schema_version",
-                                         "spec",
-                                         "op",
-                                         "strategy",
-                                         "seed",
-                                         "budget",
-                                         "time_limit_s",
-                                         "shape",
-                                         "space_size",
-                                         "evaluations",
-                                         "evaluated_now",
-                                         "resumed",
-                                         "elapsed_s",
-                                         "evaluations_per_s",
-                                         "compiled",
-                                         "compile_s_mean",
-                                         "stop",
-                                         "status_counts",
-                                         "best",
-                                         "time_to_solution"}));
+  EXPECT_EQ(
+      keys,
+      (std::set<std::string>{
+          "schema_version",  "spec",           "op",      "strategy",      "seed",
+          "budget",          "time_limit_s",   "shape",   "space_size",    "space_sampled_from",
+          "evaluations",     "evaluated_now",  "resumed", "elapsed_s",     "evaluations_per_s",
+          "compiled",        "compile_s_mean", "stop",    "status_counts", "best",
+          "time_to_solution"}));
   EXPECT_EQ(summary["schema_version"], kSessionSummarySchemaVersion);
   EXPECT_EQ(summary["schema_version"], 2);
   EXPECT_EQ(summary["op"], "copy");
+  EXPECT_TRUE(summary["space_sampled_from"].is_null());  // the whole space is indexed
   EXPECT_EQ(summary["strategy"], "exhaustive");
   EXPECT_EQ(summary["evaluations"], 30);
   EXPECT_EQ(summary["stop"], "budget");

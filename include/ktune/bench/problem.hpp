@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,7 +22,8 @@ namespace ktune::bench {
 
 struct KernelArg {
   enum class Kind { buffer, scalar, constant_memory };
-  enum class Fill { random, constant };
+  // values: `values` element by element (a T1 Generator, computed on the host once per problem).
+  enum class Fill { random, constant, values };
   std::string name;
   Kind kind = Kind::buffer;
   cuda::DType dtype = cuda::DType::f32;
@@ -29,6 +31,8 @@ struct KernelArg {
   Fill fill = Fill::random;  // buffers and constant memory; random is the default: never time zeros
   double value = 0;          // the constant fill, or the scalar's value
   std::optional<std::uint64_t> seed;  // the random fill's own seed (T1 RandomSeed)
+  // Fill::values: count of them, shared by the copies of a problem made for each candidate.
+  std::shared_ptr<const std::vector<double>> values;
   bool output = false;  // poisoned before each checked run and compared with the reference
   std::optional<Tolerance> tolerance;  // per output; default_tolerance(dtype) when empty
   std::size_t bytes() const { return count * cuda::dtype_bytes(dtype); }

@@ -45,7 +45,7 @@ class Workspace {
  public:
   // `seed` seeds each random fill unless the argument has its own.
   Workspace(const std::vector<KernelArg>& args, std::uint64_t seed = 1);
-  // Random or constant fills of every non-output buffer (outputs too: kernels may
+  // Random, constant or given fills of every non-output buffer (outputs too: kernels may
   // read-modify-write).
   void fill(CUstream s);
   void poison_outputs(CUstream s);
@@ -66,6 +66,7 @@ class Workspace {
   std::uint64_t seed_;
   std::vector<cuda::DeviceBuffer> buffers_;      // one per buffer or constant-memory argument
   std::vector<std::vector<std::byte>> scalars_;  // parameter storage per argument
+  std::vector<std::vector<std::byte>> staged_;   // Fill::values arguments, encoded once
   std::vector<void*> param_ptrs_, all_params_;
 };
 

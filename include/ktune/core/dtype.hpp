@@ -22,6 +22,14 @@ std::optional<DType> find_dtype(std::string_view name);
 // The same, throwing ktune::Error that lists the canonical names when `name` is unknown.
 DType parse_dtype(std::string_view name);
 
+// A CUDA vector type ("float4", "double3", "int2", "uint4", "half2"): `width` elements of
+// `element` side by side, as a buffer of them is laid out. A plain element type reads as width 1.
+struct VectorType {
+  DType element;
+  int width;
+};
+std::optional<VectorType> find_vector_type(std::string_view name);
+
 // A cache key's dtype: one name, or several joined by ',' ("f16,f16,f32"). Each part that names
 // an element type becomes its canonical name; "tf32" (float32 data multiplied in TF32) is a
 // name of its own; other parts are kept as written, lower-cased and trimmed.

@@ -46,8 +46,11 @@ struct Argument {
   std::string name;
   std::string type;  // T1 "Type" as written: "float", "double", "int32", "half", "float4", ...
   // `type` as an element type ktune fills and compares; nullopt for one it has none of (an
-  // OpenCL vector type): the spec is read and enumerated, and a run names the argument.
+  // OpenCL vector type): the spec is read and enumerated, and a run names the argument. A CUDA
+  // vector type ("double3", "float4", "int2") is `width` elements of `dtype` each: a Size of n
+  // holds n * width of them.
   std::optional<DType> dtype;
+  int width = 1;
   MemoryType memory_type = MemoryType::vector;
   AccessType access_type = AccessType::read_write;
   bool constant_memory = false;  // T1 "MemType": "Constant": lives in __constant__ memory
@@ -59,7 +62,10 @@ struct Argument {
   std::optional<std::uint64_t> random_seed;  // T1 "RandomSeed": this argument's own random fill
   Value fill_value = Value(0.0);
   std::filesystem::path data_file;  // BinaryRaw: resolved against the spec's directory
-  bool output = false;              // compared against the reference after each run
+  // Generator: DataSource as an expression of the element index `i` (0 to Size * width - 1), as
+  // BAT's reader computes it; it may also read ProblemSize and the shape variables.
+  std::optional<Expression> generator;
+  bool output = false;  // compared against the reference after each run
 };
 
 struct Dim3Expression {

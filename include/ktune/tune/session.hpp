@@ -102,7 +102,9 @@ struct SessionSummary {
   std::size_t budget = 0;
   double time_limit_s = 0;
   std::map<std::string, std::int64_t> shape;
-  std::size_t space_size = 0;   // valid configurations
+  std::size_t space_size = 0;  // valid configurations searched
+  // When those are a random sample of a valid set too large to keep: that set's size.
+  std::optional<double> sampled_from;
   std::size_t evaluations = 0;  // records in results.jsonl used by this search
   std::size_t evaluated_now = 0, resumed = 0;
   double elapsed_s = 0;          // this process's search
