@@ -28,7 +28,9 @@ TEST(Text, TerminalSafeEscapesEveryControlCharacter) {
   EXPECT_EQ(terminal_safe("gemm\x1b]0;owned\x07<float>"), "gemm\\x1b]0;owned\\x07<float>");
   EXPECT_EQ(terminal_safe("a\nb\tc\x7f"), "a\\x0ab\\x09c\\x7f");
   EXPECT_EQ(terminal_safe("a\nb", /*keep_newlines=*/true), "a\nb");
-  EXPECT_EQ(terminal_safe("csi\xC2\x9B2J"), "csi\\u009b2J");               // C1 as UTF-8
+  EXPECT_EQ(terminal_safe("csi\xC2\x9B"
+                          "2J"),
+            "csi\\u009b2J");                                               // C1 as UTF-8
   EXPECT_EQ(terminal_safe("raw\x9B"), "raw\xEF\xBF\xBD");                  // a lone byte
   EXPECT_EQ(terminal_safe("\xCE\xB1 \xC2\xA0ok"), "\xCE\xB1 \xC2\xA0ok");  // not controls
 }

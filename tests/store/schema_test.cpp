@@ -218,11 +218,15 @@ TEST(StoreUrl, SqliteWithoutAPathIsRefused) {
 // Issue 44: 'sqlite:file:x.db?mode=memory' reported "1 new winners" and kept nothing; SQLite takes
 // "file:" in any case as a URI. A blank --db made a file named " ".
 TEST(StoreUrl, LocatorsThatWouldNotPersistAreRefused) {
-  for (const char* url : {"sqlite:file:x.db?mode=memory", "file:x.db?mode=memory",
-                          "FILE:x.db?vfs=memdb", "sqlite://File:x.db"}) {
+  for (const char* url :
+       {"sqlite:file:x.db?mode=memory", "sqlite://File:x.db", "sqlite:FILE:x.db?vfs=memdb"}) {
     const std::string why = error_of(url);
     EXPECT_NE(why.find("names no file"), std::string::npos) << url << ": " << why;
     EXPECT_FALSE(std::filesystem::exists("x.db")) << url;
+  }
+  for (const char* url : {"file:x.db?mode=memory", "FILE:x.db?vfs=memdb"}) {
+    const std::string why = error_of(url);
+    EXPECT_NE(why.find("unknown store scheme 'file'"), std::string::npos) << url << ": " << why;
   }
   for (const char* url : {" ", "\t", "  \n"}) {
     const std::string why = error_of(url);
