@@ -475,7 +475,7 @@ WorkerStats run_worker(const WorkerOptions& in) {
     }
     if (!machine_failed.empty()) {
       bool requeued = false;
-      const std::string shown = fmt::format("attempt {} of {}: {}; retried", job->attempt,
+      const std::string shown = fmt::format("attempt {} of {}, retried: {}", job->attempt,
                                             o.max_attempts, machine_failed);
       link.run(
           [&](store::FleetStore& fleet) {

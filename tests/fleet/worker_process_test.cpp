@@ -233,7 +233,7 @@ TEST_P(WorkerProcessTest, AJobTheMachineFailedIsRetriedThenQueuedAgainOnRequest)
   fs::create_directories(dir() / "work");
   std::ofstream(dir() / "work" / ids[0]) << "not a folder: every claim fails to write there\n";
   const pid_t a = start_worker("a", 1);
-  EXPECT_EQ(wait_exit(a), 0);
+  EXPECT_EQ(wait_exit(a), 1);  // a worker that failed a job says so
   auto st = store::Store::open(url());
   store::FleetStore f(*st);
   auto j = f.job(ids[0]);
@@ -242,7 +242,8 @@ TEST_P(WorkerProcessTest, AJobTheMachineFailedIsRetriedThenQueuedAgainOnRequest)
   EXPECT_NE(j->error.find("cannot create the output directory"), std::string::npos) << j->error;
   std::ifstream log(dir() / "a.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("attempt 1 of 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("queued again: attempt 1 of 3, retried: cannot create"), std::string::npos)
+      << text;
   fs::remove(dir() / "work" / ids[0]);
   // Queued again by asking again (ktune queue add), not by from-backlog's automatic adds.
   const store::FleetJob again = fleet::make_job({j->spec, {}, "", "", 6, 0}, fleet::now_ms());
