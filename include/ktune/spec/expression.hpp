@@ -28,8 +28,8 @@ namespace ktune::tune {
 // of one operator (a + b + c ..., x and y and z ...) are not nesting and have no limit.
 inline constexpr std::size_t kMaxExpressionDepth = 256;
 // Characters one expression may hold. The longest real T1 restriction is a few thousand; a 45 MB
-// one once took 3.1 GB to tokenize before its syntax error at character 16.
-inline constexpr std::size_t kMaxExpressionBytes = std::size_t{1} << 18;
+// one once took 3.1 GB to tokenize before its syntax error at character 16 (1 MiB takes ~70 MB).
+inline constexpr std::size_t kMaxExpressionBytes = std::size_t{1} << 20;
 // What an ExpressionError quotes of its expression: the part around the position, never all of a
 // long one (a 6 MB expression came back as a 6 MB message).
 inline constexpr std::size_t kMaxQuotedExpression = 120;
