@@ -11,7 +11,8 @@ build=${KTUNE_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-20}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(expression spec t4 cache_entry pack ktrace analysis cublaslt_log kineto)
+[ ${#targets[@]} -eq 0 ] && targets=(expression spec t4 cache_entry pack ktrace analysis cublaslt_log kineto store_locator
+  gate_suite)
 jobs=${KTUNE_FUZZ_JOBS:-1}
 niceness=${KTUNE_FUZZ_NICE:-0}
 

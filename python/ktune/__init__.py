@@ -36,8 +36,19 @@ _TRACER_NAME = "libktune_tracer.so"
 
 
 def _db(db: Optional[str]) -> str:
-    # As the CLI's --db: KTUNE_DB, else "" (the embedded SQLite store, KTUNE_HOME respected).
-    return os.environ.get("KTUNE_DB", "") if db is None else os.fspath(db)
+    # As the CLI's --db: KTUNE_DB, else "" (the embedded SQLite store, KTUNE_HOME respected). A
+    # db (or KTUNE_DB) given but blank names no store: refused, as the CLI refuses --db ''
+    # (it used to mean the default store, which was never what was asked).
+    if db is None:
+        named, source = os.environ.get("KTUNE_DB"), "KTUNE_DB"
+        if named is None:
+            return ""
+    else:
+        named, source = os.fspath(db), "db"
+    if not named.strip():
+        raise Error(f"{source}={named!r} names no store; give a store path or postgresql:// URL, "
+                    f"or leave {source} out for the default store.")
+    return named
 
 
 def environment(
@@ -94,7 +105,6 @@ def lookup_result(
 ) -> dict:
     """The store's whole lookup answer, as `ktune cache get --json` prints it."""
     e = environment(**env)  # type: ignore[arg-type]
-    shape = [int(d) for d in shape]
     return json.loads(_ktune.lookup_json(_db(db), op, dtype, shape, json.dumps(e)))
 
 

@@ -10,6 +10,7 @@ stall the caller's other threads.
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 from pathlib import Path
 from typing import Callable, Sequence, Tuple
@@ -108,12 +109,31 @@ def _check(status: int) -> None:
         raise (NoGpuError if status == _NO_GPU else Error)(message)
 
 
-def _text(s: str) -> bytes:
+def _text(s: str, what: str = "a text argument") -> bytes:
+    # A C string ends at its first NUL: "gemm\0x" would be looked up as "gemm".
+    if "\0" in s:
+        raise Error(f"{what} {s[:60]!r} holds a NUL character, which no op name, dtype or path "
+                    "may hold; remove it.")
     return s.encode("utf-8", "surrogateescape")  # paths that are not UTF-8 pass through as bytes
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _shape(shape: Sequence[int]) -> Tuple[ctypes.Array, int]:
-    dims = [int(d) for d in shape]
+    # ctypes wraps an int past 64 bits silently ([2**64 + 1048576] became [1048576]); a float
+    # would be truncated. Each dimension must be a whole number that fits.
+    dims = []
+    for i, d in enumerate(shape):
+        try:
+            v = operator.index(d)
+        except TypeError:
+            raise Error(f"shape dimension {i} is {d!r}, not a whole number; give the shape as "
+                        "integers, e.g. [4096, 4096].") from None
+        if not _INT64_MIN <= v <= _INT64_MAX:
+            raise Error(f"shape dimension {i} is {v}, beyond the 64-bit sizes ktune stores; "
+                        "give the tensor's real size.")
+        dims.append(v)
     return (ctypes.c_int64 * len(dims))(*dims), len(dims)
 
 
@@ -137,25 +157,25 @@ ROUTER_BUILD_PATH = _string(_lib.ktune_router_build_path)
 
 
 def report_json(path: str, by: str = "name") -> str:
-    return _string(_lib.ktune_report_json, _text(path), _text(by))
+    return _string(_lib.ktune_report_json, _text(path, "path"), _text(by, "by"))
 
 
 def lookup_json(db: str, op: str, dtype: str, shape: Sequence[int], env_json: str) -> str:
     dims, n = _shape(shape)
-    return _string(_lib.ktune_lookup_json, _text(db), _text(op), _text(dtype), dims, n,
-                   _text(env_json))
+    return _string(_lib.ktune_lookup_json, _text(db, "db"), _text(op, "op"),
+                   _text(dtype, "dtype"), dims, n, _text(env_json))
 
 
 def get_entry_json(db: str, key_json: str) -> str:
-    return _string(_lib.ktune_get_entry_json, _text(db), _text(key_json))
+    return _string(_lib.ktune_get_entry_json, _text(db, "db"), _text(key_json))
 
 
 def put_entry_json(db: str, entry_json: str, force: bool = False) -> str:
-    return _string(_lib.ktune_put_entry_json, _text(db), _text(entry_json), int(bool(force)))
+    return _string(_lib.ktune_put_entry_json, _text(db, "db"), _text(entry_json), int(bool(force)))
 
 
 def put_op(db: str, op: str, policy_json: str) -> None:
-    _check(_lib.ktune_put_op(_text(db), _text(op), _text(policy_json)))
+    _check(_lib.ktune_put_op(_text(db, "db"), _text(op, "op"), _text(policy_json)))
 
 
 def bucket_name(policy_json: str, shape: Sequence[int]) -> str:
@@ -164,8 +184,8 @@ def bucket_name(policy_json: str, shape: Sequence[int]) -> str:
 
 
 def list_entries_json(db: str, op: str, arch: str = "", device_name: str = "") -> str:
-    return _string(_lib.ktune_list_entries_json, _text(db), _text(op), _text(arch),
-                   _text(device_name))
+    return _string(_lib.ktune_list_entries_json, _text(db, "db"), _text(op, "op"),
+                   _text(arch, "arch"), _text(device_name, "device_name"))
 
 
 def detect_environment() -> str:
@@ -181,7 +201,8 @@ def nvtx_pop() -> None:
 
 
 def route_table_json(db: str, arch: str, device_name: str) -> str:
-    return _string(_lib.ktune_route_table_json, _text(db), _text(arch), _text(device_name))
+    return _string(_lib.ktune_route_table_json, _text(db, "db"), _text(arch, "arch"),
+                   _text(device_name, "device_name"))
 
 
 __all__ = [

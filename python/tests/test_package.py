@@ -55,6 +55,38 @@ def test_lookup_errors_are_one_sentence(db, tmp_path):
         ktune.lookup("gemm", [8, 0], "bf16", **H100)
 
 
+def test_shapes_beyond_64_bits_are_refused_not_wrapped(db):
+    # Issue 44: [2**64 + 1048576] got the winner of [1048576]; a float was truncated.
+    put(db, [1048576], {"a": 1})
+    assert ktune.lookup("gemm", [1048576], "bf16", **H100) == {"a": 1}
+    for shape in ([2**64 + 1048576], [2**63], [-(2**63) - 1]):
+        with pytest.raises(ktune.Error, match="beyond the 64-bit sizes"):
+            ktune.lookup("gemm", shape, "bf16", **H100)
+    with pytest.raises(ktune.Error, match="not a whole number"):
+        ktune.lookup("gemm", [1048576.0], "bf16", **H100)
+    # Near the top of int64, a pow2 bucket once spun for ever.
+    _ktune.put_op(db, "gemm", json.dumps({"dims": [{"kind": "pow2"}]}))
+    assert ktune.lookup("gemm", [2**63 - 1], "bf16", **H100) == {"a": 1}  # the nearest
+
+
+def test_names_with_a_nul_are_refused_not_cut(db):
+    # Issue 44: "gemm\0anything" was looked up as "gemm".
+    put(db, [8, 8], {"a": 1})
+    for op, dtype in (("gemm\0x", "bf16"), ("gemm", "bf16\0")):
+        with pytest.raises(ktune.Error, match="NUL character"):
+            ktune.lookup(op, [8, 8], dtype, **H100)
+
+
+def test_a_blank_db_is_refused_not_the_default_store(db, monkeypatch):
+    # Issue 44: db='' used the default store.
+    for blank in ("", " "):
+        with pytest.raises(ktune.Error, match="names no store"):
+            ktune.lookup("gemm", [8, 8], "bf16", db=blank, **H100)
+    monkeypatch.setenv("KTUNE_DB", "")
+    with pytest.raises(ktune.Error, match="KTUNE_DB=''"):
+        ktune.lookup("gemm", [8, 8], "bf16", **H100)
+
+
 def test_environment_without_gpu_says_what_to_pass():
     try:
         env = ktune.environment()

@@ -357,7 +357,10 @@ class Converter {
       throw event_error("ts", "lies more than 1000 s before the trace's base time");
     const std::uint64_t start = static_cast<std::uint64_t>(ts + epoch);
     const std::uint64_t end = start + static_cast<std::uint64_t>(dur);
-    if (end < start) throw event_error("dur", "is out of range for a time in microseconds");
+    // A trace stores times as signed 64-bit nanoseconds: a later end is no time it can hold (it
+    // once failed in SQLite, named the scratch file and advised re-recording).
+    if (end < start || end > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      throw event_error("dur", "is out of range for a time in microseconds");
     return {start, end};
   }
 
@@ -509,19 +512,6 @@ class Converter {
   std::uint32_t pending_ = 0;
 };
 
-// A fresh file name in the temporary directory, created so no other process takes it.
-std::filesystem::path temporary_ktrace() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "ktune-torch-XXXXXX").string();
-  const int fd = ::mkstemp(pattern.data());
-  if (fd < 0)
-    throw Error(fmt::format(
-        "cannot create a temporary file in {} to read the PyTorch trace into; set TMPDIR to a "
-        "writable directory.",
-        std::filesystem::temp_directory_path().string()));
-  ::close(fd);
-  return pattern;
-}
-
 std::vector<std::string> lacks(const Seen& seen) {
   std::vector<std::string> out = {
       "Read from a PyTorch profiler trace, which holds no hardware counters or cuBLASLt GEMM "
@@ -543,7 +533,9 @@ std::vector<std::string> lacks(const Seen& seen) {
 namespace detail {
 
 KinetoConversion::KinetoConversion(const std::filesystem::path& json_path)
-    : ktrace(temporary_ktrace()) {
+    : scratch("ktune-torch",
+              {"trace.ktrace", "trace.ktrace-journal", "trace.ktrace-wal", "trace.ktrace-shm"}),
+      ktrace(scratch.path() / "trace.ktrace") {
   try {
     trace::TraceMetadata metadata;
     metadata.mode = "torch.profiler";
@@ -582,26 +574,26 @@ KinetoConversion::KinetoConversion(const std::filesystem::path& json_path)
   }
 }
 
-KinetoConversion::~KinetoConversion() {
-  std::error_code ec;
-  std::filesystem::remove(ktrace, ec);
-  for (const char* suffix : {"-journal", "-wal", "-shm"})
-    std::filesystem::remove(ktrace.string() + suffix, ec);
-}
+KinetoConversion::~KinetoConversion() = default;  // the scratch folder goes with its files
 
 }  // namespace detail
 
 std::unique_ptr<KtraceSource> open_trace(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
-    char head[16] = {};
+    // Enough of the head to see past a byte-order mark and any run of blanks valid JSON may
+    // open with (16 bytes once called such a trace "not a trace").
+    char head[4096] = {};
     std::ifstream in(path, std::ios::binary);
     in.read(head, sizeof head);
-    const std::string_view got(head, static_cast<std::size_t>(in.gcount()));
+    std::string_view got(head, static_cast<std::size_t>(in.gcount()));
     const bool gzip = got.size() >= 2 && static_cast<unsigned char>(got[0]) == 0x1f &&
                       static_cast<unsigned char>(got[1]) == 0x8b;
-    const std::size_t first = got.find_first_not_of(" \t\r\n");
-    if (gzip || (first != std::string_view::npos && got[first] == '{'))
+    const std::string_view json = got.substr(got.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0);
+    const std::size_t first = json.find_first_not_of(" \t\r\n");
+    const bool blank_head = !json.empty() && first == std::string_view::npos &&
+                            got.size() == sizeof head;  // the JSON parser reads on
+    if (gzip || blank_head || (first != std::string_view::npos && json[first] == '{'))
       return std::make_unique<KinetoSource>(path);
     if (got.rfind(std::string_view("SQLite format 3\0", 16), 0) != 0)
       throw Error(fmt::format(

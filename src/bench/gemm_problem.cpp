@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include <fmt/format.h>
@@ -31,9 +32,16 @@ std::int64_t packed_or(std::int64_t given, std::int64_t packed) {
   return given > 0 ? given : packed;
 }
 
+// a * b, or INT64_MAX where it would not fit: sizes and leading dimensions come from input (a
+// cuBLASLt log, a queued job), each below 2^40 once validated, so their product may not fit.
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<std::int64_t>::max() : out;
+}
+
 StoredMatrix stored(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t stride) {
   StoredMatrix s{rows, cols, packed_or(ld, rows), 0};
-  s.stride = stride >= 0 ? stride : s.ld * cols;
+  s.stride = stride >= 0 ? stride : saturating_mul(s.ld, cols);
   return s;
 }
 
@@ -113,10 +121,10 @@ void validate(const GemmProblem& p, const std::string& where) {
                               name, s.stride));
   }
   // Outputs of different batches must not share elements: each batch's D is written.
-  if (p.batch > 1 && stored_d(p).stride < stored_d(p).ld * p.n)
+  if (p.batch > 1 && stored_d(p).stride < saturating_mul(stored_d(p).ld, p.n))
     throw Error(fmt::format(
         "{}: stride_d {} makes the {} batches' outputs overlap; give at least ldd * n = {}.", where,
-        stored_d(p).stride, p.batch, stored_d(p).ld * p.n));
+        stored_d(p).stride, p.batch, saturating_mul(stored_d(p).ld, p.n)));
   const bool ok = [&] {
     switch (p.compute) {
       case GemmCompute::f32:

@@ -76,7 +76,7 @@ void add_env(CLI::App& app, Options& o) {
 }
 
 void print_entries(const std::vector<store::CacheEntry>& entries, const store::Environment* env) {
-  fmt::print("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12} {:>9}  {}\n", "op", "dtype", "bucket",
+  print_text("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12} {:>9}  {}\n", "op", "dtype", "bucket",
              "arch", "device", "toolkit", "median_us", "noise_us", "config");
   for (const auto& e : entries) {
     std::string note;
@@ -84,11 +84,11 @@ void print_entries(const std::vector<store::CacheEntry>& entries, const store::E
       note = "  [invalid: " + e.invalid_reason.value_or("") + "]";
     else if (env && !store::stale_reason(e.key, *env).empty())
       note = "  [stale: " + store::stale_reason(e.key, *env) + "]";
-    fmt::print("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12.3f} {:>9.3f}  {}{}\n", e.key.op,
+    print_text("{:<14} {:<6} {:<22} {:<6} {:<26} {:<7} {:>12.3f} {:>9.3f}  {}{}\n", e.key.op,
                e.key.dtype, e.key.bucket, e.key.arch, e.key.device_name, e.key.toolkit,
                e.median_ns / 1e3, e.noise_ns / 1e3, e.config.dump(), note);
   }
-  fmt::print("{} entr{}\n", entries.size(), entries.size() == 1 ? "y" : "ies");
+  print_text("{} entr{}\n", entries.size(), entries.size() == 1 ? "y" : "ies");
 }
 
 // A `-` names stdin; the text and the name to quote in errors.
@@ -141,10 +141,10 @@ int run_get(const Options& o, const GlobalOptions& g) {
   if (o.json) {
     print_json(nlohmann::json(r), kCacheSchemaVersion);
   } else if (r.match == store::Match::none) {
-    fmt::print("no config for {} {} {} on {} (no entry and no default)\n", q.op, q.dtype,
+    print_text("no config for {} {} {} on {} (no entry and no default)\n", q.op, q.dtype,
                store::shape_name(q.shape), q.env.arch);
   } else {
-    fmt::print("{}  ({} match, bucket {}{})\n", r.config.dump(), store::to_string(r.match),
+    print_text("{}  ({} match, bucket {}{})\n", r.config.dump(), store::to_string(r.match),
                r.bucket, r.stale ? ", STALE: " + r.stale_reason : "");
   }
   return r.match == store::Match::none ? kExitCacheMiss : 0;
@@ -165,7 +165,7 @@ int run_put(const Options& o, const GlobalOptions& g) {
     print_json({{"winner", r.winner}, {"reason", r.reason}, {"bucket", r.bucket}},
                kCacheSchemaVersion);
   else
-    fmt::print("{}: {}\n", r.winner ? "stored as winner" : "kept the stored winner", r.reason);
+    print_text("{}: {}\n", r.winner ? "stored as winner" : "kept the stored winner", r.reason);
   return 0;
 }
 
@@ -180,7 +180,7 @@ int run_rm(const Options& o, const GlobalOptions& g) {
   if (o.json)
     print_json({{"removed", n}}, kCacheSchemaVersion);
   else
-    fmt::print("removed {} entr{}\n", n, n == 1 ? "y" : "ies");
+    print_text("removed {} entr{}\n", n, n == 1 ? "y" : "ies");
   return 0;
 }
 
@@ -220,7 +220,7 @@ int run_import(const Options& o, const GlobalOptions& g) {
   if (o.json)
     print_json({{"ops", r.ops}, {"winners", r.winners}, {"kept", r.kept}}, kCacheSchemaVersion);
   else
-    fmt::print("imported {}: {} new winners, {} stored winners kept, {} op specs\n", o.file,
+    print_text("imported {}: {} new winners, {} stored winners kept, {} op specs\n", o.file,
                r.winners, r.kept, r.ops);
   return 0;
 }
@@ -237,7 +237,7 @@ int run_invalidate(const Options& o, const GlobalOptions& g) {
   if (o.json)
     print_json({{"invalidated", n}}, kCacheSchemaVersion);
   else
-    fmt::print("invalidated {} entr{}\n", n, n == 1 ? "y" : "ies");
+    print_text("invalidated {} entr{}\n", n, n == 1 ? "y" : "ies");
   return 0;
 }
 
@@ -276,12 +276,12 @@ int run_stats(const Options& o, const GlobalOptions& g) {
   if (o.json) {
     print_json(j, kCacheSchemaVersion);
   } else {
-    fmt::print("store      {} ({})\n", where,
+    print_text("store      {} ({})\n", where,
                s ? fmt::format("schema {}", schema) : std::string("none there yet"));
-    fmt::print("entries    {} ({} invalidated, {} stale{})\n", entries.size(), invalid, stale,
+    print_text("entries    {} ({} invalidated, {} stale{})\n", entries.size(), invalid, stale,
                env.toolkit.empty() ? ": no GPU or --toolkit to judge" : "");
-    for (const auto& [op, n] : per_op) fmt::print("  op   {:<20} {}\n", op, n);
-    for (const auto& [arch, n] : per_arch) fmt::print("  arch {:<20} {}\n", arch, n);
+    for (const auto& [op, n] : per_op) print_text("  op   {:<20} {}\n", op, n);
+    for (const auto& [arch, n] : per_arch) print_text("  arch {:<20} {}\n", arch, n);
   }
   return 0;
 }

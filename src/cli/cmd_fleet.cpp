@@ -56,20 +56,20 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
     print_json(fleet::to_json(rep));
     return 0;
   }
-  fmt::print("fleet: {} kernels, {} launches, {:.3f} s of GPU time{}\n", rep.kernels, rep.calls,
+  print_text("fleet: {} kernels, {} launches, {:.3f} s of GPU time{}\n", rep.kernels, rep.calls,
              rep.total_ns / 1e9, f.build.empty() ? "" : fmt::format(" (build {})", f.build));
-  fmt::print("{:>4} {:>7} {:>12} {:>11} {:>10} {:>10} {:>5}  {:<{}}  {}\n", "#", "share", "calls",
+  print_text("{:>4} {:>7} {:>12} {:>11} {:>10} {:>10} {:>5}  {:<{}}  {}\n", "#", "share", "calls",
              "total_s", "p50_us", "p95_us", "runs", "kernel", names.width, "tuning");
   for (std::size_t i = 0; i < rep.rows.size(); ++i) {
     const auto& r = rep.rows[i];
     const std::string tuning = r.spec ? (r.tuned ? "tuned (" : "backlog (") + r.spec->op + ")" : "";
-    fmt::print("{:>4} {:>6.1f}% {:>12} {:>11.4f} {:>10} {:>10} {:>5}  {:<{}}  {}\n", i + 1,
+    print_text("{:>4} {:>6.1f}% {:>12} {:>11.4f} {:>10} {:>10} {:>5}  {:<{}}  {}\n", i + 1,
                100 * r.share, r.calls, r.total_ns / 1e9, us(r.p50_ns), us(r.p95_ns), r.runs,
                names.table(r.kernel), names.width, tuning);
   }
   if (!rep.gemms.empty()) {
-    fmt::print("GEMM problems (cuBLASLt, from --gemm-shapes traces):\n");
-    fmt::print("{:>4} {:<20} {:<6} {:<22} {:<6} {:>7} {:>10} {:>11} {:>5}  {}\n", "#", "op",
+    print_text("GEMM problems (cuBLASLt, from --gemm-shapes traces):\n");
+    print_text("{:>4} {:<20} {:<6} {:<22} {:<6} {:>7} {:>10} {:>11} {:>5}  {}\n", "#", "op",
                "dtype", "m,n,k,batch", "arch", "share", "calls", "gpu_s", "runs", "tuning");
     std::size_t i = 0;
     for (const auto& r : rep.gemms) {
@@ -77,7 +77,7 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
       const auto& t = r.total;
       std::string shape;
       for (const auto& d : t.shape) shape += (shape.empty() ? "" : ",") + d.dump();
-      fmt::print("{:>4} {:<20} {:<6} {:<22} {:<6} {:>6.1f}% {:>10} {:>11.4f} {:>5}  {}\n", ++i,
+      print_text("{:>4} {:<20} {:<6} {:<22} {:<6} {:>6.1f}% {:>10} {:>11.4f} {:>5}  {}\n", ++i,
                  t.op, t.dtype, shape, t.arch, 100 * r.share, t.calls, t.gpu_ns / 1e9, t.runs,
                  r.tuned                  ? "tuned"
                  : r.tune_command.empty() ? ""
@@ -85,15 +85,15 @@ int run_top(const FleetArgs& a, const GlobalOptions& g) {
     }
   }
   if (!rep.backlog.empty() || !rep.gemm_backlog.empty()) {
-    fmt::print(
+    print_text(
         "tuning backlog ({} kernel{} a known spec tunes and {} GEMM problem{}, no winner in "
         "the cache; ktune queue from-backlog queues them):\n",
         rep.backlog.size(), rep.backlog.size() == 1 ? "" : "s", rep.gemm_backlog.size(),
         rep.gemm_backlog.size() == 1 ? "" : "s");
     for (const auto& r : rep.backlog)
-      fmt::print("  {:>6.1f}%  {}  {}\n", 100 * r.share, names.table(r.kernel), r.spec->path);
+      print_text("  {:>6.1f}%  {}  {}\n", 100 * r.share, names.table(r.kernel), r.spec->path);
     for (const auto& r : rep.gemm_backlog)
-      fmt::print("  {:>6.1f}%  {}  {}\n", 100 * r.share, "GEMM " + r.total.op + " " + r.total.dtype,
+      print_text("  {:>6.1f}%  {}  {}\n", 100 * r.share, "GEMM " + r.total.op + " " + r.total.dtype,
                  r.tune_command);
   }
   return 0;
@@ -110,10 +110,10 @@ int run_diff(const FleetArgs& a, const GlobalOptions& g) {
     print_json(fleet::to_json(rep));
     return 0;
   }
-  fmt::print("{:>12} {:>12} {:>9}  {}\n", "p50_us " + short_name(rep.build_a, 5),
+  print_text("{:>12} {:>12} {:>9}  {}\n", "p50_us " + short_name(rep.build_a, 5),
              "p50_us " + short_name(rep.build_b, 5), "change", "kernel");
   for (const auto& r : rep.rows)
-    fmt::print("{:>12} {:>12} {:>9}  {}\n", r.calls_a ? us(r.p50_a_ns) : "-",
+    print_text("{:>12} {:>12} {:>9}  {}\n", r.calls_a ? us(r.p50_a_ns) : "-",
                r.calls_b ? us(r.p50_b_ns) : "-",
                r.change ? fmt::format("{:+.1f}%", 100 * *r.change) : (r.calls_a ? "gone" : "new"),
                names.table(r.kernel));

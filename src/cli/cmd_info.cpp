@@ -91,11 +91,10 @@ json host_facts(const GlobalOptions& g) {
   }
   j["libraries"] = libs;
 
-  json store = {{"location", store_location(g.db)},
-                {"backend", g.db.find("://") != std::string::npos && g.db.rfind("sqlite:", 0) != 0
-                                ? "postgresql"
-                                : "sqlite"}};
+  json store = {{"location", store_location(g.db)}, {"backend", "sqlite"}};
   try {
+    if (store::parse_locator(g.db).kind == store::Locator::Kind::postgresql)
+      store["backend"] = "postgresql";
     if (const auto s = open_for_listing(g.db)) {
       store["exists"] = true;
       store["schema_version"] = s->schema_version();

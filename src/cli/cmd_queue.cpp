@@ -25,10 +25,24 @@ struct QueueArgs {
   bool json = false;
 };
 
-void print_added(const store::FleetJob& j, bool added) {
-  fmt::print("{} {}  {} {} bucket {} arch {} toolkit {} budget {}\n",
-             added ? "queued" : "already queued", j.id, j.op, j.dtype, j.bucket,
-             j.arch.empty() ? "any" : j.arch, j.toolkit.empty() ? "any" : j.toolkit, j.budget);
+using AddOutcome = store::FleetStore::AddOutcome;
+
+const char* outcome_name(AddOutcome o) {
+  switch (o) {
+    case AddOutcome::added:
+      return "queued";
+    case AddOutcome::requeued:
+      return "queued again";
+    case AddOutcome::exists:
+      break;
+  }
+  return "already queued";
+}
+
+void print_added(const store::FleetJob& j, AddOutcome outcome) {
+  print_text("{} {}  {} {} bucket {} arch {} toolkit {} budget {}\n", outcome_name(outcome), j.id,
+             j.op, j.dtype, j.bucket, j.arch.empty() ? "any" : j.arch,
+             j.toolkit.empty() ? "any" : j.toolkit, j.budget);
 }
 
 int run_add(const QueueArgs& a, const GlobalOptions& g) {
@@ -52,11 +66,16 @@ int run_add(const QueueArgs& a, const GlobalOptions& g) {
   }
   const store::FleetJob job = fleet::make_job(req, now);
   auto st = store::Store::open(g.db);
-  const bool added = store::FleetStore(*st).add_job(job);
+  // Asking again for a job that failed queues it again: the way to retry one once its cause (a
+  // bad spec, a full disk) is fixed. Its folder's results are resumed.
+  const AddOutcome outcome = store::FleetStore(*st).add_job(job, /*retry_failed=*/true);
   if (a.json)
-    print_json({{"id", job.id}, {"added", added}}, fleet::kQueueSchemaVersion);
+    print_json({{"id", job.id},
+                {"added", outcome != AddOutcome::exists},
+                {"requeued", outcome == AddOutcome::requeued}},
+               fleet::kQueueSchemaVersion);
   else
-    print_added(job, added);
+    print_added(job, outcome);
   return 0;
 }
 
@@ -68,7 +87,7 @@ int run_ls(const QueueArgs& a, const GlobalOptions& g) {
     print_json(fleet::jobs_json(jobs, now));
     return 0;
   }
-  fmt::print("{:<16} {:<8} {:<28} {:>8} {:>9}  {:<10} {:<6} {:<12} {}\n", "id", "state", "worker",
+  print_text("{:<16} {:<8} {:<28} {:>8} {:>9}  {:<10} {:<6} {:<12} {}\n", "id", "state", "worker",
              "age_s", "evals", "op", "dtype", "bucket", "result");
   std::map<std::string, int> counts;
   for (const auto& j : jobs) {
@@ -78,14 +97,14 @@ int run_ls(const QueueArgs& a, const GlobalOptions& g) {
     std::string result = j.error;
     if (j.state == "done" && j.result.is_object())
       result = fmt::format("{:.2f} us", j.result.value("median_ns", 0.0) / 1e3);
-    fmt::print("{:<16} {:<8} {:<28} {:>8.1f} {:>4}/{:<4}  {:<10} {:<6} {:<12} {}\n", j.id, state,
+    print_text("{:<16} {:<8} {:<28} {:>8.1f} {:>4}/{:<4}  {:<10} {:<6} {:<12} {}\n", j.id, state,
                j.worker, (now - j.created_ms) / 1e3, j.evaluations, j.budget, j.op, j.dtype,
                j.bucket, result);
   }
   std::string summary;
   for (const auto& [state, n] : counts)
     summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
-  fmt::print("{} job{}{}{}\n", jobs.size(), jobs.size() == 1 ? "" : "s",
+  print_text("{} job{}{}{}\n", jobs.size(), jobs.size() == 1 ? "" : "s",
              summary.empty() ? "" : ": ", summary);
   return 0;
 }
@@ -99,7 +118,8 @@ int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
   const auto now = fleet::now_ms();
   for (const auto& req : fleet::backlog_requests(rep, a.arch, a.toolkit, a.budget)) {
     const auto job = fleet::make_job(req, now);
-    const bool added = fleet.add_job(job);
+    const AddOutcome outcome = fleet.add_job(job);
+    const bool added = outcome == AddOutcome::added;
     list.push_back({{"id", job.id},
                     {"op", job.op},
                     {"dtype", job.dtype},
@@ -107,12 +127,12 @@ int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
                     {"spec", job.spec},
                     {"library", job.library},
                     {"added", added}});
-    if (!a.json) print_added(job, added);
+    if (!a.json) print_added(job, outcome);
   }
   if (a.json)
     print_json({{"jobs", list}}, fleet::kQueueSchemaVersion);
   else if (list.empty())
-    fmt::print(
+    print_text(
         "the backlog is empty: every GEMM problem the fleet ran and every kernel a known spec "
         "tunes has a winner (GEMM problems come from traces taken with --gemm-shapes)\n");
   return 0;
@@ -135,7 +155,9 @@ const bool registered = register_command(
          json(sub);
        };
        auto* add =
-           app.add_subcommand("add", "Queue a tuning job (once per op, bucket, arch, toolkit)");
+           app.add_subcommand("add",
+                              "Queue a tuning job (once per op, bucket, arch, toolkit; a job that "
+                              "failed is queued again)");
        add->add_option("spec", a->spec, "T1 tuning spec (JSON); workers read it at this path");
        add->add_option(
            "--shape", a->shape,

@@ -113,7 +113,7 @@ std::unique_ptr<store::Store> open_for_listing(const std::string& db) {
 }
 
 std::string store_location(const std::string& db) {
-  return db.empty() ? default_db_path().string() : db;
+  return store::describe_locator(db);
 }
 
 std::optional<std::string> closest_match(const std::string& word,

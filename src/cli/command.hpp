@@ -1,6 +1,7 @@
 #pragma once
 // The subcommand registry. Each cmd_<name>.cpp registers itself at static-init time, so adding a
 // subcommand touches no shared file; main.cpp builds the CLI11 app from the registry.
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -8,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/text.hpp"
 #include "ktune/trace/options.hpp"
 
 namespace ktune::store {
@@ -32,6 +35,16 @@ struct GlobalOptions {
 // other code it uses in its --help (cache get: 3 on a miss; tune: 130 when interrupted).
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
+
+// Text output that quotes names from traces and stores (kernels, ops, devices, workers, errors):
+// printed as fmt::print would, its control characters escaped (terminal_safe), so a hostile name
+// cannot rewrite the user's terminal.
+template <typename... Args>
+void print_text(fmt::format_string<Args...> format, Args&&... args) {
+  std::fputs(terminal_safe(fmt::format(format, std::forward<Args>(args)...), /*keep_newlines=*/true)
+                 .c_str(),
+             stdout);
+}
 
 // A command line that cannot be run as written: main prints it and exits kExitUsage.
 class UsageError : public Error {

@@ -15,7 +15,10 @@ namespace ktune {
 CompressedFile::CompressedFile(const std::filesystem::path& path, std::string what)
     : path_(path.string()), what_(std::move(what)) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status))  // "not a regular file" misled about a mistyped path
+    throw Error(fmt::format("cannot read {}: no such file; give the path of {}.", path_, what_));
+  if (!std::filesystem::is_regular_file(status))
     throw Error(fmt::format("cannot read {}: it is not a regular file; give the path of {}.", path_,
                             what_));
   compressed_ = std::filesystem::file_size(path, ec);

@@ -155,11 +155,15 @@ extern "C" void remove_temp_files(int sig, siginfo_t* info, void* context) {
   }
   for (TempSlot& slot : g_temp_slots)
     if (slot.used.load()) ::unlink(slot.path);
+  for (TempSlot& slot : g_temp_slots)  // scratch folders (ScratchDir), their files gone now
+    if (slot.used.load()) ::rmdir(slot.path);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
 
-// Registers `path` for removal on a fatal signal while it lives.
+}  // namespace
+
+// Registers `path` for removal on a fatal signal while it lives (a folder is removed once empty).
 class TempFileGuard {
  public:
   explicit TempFileGuard(const fs::path& path) {
@@ -196,7 +200,30 @@ class TempFileGuard {
   TempSlot* slot_ = nullptr;
 };
 
-}  // namespace
+ScratchDir::ScratchDir(std::string_view prefix, std::initializer_list<std::string_view> files) {
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  const char* tmpdir = std::getenv("TMPDIR");
+  if (ec)
+    throw Error(
+        fmt::format("the temporary directory {} cannot be used ({}); set TMPDIR to a "
+                    "writable directory.",
+                    tmpdir ? tmpdir : "/tmp", ec.message()));
+  std::string pattern = (tmp / (std::string(prefix) + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data()))  // mode 0700
+    throw Error(
+        fmt::format("cannot create a scratch folder in {}: {}; set TMPDIR to a writable "
+                    "directory with space.",
+                    tmp.string(), errno_text(errno)));
+  path_ = pattern;
+  for (std::string_view f : files) guards_.push_back(std::make_unique<TempFileGuard>(path_ / f));
+  guards_.push_back(std::make_unique<TempFileGuard>(path_));
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
 
 void write_file_atomic(const fs::path& path, const std::function<void(std::ostream&)>& write) {
   check_output_path(path);

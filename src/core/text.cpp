@@ -1,6 +1,10 @@
 #include "ktune/core/text.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstddef>
+
+#include <fmt/format.h>
 
 namespace ktune {
 
@@ -71,6 +75,32 @@ std::string valid_utf8(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string terminal_safe(std::string_view text, bool keep_newlines) {
+  const std::string valid = valid_utf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    const auto c = static_cast<unsigned char>(valid[i]);
+    if ((c < 0x20 && !(keep_newlines && c == '\n')) || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xc2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) < 0xa0) {  // U+0080..U+009F
+      out += fmt::format("\\u00{:02x}", static_cast<unsigned char>(valid[++i]));
+    } else {
+      out += valid[i];
+    }
+  }
+  return out;
+}
+
+std::optional<double> parse_double(std::string_view text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    return std::nullopt;
+  return v;
 }
 
 }  // namespace ktune

@@ -39,12 +39,24 @@ std::optional<CompiledProgram> read_cache_entry(const fs::path& file) {
   std::string header;
   if (!std::getline(in, header)) return std::nullopt;
   auto meta = nlohmann::json::parse(header, nullptr, false);
-  if (meta.is_discarded() || !meta.contains("cubin_bytes")) return std::nullopt;
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("cubin_bytes") ||
+      !meta["cubin_bytes"].is_number_unsigned())
+    return std::nullopt;
+  // The size the header claims is checked against the file before it is allocated: a damaged
+  // entry claiming 2^63 bytes is a miss, not bad_alloc.
+  std::error_code ec;
+  const auto file_bytes = fs::file_size(file, ec);
+  const auto cubin_bytes = meta["cubin_bytes"].get<std::uint64_t>();
+  if (ec || cubin_bytes > file_bytes) return std::nullopt;
   CompiledProgram p;
-  p.cubin.resize(meta["cubin_bytes"].get<std::size_t>());
+  p.cubin.resize(static_cast<std::size_t>(cubin_bytes));
   if (!in.read(p.cubin.data(), static_cast<std::streamsize>(p.cubin.size()))) return std::nullopt;
-  p.lowered_names = meta.value("lowered_names", std::map<std::string, std::string>{});
-  p.log = meta.value("log", "");
+  try {
+    p.lowered_names = meta.value("lowered_names", std::map<std::string, std::string>{});
+    p.log = meta.value("log", "");
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a header of other types: a foreign file
+  }
   p.from_cache = true;
   return p;
 }

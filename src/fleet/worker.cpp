@@ -356,6 +356,7 @@ WorkerStats run_worker(const WorkerOptions& in) {
     g_job_interrupt = &lost;
     if (g_stop_requested) lost = true;  // a signal between the claim and here
     bool store_lost = false;            // the store went away during the job
+    std::string machine_failed;         // an EnvironmentError with attempts left: retried
     nlohmann::json result;
     std::string error;
     bool ok = false;
@@ -366,6 +367,7 @@ WorkerStats run_worker(const WorkerOptions& in) {
       so.out_dir = o.work_dir / job->id;
       so.resume = fs::exists(tune::Session::results_path(so.out_dir));
       so.interrupt = &lost;
+      so.claim = job->attempt;  // fences off the lines of claims that lost the job
       const tune::Outcome run = run_job(o, *job, so, env, evaluations, lost);
       evaluations = static_cast<std::int64_t>(run.session.evaluations);
       g_job_interrupt = nullptr;
@@ -395,6 +397,11 @@ WorkerStats run_worker(const WorkerOptions& in) {
     } catch (const store::StoreUnavailable& e) {
       store_lost = true;  // not the job's failure: it is given back once the store is there
       o.log(fmt::format("{}: job {}: {}", o.name, job->id, e.what()));
+    } catch (const EnvironmentError& e) {
+      // The machine failed it (a full disk): queued again, this attempt counted, unless it was
+      // the last one; a later claim resumes from the lines already written.
+      if (job->attempt < o.max_attempts) machine_failed = e.what();
+      error = e.what();
     } catch (const std::exception& e) {
       error = e.what();  // a job that cannot run is that job's failure, not the worker's end
     }
@@ -402,6 +409,22 @@ WorkerStats run_worker(const WorkerOptions& in) {
     if (store_lost) {
       release_claim(link, o, *job, evaluations.load());
       if (g_stop_requested) return stats;
+      continue;
+    }
+    if (!machine_failed.empty()) {
+      bool requeued = false;
+      const std::string shown = fmt::format("attempt {} of {}, retried: {}", job->attempt,
+                                            o.max_attempts, machine_failed);
+      link.run(
+          [&](store::FleetStore& fleet) {
+            requeued = fleet.retry(job->id, job->attempt, evaluations.load(), shown);
+          },
+          o.lease_s);
+      o.log(fmt::format("{}: job {} {}: {}", o.name, job->id, requeued ? "queued again" : "lost",
+                        shown));
+      ++stats.lost;
+      if (o.once || g_stop_requested) return stats;
+      sleep_unless_stopped(o.poll_s);  // a full disk is seldom freed within a millisecond
       continue;
     }
     // Waiting for the store longer than the lease is pointless: the job is free by then, and the

@@ -1,7 +1,7 @@
 #include "ktune/gate/suite.hpp"
 
 #include <cmath>
-#include <fstream>
+#include <cstring>
 #include <set>
 
 #include <fmt/format.h>
@@ -9,9 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
+#include "ktune/core/text.hpp"
 
 namespace ktune::gate {
 namespace {
+
+// A suite lists a few dozen benchmarks; nvbench's per-sample file holds 4 bytes a sample.
+constexpr std::size_t kMaxSuiteBytes = std::size_t{1} << 20;
+constexpr std::size_t kMaxSampleFileBytes = std::size_t{256} << 20;
 
 [[noreturn]] void fail(const std::filesystem::path& file, const std::string& where,
                        const std::string& what) {
@@ -192,11 +198,8 @@ Suite parse_suite(const std::string& text, const std::filesystem::path& file) {
 }
 
 Suite load_suite(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in)
-    throw Error(fmt::format("{}: cannot read the suite file; check the path.", file.string()));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_suite(text, file);
+  // Bounded, and only a regular file: /dev/zero ended in bad_alloc, a FIFO blocked for ever.
+  return parse_suite(read_file(file, kMaxSuiteBytes), file);
 }
 
 namespace {
@@ -210,11 +213,17 @@ double unit_to_ns(const std::string& unit, const std::string& where) {
 }
 
 // nvbench writes numbers as strings in its summaries' data.
-std::optional<double> nvbench_value(const nlohmann::json& summary, const char* name) {
+std::optional<double> nvbench_value(const nlohmann::json& summary, const char* name,
+                                    const std::string& where) {
   for (const auto& d : summary.value("data", nlohmann::json::array()))
     if (d.value("name", "") == name) {
       const auto& v = d.at("value");
-      return v.is_string() ? std::stod(v.get<std::string>()) : v.get<double>();
+      if (!v.is_string()) return v.get<double>();
+      if (const auto x = parse_double(v.get<std::string>())) return *x;
+      throw Error(
+          fmt::format("{}: nvbench's \"{}\" is '{}', not a number; check the "
+                      "benchmark's \"format\".",
+                      where, name, v.get<std::string>().substr(0, 40)));
     }
   return std::nullopt;
 }
@@ -260,16 +269,19 @@ std::vector<double> program_samples(const nlohmann::json& out, ProgramFormat for
               if (tag == "nv/cold/sample_times") {
                 for (const auto& d : sm.value("data", nlohmann::json::array()))
                   if (d.value("name", "") == "filename") {
-                    std::ifstream bin(d.at("value").get<std::string>(), std::ios::binary);
-                    float x;
-                    std::vector<double> times;
-                    while (bin.read(reinterpret_cast<char*>(&x), sizeof x))
-                      times.push_back(x * 1e9);
+                    const std::string bin =
+                        read_file(d.at("value").get<std::string>(), kMaxSampleFileBytes);
+                    std::vector<double> times(bin.size() / sizeof(float));
+                    for (std::size_t i = 0; i < times.size(); ++i) {
+                      float x;
+                      std::memcpy(&x, bin.data() + i * sizeof x, sizeof x);
+                      times[i] = x * 1e9;
+                    }
                     if (!times.empty()) samples = std::move(times);
                   }
               } else if ((tag == "nv/cold/time/gpu/mean" || tag == "Average GPU Time (Cold)") &&
                          samples.empty()) {
-                if (auto v = nvbench_value(sm, "value")) samples.push_back(*v * 1e9);
+                if (auto v = nvbench_value(sm, "value", where)) samples.push_back(*v * 1e9);
               }
             }
           if (!samples.empty()) break;

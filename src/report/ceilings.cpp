@@ -20,12 +20,8 @@ std::vector<trace::TraceCeilings> resolve_ceilings(const trace::TraceMetadata& m
   // report exit 1 before ingest had created it.)
   std::unique_ptr<store::Store> store;
   bool exists = true;
-  if (db.find("://") == std::string::npos) {
-    const std::string file = db.empty()                    ? default_db_path().string()
-                             : db.rfind("sqlite:", 0) == 0 ? db.substr(7)
-                                                           : db;
-    exists = std::filesystem::exists(file);
-  }
+  if (const auto where = store::parse_locator(db); where.kind == store::Locator::Kind::sqlite)
+    exists = std::filesystem::exists(where.location);
   if (exists) store = store::Store::open(db, store::Access::read_only);
   for (const DeviceIdentity& device : metadata.identity->devices) {
     trace::TraceCeilings c;

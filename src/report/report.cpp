@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/core/error.hpp"
+#include "ktune/core/text.hpp"
 #include "sections.hpp"
 #include "units.hpp"
 
@@ -325,7 +326,14 @@ namespace detail {
 
 // Left-aligned columns padded to their widest cell; the last column is not padded.
 std::string text_table(const std::vector<std::string>& header,
-                       const std::vector<std::vector<std::string>>& rows) {
+                       const std::vector<std::vector<std::string>>& given_rows) {
+  // Cells hold names from the traced program: a control character in one must not reach the
+  // terminal, nor a newline forge a row.
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : given_rows) {
+    rows.emplace_back();
+    for (const auto& cell : r) rows.back().push_back(terminal_safe(cell));
+  }
   std::vector<std::size_t> width(header.size());
   for (std::size_t c = 0; c < header.size(); ++c) {
     width[c] = header[c].size();
@@ -589,7 +597,8 @@ std::string render_text(const Analysis& a, const RenderOptions& o) {
     if (!s.note.empty()) out += "  " + s.note + "\n";
     if (!s.rows.empty()) out += text_table(s.header, s.rows);
   }
-  return out;
+  // The command line, notes and section notes quote names too; the page's own newlines stay.
+  return terminal_safe(out, /*keep_newlines=*/true);
 }
 
 std::string render_markdown(const Analysis& a, const RenderOptions& o) {

@@ -231,8 +231,26 @@ void from_json(const nlohmann::json& j, Value& v) {
 
 // ------------------------------------------------------------------------------ ExpressionError
 
+namespace {
+
+// The expression as a message quotes it: whole when short, else the kMaxQuotedExpression
+// characters around `position`, with "..." where it was cut.
+std::string quoted_excerpt(std::string_view text, std::size_t position) {
+  if (text.size() <= kMaxQuotedExpression) return std::string(text);
+  const std::size_t half = kMaxQuotedExpression / 2;
+  const std::size_t begin =
+      position > half ? std::min(position - half, text.size() - kMaxQuotedExpression) : 0;
+  std::string out = begin > 0 ? "..." : "";
+  out += text.substr(begin, kMaxQuotedExpression);
+  if (begin + kMaxQuotedExpression < text.size()) out += "...";
+  return out;
+}
+
+}  // namespace
+
 ExpressionError::ExpressionError(std::string text, std::size_t position, std::string problem)
-    : Error(fmt::format("in expression \"{}\" at position {}: {}", text, position, problem)),
+    : Error(fmt::format("in expression \"{}\" at position {}: {}", quoted_excerpt(text, position),
+                        position, problem)),
       text_(std::move(text)),
       position_(position),
       problem_(std::move(problem)) {}
@@ -1501,6 +1519,11 @@ Expression::Expression() : text_("0") {
 }
 
 Expression Expression::parse(std::string_view text) {
+  if (text.size() > kMaxExpressionBytes)
+    throw ExpressionError(std::string(text.substr(0, kMaxQuotedExpression)), kMaxExpressionBytes,
+                          fmt::format("the expression holds {} characters, more than the {} ktune "
+                                      "reads; shorten it (name repeated parts as parameters)",
+                                      text.size(), kMaxExpressionBytes));
   Parser p(text);
   Expression e;
   e.root_ = p.parse_all();

@@ -72,13 +72,20 @@ DimRange bucket_dim(const DimRule& rule, std::int64_t size) {
     case BucketKind::exact:
       return {size, size};
     case BucketKind::pow2: {
+      // Above 2^62 the next power of two does not fit: those sizes share the open top bucket.
+      constexpr std::int64_t kTop = std::int64_t{1} << 62;
+      if (size > kTop) return {kTop + 1, kUnbounded};
       std::int64_t hi = 1;
       while (hi < size) hi <<= 1;
       return {hi == 1 ? 1 : hi / 2 + 1, hi};
     }
     case BucketKind::multiple: {
-      const std::int64_t hi = (size + rule.multiple - 1) / rule.multiple * rule.multiple;
-      return {hi - rule.multiple + 1, hi};
+      // ceil(size / m) without size + m - 1, which overflows near the top of int64; a multiple
+      // past the top is the open bucket above the last one that fits.
+      const std::int64_t m = rule.multiple;
+      const std::int64_t j = size <= 0 ? 0 : (size - 1) / m + 1;
+      if (j > kUnbounded / m) return {(j - 1) * m + 1, kUnbounded};
+      return {j * m - m + 1, j * m};
     }
     case BucketKind::ranges: {
       std::int64_t lo = 1;

@@ -157,6 +157,14 @@ CacheEntry complete(CacheEntry e, detail::Backend& db) {
   return e;
 }
 
+// How far a result was checked against its reference: a checked one beats an unchecked one, which
+// beats one whose output was wrong, whatever their times (a fast wrong answer is no winner).
+int verification_rank(const std::string& verification) {
+  if (verification == "passed") return 2;
+  if (verification == "skipped") return 1;
+  return 0;  // "failed"
+}
+
 // The winner rule, inside a write transaction.
 PutResult put_locked(detail::Backend& db, const CacheEntry& offered, bool force) {
   const CacheEntry e = complete(offered, db);
@@ -177,11 +185,21 @@ PutResult put_locked(detail::Backend& db, const CacheEntry& offered, bool force)
   if (rows.empty()) throw Error("internal: a cache row vanished inside its write transaction.");
   const double old_median = rows[0].f64(kEntries["median_ns"]);
   const double old_noise = rows[0].f64(kEntries["noise_ns"]);
+  const std::string old_verification = rows[0].text(kEntries["verification"]);
+  const int rank = verification_rank(e.verification),
+            old_rank = verification_rank(old_verification);
   result.previous_median_ns = old_median;
   if (force) {
     result.reason = "forced";
   } else if (!rows[0].is_null(kEntries["invalidated_at"])) {
     result.reason = "the stored winner was invalidated";
+  } else if (rank < old_rank) {
+    result.reason = fmt::format("its verification is '{}', the stored winner's '{}'",
+                                e.verification, old_verification);
+    return result;
+  } else if (rank > old_rank) {
+    result.reason = fmt::format("its verification is '{}', the stored winner's only '{}'",
+                                e.verification, old_verification);
   } else if (e.median_ns + e.noise_ns < old_median - old_noise) {
     result.reason = fmt::format("faster beyond noise ({:.6g} +- {:.3g} ns vs {:.6g} +- {:.3g} ns)",
                                 e.median_ns, e.noise_ns, old_median, old_noise);
@@ -293,18 +311,22 @@ LookupResult Store::lookup(const LookupQuery& q) {
   // The common case first: the exact bucket on this device is one indexed probe.
   std::string where = where_clause(f, params);
   params.emplace_back(result.bucket);
+  // An entry whose output failed verification is kept as data but never handed out.
   std::vector<CacheEntry> candidates;
+  const auto add_servable = [&](const Row& r) {
+    if (CacheEntry e = entry_from_row(r); servable(e)) candidates.push_back(std::move(e));
+  };
   for (const auto& r : db_->query(fmt::format("SELECT {} FROM cache_entries{} AND bucket = ${}",
                                               kEntries.list(), where, params.size()),
                                   params))
-    candidates.push_back(entry_from_row(r));
+    add_servable(r);
   if (candidates.empty()) {  // fallback: every entry of the op on this arch
     f.device_name.clear();
     params.clear();
     where = where_clause(f, params);
     for (const auto& r :
          db_->query(fmt::format("SELECT {} FROM cache_entries{}", kEntries.list(), where), params))
-      candidates.push_back(entry_from_row(r));
+      add_servable(r);
   }
   const Choice choice = choose_entry(candidates, result.bucket, q.shape, q.env);
   if (choice.index >= 0) {

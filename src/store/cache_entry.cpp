@@ -203,6 +203,10 @@ void to_json(nlohmann::json& j, const LookupResult& r) {
 
 namespace ktune::store {
 
+bool servable(const CacheEntry& e) {
+  return e.verification != "failed";
+}
+
 Choice choose_entry(std::span<const CacheEntry> candidates, const std::string& bucket,
                     std::span<const std::int64_t> shape, const Environment& env) {
   Choice best;
@@ -223,14 +227,14 @@ Choice choose_entry(std::span<const CacheEntry> candidates, const std::string& b
   };
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const CacheEntry& e = candidates[i];
-    if (e.key.bucket != bucket || e.key.device_name != env.device_name) continue;
+    if (!servable(e) || e.key.bucket != bucket || e.key.device_name != env.device_name) continue;
     const Rank r{0, 0, stale_reason(e.key, env).empty() ? 0 : 1};
     if (better(r, i)) best = {Match::exact, static_cast<std::ptrdiff_t>(i)}, best_rank = r;
   }
   if (best.index >= 0) return best;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const CacheEntry& e = candidates[i];
-    if (e.shape.size() != shape.size()) continue;
+    if (!servable(e) || e.shape.size() != shape.size()) continue;
     const Rank r{shape_distance(e.shape, shape), e.key.device_name == env.device_name ? 0 : 1,
                  stale_reason(e.key, env).empty() ? 0 : 1};
     if (better(r, i)) best = {Match::nearest, static_cast<std::ptrdiff_t>(i)}, best_rank = r;

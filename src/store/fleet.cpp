@@ -257,7 +257,7 @@ std::vector<FleetSketchRow> FleetStore::sketches(const FleetFilter& filter,
   return out;
 }
 
-bool FleetStore::add_job(const FleetJob& j) {
+FleetStore::AddOutcome FleetStore::add_job(const FleetJob& j, bool retry_failed) {
   constexpr auto c = kJobs;
   Params p(c.size());  // result stays NULL
   p[c["id"]] = j.id;
@@ -278,14 +278,22 @@ bool FleetStore::add_job(const FleetJob& j) {
   p[c["started_ms"]] = p[c["finished_ms"]] = std::int64_t{0};
   p[c["error"]] = std::string();
   p[c["library"]] = j.library;
-  bool added = false;
+  AddOutcome outcome = AddOutcome::exists;
   detail::in_write_transaction(*store_.db_, [&] {
-    added = store_.db_->exec(fmt::format("INSERT INTO fleet_jobs ({}) VALUES ({}) ON CONFLICT DO "
-                                         "NOTHING",
-                                         c.list(), c.placeholders()),
-                             p) == 1;
+    outcome = AddOutcome::exists;
+    if (store_.db_->exec(fmt::format("INSERT INTO fleet_jobs ({}) VALUES ({}) ON CONFLICT DO "
+                                     "NOTHING",
+                                     c.list(), c.placeholders()),
+                         p) == 1)
+      outcome = AddOutcome::added;
+    else if (retry_failed &&
+             store_.db_->exec("UPDATE fleet_jobs SET state = 'queued', worker = '', attempt = 0, "
+                              "lease_until_ms = 0, finished_ms = 0, result = NULL, error = '' "
+                              "WHERE id = $1 AND state = 'failed'",
+                              {j.id}) == 1)
+      outcome = AddOutcome::requeued;
   });
-  return added;
+  return outcome;
 }
 
 std::vector<FleetJob> FleetStore::jobs() {
@@ -358,6 +366,14 @@ bool FleetStore::release(const std::string& id, std::int64_t attempt, std::int64
              "lease_until_ms = 0, evaluations = $3 WHERE id = $1 AND attempt = $2 AND "
              "state = 'running'",
              {id, attempt, evaluations}) == 1;
+}
+
+bool FleetStore::retry(const std::string& id, std::int64_t attempt, std::int64_t evaluations,
+                       const std::string& error) {
+  return store_.db_->exec(
+             "UPDATE fleet_jobs SET state = 'queued', worker = '', lease_until_ms = 0, "
+             "evaluations = $3, error = $4 WHERE id = $1 AND attempt = $2 AND state = 'running'",
+             {id, attempt, evaluations, error}) == 1;
 }
 
 bool FleetStore::finish(const std::string& id, std::int64_t attempt, bool done, std::int64_t now_ms,

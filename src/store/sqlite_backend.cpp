@@ -38,13 +38,7 @@ class SqliteBackend final : public Backend {
  public:
   SqliteBackend(std::string path, bool read_only) : path_(std::move(path)) {
     namespace fs = std::filesystem;
-    // SQLite reads "" and ":memory:" as a private temporary database: a store that would report
-    // success and forget everything when the command ends.
-    if (path_.empty() || path_ == ":memory:")
-      throw Error(fmt::format(
-          "--db {} names no file; give the store's path (sqlite:PATH or PATH), or leave --db "
-          "out for the default store.",
-          path_.empty() ? "sqlite:" : path_));
+    // The path is one parse_locator accepted: it names a file SQLite keeps.
     const fs::path p(path_);
     std::error_code ec;
     if (read_only) {

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -24,16 +26,33 @@ const std::string& Row::text(std::size_t i) const {
   return c ? *c : empty;
 }
 
-std::int64_t Row::i64(std::size_t i) const {
-  const std::string& s = text(i);
-  std::int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
+namespace {
+
+// A number column holds what ktune wrote: the backends give doubles in their shortest round-trip
+// form, subnormals included (std::stod refused 5e-324 as out of range). Anything else is damage,
+// named, never read as 0.
+template <typename T>
+T number_cell(const std::string& s, std::size_t column) {
+  T v{};
+  if (s.empty()) return v;  // NULL
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() ||
+      (std::is_floating_point_v<T> && !std::isfinite(static_cast<double>(v))))
+    throw Error(fmt::format(
+        "the store holds '{}' in number column {} of a row, which ktune never writes; the store "
+        "was edited or damaged, so restore it from a backup or a tuning pack.",
+        s.size() > 40 ? s.substr(0, 40) + "..." : s, column));
   return v;
 }
 
+}  // namespace
+
+std::int64_t Row::i64(std::size_t i) const {
+  return number_cell<std::int64_t>(text(i), i);
+}
+
 double Row::f64(std::size_t i) const {
-  const std::string& s = text(i);
-  return s.empty() ? 0.0 : std::stod(s);
+  return number_cell<double>(text(i), i);
 }
 
 namespace {
@@ -439,62 +458,96 @@ bool looks_like_conninfo(const std::string& text) {
   return false;
 }
 
-using Opener = std::unique_ptr<Backend> (*)(const std::string&, bool);
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
-struct Scheme {
-  Opener open;
-  bool pass_whole_url;  // PostgreSQL parses the URL itself; SQLite wants the path after "sqlite:"
+// Schemes ktune knows, in lower case; a path with no scheme is a SQLite file.
+constexpr std::pair<std::string_view, Locator::Kind> kSchemes[] = {
+    {"sqlite", Locator::Kind::sqlite},
+    {"postgresql", Locator::Kind::postgresql},
+    {"postgres", Locator::Kind::postgresql},
 };
 
-// Backends by URL scheme; a path with no scheme is a SQLite file.
-const std::map<std::string, Scheme>& schemes() {
-  static const std::map<std::string, Scheme> table = {
-      {"sqlite", {&detail::open_sqlite, false}},
-#ifdef KTUNE_WITH_POSTGRES
-      {"postgresql", {&detail::open_postgres, true}},
-      {"postgres", {&detail::open_postgres, true}},
-#endif
-  };
-  return table;
+// A SQLite file name that would keep what is written: SQLite reads "" and ":memory:" as a private
+// temporary database, and (built with URI names, as Debian's is) "file:..." in any case as a URI
+// whose options (mode=memory, vfs=memdb) may store nothing, so each reported success and kept
+// nothing.
+void check_persists(const std::string& path, const std::string& given) {
+  const bool uri = lower_ascii(std::string_view(path).substr(0, 5)) == "file:";
+  if (path.empty() || path == ":memory:" || uri)
+    throw Error(fmt::format(
+        "--db {} names no file{}; give the store's path (sqlite:PATH or PATH), or leave "
+        "--db out for the default store.",
+        detail::redact_url(given),
+        uri ? " (SQLite would read it as a URI, which may keep nothing on disk)" : ""));
 }
 
 }  // namespace
 
-std::unique_ptr<Store> Store::open(const std::string& url, Access access) {
-  const bool read_only = access == Access::read_only;
-  if (url.empty())
-    return std::make_unique<Store>(detail::open_sqlite(default_db_path().string(), read_only),
-                                   access);
-  const auto colon = url.find(':');
-  // "C:" style or a plain path: no scheme. A scheme is at least two letters before ':'.
-  if (colon != std::string::npos && colon >= 2 &&
-      url.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == colon) {
-    const std::string scheme = url.substr(0, colon);
-    const auto it = schemes().find(scheme);
-    if (it == schemes().end())
-      throw Error(fmt::format(
-          "unknown store scheme '{}' in --db {}; use a file path, sqlite:PATH or "
-          "postgresql://user@host/db{}.",
-          scheme, detail::redact_url(url),
-#ifdef KTUNE_WITH_POSTGRES
-          ""
-#else
-          " (this ktune was built without PostgreSQL support)"
-#endif
-          ));
-    std::string location = url;
-    if (!it->second.pass_whole_url) {
-      location = url.substr(colon + 1);
-      if (location.rfind("//", 0) == 0) location = location.substr(2);  // sqlite://PATH
-    }
-    return std::make_unique<Store>(it->second.open(location, read_only), access);
+Locator parse_locator(const std::string& text) {
+  if (text.empty()) return {Locator::Kind::sqlite, default_db_path().string(), true};
+  if (text.find_first_not_of(" \t\r\n\v\f") == std::string::npos)
+    throw Error(fmt::format(
+        "--db '{}' is blank; give the store's path or postgresql:// URL, or leave --db out for "
+        "the default store.",
+        text));
+  const auto colon = text.find(':');
+  // A scheme is two letters or more before ':' ("C:" style or a plain path has none).
+  const bool has_scheme = colon != std::string::npos && colon >= 2 &&
+                          std::all_of(text.begin(), text.begin() + colon, [](char c) {
+                            return std::isalpha(static_cast<unsigned char>(c)) != 0;
+                          });
+  if (has_scheme) {
+    const std::string scheme = lower_ascii(std::string_view(text).substr(0, colon));
+    const auto it = std::find_if(std::begin(kSchemes), std::end(kSchemes),
+                                 [&](const auto& s) { return s.first == scheme; });
+    if (it == std::end(kSchemes))
+      throw Error(
+          fmt::format("unknown store scheme '{}' in --db {}; use a file path, sqlite:PATH or "
+                      "postgresql://user@host/db.",
+                      scheme, detail::redact_url(text)));
+    if (it->second == Locator::Kind::postgresql)
+      return {Locator::Kind::postgresql, scheme + text.substr(colon)};
+    std::string path = text.substr(colon + 1);
+    if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite://PATH
+    check_persists(path, text);
+    return {Locator::Kind::sqlite, path};
   }
-  if (looks_like_conninfo(url))
+  if (looks_like_conninfo(text))
     throw Error(fmt::format(
         "--db {} is a libpq key=value connection string, which ktune would take for a file name; "
         "write it as a URL: postgresql://user@host:port/db?sslmode=...",
-        detail::redact_url(url)));
-  return std::make_unique<Store>(detail::open_sqlite(url, read_only), access);
+        detail::redact_url(text)));
+  check_persists(text, text);
+  return {Locator::Kind::sqlite, text};
+}
+
+std::string describe_locator(const std::string& text) {
+  try {
+    const Locator where = parse_locator(text);
+    return where.kind == Locator::Kind::sqlite ? where.location
+                                               : detail::redact_url(where.location);
+  } catch (const Error&) {
+    return detail::redact_url(text);
+  }
+}
+
+std::unique_ptr<Store> Store::open(const std::string& url, Access access) {
+  const bool read_only = access == Access::read_only;
+  const Locator where = parse_locator(url);
+  if (where.kind == Locator::Kind::sqlite)
+    return std::make_unique<Store>(detail::open_sqlite(where.location, read_only), access);
+#ifdef KTUNE_WITH_POSTGRES
+  return std::make_unique<Store>(detail::open_postgres(where.location, read_only), access);
+#else
+  throw Error(fmt::format(
+      "--db {} names a PostgreSQL store, but this ktune was built without PostgreSQL support; "
+      "use a SQLite file, or a ktune built with libpq.",
+      detail::redact_url(url)));
+#endif
 }
 
 Store::Store(std::unique_ptr<detail::Backend> backend, Access access) : db_(std::move(backend)) {

@@ -12,8 +12,8 @@ namespace ktune::trace {
 LaunchSelector::LaunchSelector(CounterSelection selection) : selection_(std::move(selection)) {
   if (selection_.every == 0) selection_.every = 1;
   try {
-    if (!selection_.kernel_regex.empty()) regex_ = std::regex(selection_.kernel_regex);
-  } catch (const std::regex_error& e) {
+    pattern_ = NamePattern(selection_.kernel_regex);
+  } catch (const Error& e) {
     throw Error(
         fmt::format("--kernel '{}' is not a valid regular expression ({}); fix it, e.g. "
                     "--kernel 'gemm|nvjet'.",
@@ -27,8 +27,8 @@ bool LaunchSelector::select(std::string_view mangled_name, LaunchSize size) {
   if (it == kernels_.end()) {
     it = kernels_.emplace(std::string(mangled_name), Kernel{}).first;
     // Matched once per distinct kernel: the demangled form lets users write C++ names.
-    it->second.matches = selection_.kernel_regex.empty() || std::regex_search(it->first, regex_) ||
-                         std::regex_search(demangle(it->first), regex_);
+    it->second.matches = selection_.kernel_regex.empty() || pattern_.search(it->first) ||
+                         pattern_.search(demangle(it->first));
   }
   Kernel& k = it->second;
   if (!k.matches) return false;

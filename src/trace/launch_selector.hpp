@@ -2,12 +2,12 @@
 // Which kernel launches the counter tier profiles. Plain host logic (no CUPTI), so the sampling
 // rules are tested on machines without a GPU; the tracer asks once per launch, in launch order.
 #include <cstdint>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "ktune/trace/options.hpp"
+#include "name_pattern.hpp"
 
 namespace ktune::trace {
 
@@ -25,7 +25,7 @@ inline constexpr std::uint64_t kShapeGrowth = 2;
 
 class LaunchSelector {
  public:
-  // Throws ktune::Error with one sentence when kernel_regex is not a valid ECMAScript regex.
+  // Throws ktune::Error with one sentence when kernel_regex is not a pattern NamePattern reads.
   explicit LaunchSelector(CounterSelection selection);
 
   // Whether this launch of `mangled_name` is profiled; counts it either way. Not thread-safe.
@@ -51,7 +51,7 @@ class LaunchSelector {
     std::uint64_t shapes = 0;           // profiled sizes, each kShapeGrowth x the one before
   };
   CounterSelection selection_;
-  std::regex regex_;
+  NamePattern pattern_;  // never std::regex: kernel names are the traced program's input
   // Looked up by string_view: a launch of a kernel already seen allocates nothing.
   struct NameHash {
     using is_transparent = void;

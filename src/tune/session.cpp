@@ -19,6 +19,7 @@
 #include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/identity.hpp"
+#include "ktune/core/json.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/core/version.hpp"
 #include "ktune/spec/space.hpp"
@@ -63,14 +64,21 @@ ConfigMap config_of(const SearchSpace& space, const Configuration& c) {
   return out;
 }
 
+// What a failed write says: both ways a session goes on (`ktune tune`, and a queued job, which
+// its workers retry) keep the lines already written.
+constexpr const char* kResumeAfter =
+    "cannot {} {} ({}); free disk space there, then continue the session: ktune tune --resume {} "
+    "(a queued job is retried by its workers)";
+
 // Appends lines to results.jsonl, each one on disk (fsync) before the strategy learns of it.
 class ResultsLog {
  public:
   explicit ResultsLog(const std::filesystem::path& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
-      throw Error(fmt::format("cannot open {} for appending ({}); check the --output folder.",
-                              path.string(), std::strerror(errno)));
+      throw EnvironmentError(
+          fmt::format("cannot open {} for appending ({}); check the --output folder.",
+                      path.string(), std::strerror(errno)));
   }
   ~ResultsLog() { ::close(fd_); }
   ResultsLog(const ResultsLog&) = delete;
@@ -82,13 +90,13 @@ class ResultsLog {
       const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0)
-        throw Error(fmt::format("cannot append to {} ({}); free disk space and --resume.",
-                                path_.string(), std::strerror(errno)));
+        throw EnvironmentError(fmt::format(kResumeAfter, "append to", path_.string(),
+                                           std::strerror(errno), path_.parent_path().string()));
       done += static_cast<std::size_t>(n);
     }
     if (::fsync(fd_) != 0)
-      throw Error(fmt::format("cannot sync {} ({}); check the disk and --resume.", path_.string(),
-                              std::strerror(errno)));
+      throw EnvironmentError(fmt::format(kResumeAfter, "sync", path_.string(), std::strerror(errno),
+                                         path_.parent_path().string()));
   }
 
  private:
@@ -138,6 +146,19 @@ nlohmann::json record_json(const SessionRecord& r) {
           {"timestamp", r.timestamp}};
 }
 
+namespace {
+
+// A results line that opens a claim's part of the file (SessionOptions::claim): {"schema_version",
+// "claim"}, no "sequence".
+nlohmann::json claim_json(std::int64_t claim) {
+  return {{"schema_version", kSessionSchemaVersion}, {"claim", claim}};
+}
+
+// What bounds a results file: about 300 bytes a line, far fewer lines than this allows.
+constexpr std::size_t kMaxResultsBytes = std::size_t{1} << 30;
+
+}  // namespace
+
 SessionRecord record_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw Error("a results line must be a JSON object");
   if (j.value("schema_version", 0) != kSessionSchemaVersion)
@@ -164,14 +185,27 @@ SessionRecord record_from_json(const nlohmann::json& j) {
 
 std::vector<SessionRecord> read_results(const std::filesystem::path& path) {
   std::vector<SessionRecord> out;
-  std::ifstream in(path);
-  if (!in) return out;
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return out;
+  const std::string text = read_file(path, kMaxResultsBytes);
+  std::vector<std::string_view> lines;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t nl = std::min(text.find('\n', at), text.size());
+    lines.push_back(std::string_view(text).substr(at, nl - at));
+    at = nl + 1;
+  }
+  std::int64_t fence = 0;  // the latest claim that opened its part of the file
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
     try {
-      out.push_back(record_from_json(nlohmann::json::parse(lines[i])));
+      const nlohmann::json j = nlohmann::json::parse(lines[i]);
+      if (j.is_object() && j.contains("claim") && !j.contains("sequence")) {
+        fence = std::max(fence, json_integer(j["claim"], "\"claim\"", 0));
+        continue;
+      }
+      // Appended by a claim that had lost the job (frozen past its lease): not the job's.
+      if (j.is_object() && j.value("claim", std::int64_t{0}) < fence) continue;
+      out.push_back(record_from_json(j));
     } catch (const std::exception& e) {
       if (i + 1 == lines.size()) break;  // torn by a crash mid-write: that evaluation is redone
       throw Error(fmt::format("{}:{}: {}; restore the line or start a new session with --output.",
@@ -206,8 +240,9 @@ void open_out_dir(const std::filesystem::path& dir, bool resume) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw Error(fmt::format("cannot create the output directory {} ({}); pick another --output.",
-                            dir.string(), ec.message()));
+    throw EnvironmentError(
+        fmt::format("cannot create the output directory {} ({}); pick another --output.",
+                    dir.string(), ec.message()));
   const std::filesystem::path results = Session::results_path(dir);
   if (!resume && std::filesystem::exists(results))
     throw Error(
@@ -261,6 +296,7 @@ class SessionRun {
         recorded_[config_key(r.config)] = std::move(r);
     s_ = summary_header();
     log_.emplace(results_);
+    if (opt_.claim > 0) log_->append(claim_json(opt_.claim));
     t0_ = opt_.clock_s();
     std::optional<StopCause> stop;
     while (!(stop = step())) {
@@ -365,7 +401,9 @@ class SessionRun {
     rec.sequence = s_.records.size();
     rec.elapsed_s = elapsed();
     rec.timestamp = utc_now_iso8601();
-    log_->append(record_json(rec));
+    nlohmann::json line = record_json(rec);
+    if (opt_.claim > 0) line["claim"] = opt_.claim;
+    log_->append(line);
     ++s_.evaluated_now;
     if (rec.result.compile_s > 0)
       s_.compile_s_mean += (rec.result.compile_s - s_.compile_s_mean) / double(++s_.compiled);
@@ -389,6 +427,9 @@ class SessionRun {
     s_.elapsed_s = elapsed();
     s_.evaluations_per_s =
         s_.elapsed_s > 0 ? static_cast<double>(s_.evaluated_now) / s_.elapsed_s : 0;
+    // A claim stopped early (its lease lost, or given back) leaves the folder's outputs to the
+    // claim that finishes the job: a stale one must not replace them.
+    if (opt_.claim > 0 && s_.stop == StopCause::interrupted) return;
     write_outputs(opt_.out_dir, s_);
   }
 

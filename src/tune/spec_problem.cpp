@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <iterator>
-#include <regex>
 #include <set>
 #include <string_view>
 
@@ -66,6 +65,48 @@ constexpr std::pair<std::string_view, std::string_view> kBuiltinCHeaders[] = {
     {"stdio.h", "#pragma once\n"},
 };
 
+struct Include {
+  bool quoted = false;  // "name", else <name>
+  std::string name;
+};
+
+// The #include directives of `text`, one per line: optional blanks, '#', blanks, "include",
+// blanks, then "name" or <name> on that line. A scan, not std::regex: the library's backtracking
+// matcher recursed once per character and overflowed the stack on a 50 KB file name.
+std::vector<Include> includes_of(std::string_view text) {
+  std::vector<Include> out;
+  const auto blanks = [&](std::size_t i, std::size_t end) {
+    while (i < end && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\v' ||
+                       text[i] == '\f'))
+      ++i;
+    return i;
+  };
+  for (std::size_t line = 0; line < text.size();) {
+    std::size_t end = text.find('\n', line);
+    if (end == std::string_view::npos) end = text.size();
+    std::size_t i = blanks(line, end);
+    if (i < end && text[i] == '#') {
+      i = blanks(i + 1, end);
+      constexpr std::string_view kWord = "include";
+      if (text.substr(i, kWord.size()) == kWord) {
+        i = blanks(i + kWord.size(), end);
+        if (i < end && (text[i] == '"' || text[i] == '<')) {
+          const std::size_t close = text.substr(0, end).find_first_of("\">", i + 1);
+          if (close != std::string_view::npos && close > i + 1)
+            out.push_back({text[i] == '"', std::string(text.substr(i + 1, close - i - 1))});
+        }
+      }
+    }
+    line = end + 1;
+  }
+  return out;
+}
+
+// A name as a message quotes it: a hostile source may name a 50 KB file.
+std::string quoted_name(const std::string& name) {
+  return name.size() > 200 ? name.substr(0, 200) + "..." : name;
+}
+
 // The files a kernel source includes with #include "...", found beside the including file and read
 // (transitively, each once), so NVRTC gets them from memory and the binary cache key covers them.
 // Every include that names a path out of the spec's folder tree (`root`: "../../etc/shadow", an
@@ -74,8 +115,6 @@ constexpr std::pair<std::string_view, std::string_view> kBuiltinCHeaders[] = {
 std::vector<std::pair<std::string, std::string>> local_headers(const std::string& source,
                                                                const std::filesystem::path& file,
                                                                const std::filesystem::path& root) {
-  static const std::regex kInclude(R"re(^\s*#\s*include\s*(["<])([^">]+)[">])re",
-                                   std::regex::multiline | std::regex::ECMAScript);
   const std::filesystem::path dir = file.parent_path();
   std::vector<std::pair<std::string, std::string>> out;
   std::set<std::string> seen;
@@ -83,9 +122,7 @@ std::vector<std::pair<std::string, std::string>> local_headers(const std::string
   while (!pending.empty() && out.size() < 256) {
     const std::string text = std::move(pending.back());
     pending.pop_back();
-    for (std::sregex_iterator it(text.begin(), text.end(), kInclude), end; it != end; ++it) {
-      const bool quoted = (*it)[1] == "\"";
-      const std::string name = (*it)[2];
+    for (const auto& [quoted, name] : includes_of(text)) {
       const std::filesystem::path path(name);
       const bool climbs =
           path.is_absolute() ||
@@ -96,7 +133,7 @@ std::vector<std::pair<std::string, std::string>> local_headers(const std::string
             "{} includes \"{}\", which is outside the spec's folder {}; ktune compiles only "
             "headers beside the spec (and the toolkit's): move the header there, or allow its "
             "folder with --allow-path.",
-            file.string(), name, root.string()));
+            file.string(), quoted_name(name), root.string()));
       if (!quoted) {
         // C's math and stdio headers, which NVRTC does not ship: their device functions (sinf,
         // printf) are NVRTC built-ins, so an empty header is what the kernel needs (BAT's FFT
@@ -106,7 +143,8 @@ std::vector<std::pair<std::string, std::string>> local_headers(const std::string
         continue;  // else a toolkit header: NVRTC has it
       }
       const std::filesystem::path header = dir / path;
-      if (std::filesystem::is_regular_file(header))
+      std::error_code ec;  // a name too long for the file system is no header either
+      if (std::filesystem::is_regular_file(header, ec))
         out.emplace_back(name, read_file(header));
       else if (name == "hip/hip_runtime.h")
         out.emplace_back(name, kHipRuntimeShim);

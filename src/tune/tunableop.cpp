@@ -1,6 +1,8 @@
 #include "ktune/tune/tunableop.hpp"
 
 #include <cctype>
+#include <cstdint>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -8,6 +10,7 @@
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/core/dtype.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/json.hpp"
 
 namespace ktune::tune {
 
@@ -46,7 +49,15 @@ std::string tunableop_csv(const std::vector<store::CacheEntry>& entries,
       } catch (const Error&) {
       }
     }
-    if (!p || p->batch != 1 || p->epilogue != bench::GemmEpilogue::none ||
+    // cuBLASLt's algorithm id is an int; an entry whose config says otherwise (a string, a
+    // fraction, a number past int's range) is left out like any row TunableOp cannot take,
+    // never the end of the export nor a wrapped -1.
+    std::optional<std::int64_t> algo;
+    if (const auto a = e.config.find("algo_id"); a != e.config.end()) try {
+        algo = json_integer(*a, "algo_id", 0, std::numeric_limits<std::int32_t>::max());
+      } catch (const Error&) {
+      }
+    if (!p || !algo || p->batch != 1 || p->epilogue != bench::GemmEpilogue::none ||
         p->compute != bench::GemmCompute::f32) {
       ++left_out;
       continue;
@@ -56,8 +67,8 @@ std::string tunableop_csv(const std::vector<store::CacheEntry>& entries,
     std::string lower = layout;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     out += fmt::format("GemmTunableOp_{}_{},{}_{}_{}_{},Gemm_Cublaslt_{},{:.6f}\n",
-                       tunableop_type(e.key.dtype), layout, lower, p->m, p->n, p->k,
-                       e.config.value("algo_id", 0), e.median_ns / 1e6);
+                       tunableop_type(e.key.dtype), layout, lower, p->m, p->n, p->k, *algo,
+                       e.median_ns / 1e6);
   }
   if (skipped) *skipped = left_out;
   return out;

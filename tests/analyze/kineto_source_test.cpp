@@ -342,6 +342,49 @@ TEST(KinetoSource, TheTemporaryTraceGoesWithTheSource) {
   EXPECT_NE(error_of(event(R"({"ph": "X", "cat": "kernel", "ts": "x", "dur": 1})")), "");
 }
 
+// Issue 44: a signal mid-conversion left the copy in $TMPDIR readable by every local user. The
+// copy lives in a folder only its owner can enter, and leaves with it.
+TEST(KinetoSource, TheTemporaryTraceIsPrivate) {
+  std::filesystem::path folder;
+  {
+    KinetoSource source(kFixtures / "torch_streams.json");
+    folder = source.ktrace_path().parent_path();
+    const auto perms = std::filesystem::status(folder).permissions();
+    EXPECT_EQ(perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all),
+              std::filesystem::perms::none);
+  }
+  EXPECT_FALSE(std::filesystem::exists(folder));
+}
+
+// Issue 44: valid JSON opening with a byte-order mark or more than 16 blanks was "not a trace"; a
+// huge dur failed in the scratch file's SQLite and advised re-recording; a TMPDIR that does not
+// exist was "internal error".
+TEST(KinetoSource, ValidJsonOfAnyOpeningIsReadAndHugeTimesAreOneSentence) {
+  const std::string one = event(R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1})");
+  EXPECT_EQ(error_of("\xEF\xBB\xBF" + one), "");
+  EXPECT_EQ(error_of(std::string(40, ' ') + "\n" + one), "");
+  EXPECT_EQ(error_of(std::string(10000, ' ') + one), "");
+  const std::string huge = error_of(
+      event(R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 9223372036854774})"));
+  EXPECT_NE(huge.find("\"dur\" is out of range"), std::string::npos) << huge;
+  EXPECT_EQ(huge.find("ktune profile"), std::string::npos) << huge;
+  const char* was = std::getenv("TMPDIR");
+  const std::string saved = was ? was : "";
+  const auto input = write("ok.json", one);
+  ::setenv("TMPDIR", "/nonexistent/ktune-tmp", 1);
+  std::string why;
+  try {
+    open_trace(input);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  if (was)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  EXPECT_NE(why.find("set TMPDIR to a writable directory"), std::string::npos) << why;
+}
+
 TEST(OpenTrace, ReadsAKtraceAsBefore) {
   const auto path =
       std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace";

@@ -103,6 +103,22 @@ TEST(MergedSource, OneRankIsItselfAndNoneIsEmpty) {
   EXPECT_EQ(one.metadata().command_line.front(), "torchrun");
 }
 
+// CUPTI's "no stream" (and "no event") of a context synchronization is kept as such, never shifted
+// into another rank's ids nor counted as one.
+TEST(MergedSource, AContextSynchronizationKeepsItsNoStreamMarker) {
+  std::vector<trace::Trace> ranks = {rank_trace("gemm", 0, 100), rank_trace("gemm", 3, 200)};
+  for (auto& t : ranks)
+    t.syncs.push_back({"context_synchronize", 1000, 2000, 1, UINT32_MAX, UINT32_MAX, 9});
+  MergedSource merged(sources(std::move(ranks)));
+  const auto syncs = collect<trace::SyncRecord>([&](const auto& v) { merged.syncs(v); });
+  ASSERT_EQ(syncs.size(), 2u);
+  EXPECT_EQ(syncs[0].stream_id, UINT32_MAX);
+  EXPECT_EQ(syncs[1].stream_id, UINT32_MAX);
+  EXPECT_NE(syncs[0].context_id, syncs[1].context_id);
+  const auto kernels = collect<trace::KernelRecord>([&](const auto& v) { merged.kernels(v); });
+  EXPECT_LT(kernels.back().stream_id, 100u);  // shifted past rank 0's streams only
+}
+
 // The metadata says what all ranks say: complete only if each is, every rank's command line.
 TEST(MergedSource, MetadataJoinsTheRanks) {
   trace::Trace cut = rank_trace("gemm", 3, 200);

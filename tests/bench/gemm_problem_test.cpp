@@ -75,6 +75,20 @@ TEST(GemmProblem, WhatCuBlasLtCannotRunIsOneSentence) {
   p.dtype = DType::i8;
   p.compute = GemmCompute::f32;
   EXPECT_NE(error_of(p).find("i8 data"), std::string::npos);
+  // Packed strides of sizes near 2^40 overflowed int64 before they were checked (UBSan's
+  // report); now they are too large, in one sentence.
+  p = problem(false, false, 2);
+  p.m = p.k = p.n = std::int64_t{1} << 39;
+  p.lda = p.ldb = p.ldc = p.ldd = 0;
+  p.stride_a = p.stride_b = p.stride_c = p.stride_d = -1;
+  EXPECT_NE(error_of(p).find("give 0 or more elements, below 2^40"), std::string::npos)
+      << error_of(p);
+  p = problem(false, false, 2);
+  p.ldd = std::int64_t{1} << 39;
+  p.n = std::int64_t{1} << 39;
+  p.stride_b = p.stride_c = 0;  // shared by the batches: only D's matter here
+  p.stride_d = std::int64_t{1} << 39;
+  EXPECT_NE(error_of(p).find("outputs overlap"), std::string::npos) << error_of(p);
 }
 
 TEST(GemmProblem, CacheKeysNameLayoutBatchEpilogueAndTypeAndReadBack) {

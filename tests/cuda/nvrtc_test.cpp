@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -59,6 +60,17 @@ TEST(Nvrtc, DiskCacheHitsAndSurvivesCorruption) {
   const auto third = compile_cached(kSaxpy, "scale.cu", o, dir);
   EXPECT_FALSE(third.from_cache);
   EXPECT_EQ(third.cubin, first.cubin);
+
+  // A header claiming more bytes than the file holds (2^63), or sizes of another type, is a miss
+  // too, not an allocation of what it claims.
+  for (const char* header : {R"({"cubin_bytes": 9223372036854775808})", R"({"cubin_bytes": -1})",
+                             R"({"cubin_bytes": 4, "log": 7})"}) {
+    for (auto& e : fs::directory_iterator(dir))
+      std::ofstream(e.path(), std::ios::binary) << "KTUNE-CUBIN-1\n" << header << "\nabcd";
+    const auto again = compile_cached(kSaxpy, "scale.cu", o, dir);
+    EXPECT_FALSE(again.from_cache) << header;
+    EXPECT_EQ(again.cubin, first.cubin) << header;
+  }
   fs::remove_all(dir);
 }
 

@@ -343,9 +343,11 @@ TEST_P(FleetStoreTest, JobQueuedOnceClaimedOnceAndTakenAgainWhenItsLeaseRunsOut)
   store::FleetStore f(*st);
   const auto spec = copy_spec(dir() / "specs", 1 << 20);
   const auto job = fleet::make_job({spec.string(), {}, "", "", 10, 0}, 1000);
-  EXPECT_TRUE(f.add_job(job));
-  EXPECT_FALSE(f.add_job(fleet::make_job({spec.string(), {}, "", "", 99, 5}, 2000)));
-  EXPECT_TRUE(f.add_job(fleet::make_job({spec.string(), {}, "sm_90", "", 10, 0}, 1000)));
+  EXPECT_EQ(f.add_job(job), store::FleetStore::AddOutcome::added);
+  EXPECT_EQ(f.add_job(fleet::make_job({spec.string(), {}, "", "", 99, 5}, 2000)),
+            store::FleetStore::AddOutcome::exists);
+  EXPECT_EQ(f.add_job(fleet::make_job({spec.string(), {}, "sm_90", "", 10, 0}, 1000)),
+            store::FleetStore::AddOutcome::added);
   ASSERT_EQ(f.jobs().size(), 2u);
   EXPECT_EQ(f.pending_jobs(), 2);
 
@@ -432,8 +434,9 @@ TEST_P(FleetStoreTest, GemmProblemsAreIngestedRankedAndQueuedAsLibraryJobs) {
     const store::FleetJob job = fleet::make_job(req, 1000);
     EXPECT_EQ(job.library, "cublaslt");
     EXPECT_TRUE(job.spec.empty());
-    EXPECT_TRUE(f.add_job(job));
-    EXPECT_FALSE(f.add_job(fleet::make_job(req, 2000)));  // queued once per key
+    EXPECT_EQ(f.add_job(job), store::FleetStore::AddOutcome::added);
+    EXPECT_EQ(f.add_job(fleet::make_job(req, 2000)),
+              store::FleetStore::AddOutcome::exists);  // queued once per key
     ops.push_back(job.op + " " + job.bucket);
   }
   EXPECT_EQ(ops, (std::vector<std::string>{"gemm_tn 128x128x64x8", "gemm_tn_bias 384x256x512x1"}));

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "../store/store_fixture.hpp"
 #include "../store/tcp_proxy.hpp"
@@ -79,7 +80,7 @@ class WorkerProcessTest : public StoreTest {
     for (int i = 0; i < n; ++i) {
       const auto spec = copy_spec(dir() / "specs", 1024 << i);
       const auto job = fleet::make_job({spec.string(), {}, "", "", budget, 0}, fleet::now_ms());
-      EXPECT_TRUE(f.add_job(job));
+      EXPECT_EQ(f.add_job(job), store::FleetStore::AddOutcome::added);
       ids.push_back(job.id);
     }
     return ids;
@@ -149,7 +150,7 @@ TEST_P(WorkerProcessTest, LibraryJobsAreDrainedIntoTheCacheUnderTheProblemsKey) 
           .trans_a = true, .m = m, .n = 64, .k = 128, .batch = 4, .dtype = DType::bf16};
       req.budget = 12;
       const auto job = fleet::make_job(req, fleet::now_ms());
-      ASSERT_TRUE(f.add_job(job));
+      ASSERT_EQ(f.add_job(job), store::FleetStore::AddOutcome::added);
       ids.push_back(job.id);
     }
   }
@@ -196,6 +197,65 @@ TEST_P(WorkerProcessTest, WorkerKilledMidJobLosesNothing) {
   // Each of the budget's evaluations ran once: none lost, none repeated.
   const auto records = tune::read_results(tune::Session::results_path(dir() / "work" / ids[0]));
   EXPECT_EQ(records.size(), 12u);
+}
+
+// Issue 44: a worker frozen past its lease kept appending to the job's results after another took
+// the job over: 31-32 records for a budget of 30, configurations repeated. Its late lines are
+// fenced off by the later claim, and it leaves the folder's outputs to the claim that finished.
+TEST_P(WorkerProcessTest, AWorkerFrozenPastItsLeaseAddsNothingToTheJob) {
+  const auto ids = queue_specs(1, 30);
+  const pid_t a = start_worker("a", 150);
+  ASSERT_NO_FATAL_FAILURE(wait_for_evaluations(ids[0], 2));
+  ::kill(a, SIGSTOP);
+  const pid_t b = start_worker("b", 5);  // waits out a's lease, resumes, finishes
+  EXPECT_EQ(wait_exit(b), 0);
+  const auto summary = dir() / "work" / ids[0] / "summary.json";
+  const auto written = fs::last_write_time(summary);
+  ::kill(a, SIGCONT);
+  EXPECT_EQ(wait_exit(a), 0);
+  expect_every_winner_once(ids);
+  const auto j = store::FleetStore(*store::Store::open(url())).job(ids[0]);
+  EXPECT_EQ(j->worker, "b");
+  EXPECT_EQ(j->evaluations, 30);
+  const auto records = tune::read_results(tune::Session::results_path(dir() / "work" / ids[0]));
+  EXPECT_EQ(records.size(), 30u);
+  std::set<std::string> configs;
+  for (const auto& r : records) configs.insert(nlohmann::json(r.config).dump());
+  EXPECT_EQ(configs.size(), 30u);  // none repeated
+  EXPECT_EQ(fs::last_write_time(summary), written);
+}
+
+// Issue 44: a brief disk-full in a worker's folder failed a healthy job for good on its first
+// attempt, and nothing could queue it again. The machine's failure costs an attempt (the job is
+// retried, and failed only after the last), and asking again for a failed job queues it again.
+TEST_P(WorkerProcessTest, AJobTheMachineFailedIsRetriedThenQueuedAgainOnRequest) {
+  const auto ids = queue_specs(1, 6);
+  fs::create_directories(dir() / "work");
+  std::ofstream(dir() / "work" / ids[0]) << "not a folder: every claim fails to write there\n";
+  const pid_t a = start_worker("a", 1);
+  EXPECT_EQ(wait_exit(a), 1);  // a worker that failed a job says so
+  auto st = store::Store::open(url());
+  store::FleetStore f(*st);
+  auto j = f.job(ids[0]);
+  EXPECT_EQ(j->state, "failed");
+  EXPECT_EQ(j->attempt, 3);  // retried twice before the last attempt failed it
+  EXPECT_NE(j->error.find("cannot create the output directory"), std::string::npos) << j->error;
+  std::ifstream log(dir() / "a.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("queued again: attempt 1 of 3, retried: cannot create"), std::string::npos)
+      << text;
+  fs::remove(dir() / "work" / ids[0]);
+  // Queued again by asking again (ktune queue add), not by from-backlog's automatic adds.
+  const store::FleetJob again = fleet::make_job({j->spec, {}, "", "", 6, 0}, fleet::now_ms());
+  EXPECT_EQ(f.add_job(again), store::FleetStore::AddOutcome::exists);
+  EXPECT_EQ(f.add_job(again, /*retry_failed=*/true), store::FleetStore::AddOutcome::requeued);
+  j = f.job(ids[0]);
+  EXPECT_EQ(j->state, "queued");
+  EXPECT_EQ(j->attempt, 0);
+  EXPECT_EQ(j->error, "");
+  const pid_t b = start_worker("b", 1);
+  EXPECT_EQ(wait_exit(b), 0);
+  expect_every_winner_once(ids);
 }
 
 // Three ordinary stops (SIGTERM) of workers mid-job marked a healthy job failed for good: a

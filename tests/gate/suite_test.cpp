@@ -1,5 +1,11 @@
 #include "ktune/gate/suite.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -94,6 +100,45 @@ TEST(Suite, BadFilesGetOneSentenceNamingFileKeyAndFix) {
               HasSubstr("\"timeout_s\" applies to a command"));
   EXPECT_THAT(error_of("[[benchmark]]\nname = \"a\"\ncommand = [\"x\"]\ntimeout_s = 0\n"),
               HasSubstr("\"timeout_s\" must be a number from 0.1 to 86400"));
+}
+
+std::string load_error(const std::filesystem::path& file) {
+  try {
+    load_suite(file);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Issue 44: the suite was read whole before anything else, so /dev/zero or a large sparse file
+// ended in bad_alloc and a FIFO blocked for ever.
+TEST(Suite, OnlyARegularFileOfBoundedSizeIsRead) {
+  EXPECT_THAT(load_error("/dev/zero"), HasSubstr("give the path of a regular file"));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ktune_suite_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "suite.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(load_error(fifo), HasSubstr("give the path of a regular file"));  // returns at once
+  const auto sparse = dir / "sparse.toml";
+  { std::ofstream(sparse) << "schema_version = 1\n"; }
+  std::filesystem::resize_file(sparse, std::uintmax_t{8} << 30);
+  EXPECT_THAT(load_error(sparse), HasSubstr("more than the"));
+  EXPECT_THAT(load_error(dir / "missing.toml"), HasSubstr("cannot read"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProgramSamples, AnNvbenchValueThatIsNoNumberIsOneSentence) {
+  const auto nv = nlohmann::json::parse(R"({"benchmarks": [{"name": "gemm", "states": [
+    {"name": "Device=0", "summaries": [{"tag": "nv/cold/time/gpu/mean",
+      "data": [{"name": "value", "type": "float64", "value": "fast"}]}]}]}]})");
+  try {
+    program_samples(nv, ProgramFormat::nvbench, "", "benchmark \"g\"");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("benchmark \"g\": nvbench's \"value\" is 'fast'"));
+  }
 }
 
 TEST(ProgramSamples, ReadsKtuneGoogleBenchmarkAndNvbench) {

@@ -248,6 +248,22 @@ TEST(Cli, ReportMergesTheRanksOfOneJob) {
   EXPECT_EQ(j["devices"].size(), 3u);
 }
 
+// Issue 44: a context synchronization names no stream (CUPTI's 4294967295), and that "id"
+// overflowed the merge's shift: every trace with one was refused, this fixture merged alone too.
+TEST(Cli, ReportMergesTracesWithContextSynchronizations) {
+  TempDir dir;
+  const fs::path fixture =
+      fs::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace";
+  const std::string env = "KTUNE_HOME=" + (dir.path / "home").string();
+  const auto alone = test::run_ktune("report --merge " + fixture.string() + " --format json", env);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const auto both = test::run_ktune(
+      "report --merge " + fixture.string() + " " + fixture.string() + " --format json", env);
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_EQ(json::parse(both.out)["totals"]["kernel_count"].get<std::int64_t>(),
+            2 * json::parse(alone.out)["totals"]["kernel_count"].get<std::int64_t>());
+}
+
 TEST(Cli, BadInputFailsWithOneLine) {
   TempDir dir;
   const fs::path t = dir.path / "busy.ktrace";

@@ -132,6 +132,23 @@ TEST(ReportJson, NamesThatAreNotUtf8AreReplacedNotFatal) {
   EXPECT_EQ(j["kernels"][0]["name"], "k\xef\xbf\xbd");
 }
 
+// Issue 44: a kernel, range or argv with control characters rewrote the reader's terminal.
+TEST(ReportText, ControlCharactersOfNamesAreEscaped) {
+  TraceBuilder b;
+  b.nvtx("step\x1b]0;owned\x07", 0, 100);
+  b.launched("k\x1b[2J\nforged row", 0, 5, 10, 110, 1);
+  b.t.metadata.command_line = {"prog",
+                               "\xc2\x9b"
+                               "31m"};
+  analyze::MemorySource source(b.t);
+  const std::string t = render_text(analyze::analyze(source), {});
+  EXPECT_EQ(t.find('\x1b'), std::string::npos) << t;
+  EXPECT_EQ(t.find('\x07'), std::string::npos) << t;
+  EXPECT_EQ(t.find("\xc2\x9b"), std::string::npos) << t;
+  EXPECT_EQ(t.find("\nforged row"), std::string::npos) << t;
+  EXPECT_NE(t.find("\\x1b"), std::string::npos) << t;  // shown, as text
+}
+
 TEST(ReportText, ShowsTheTablesPeopleRead) {
   const std::string t = render_text(sample(), {});
   for (const char* s :

@@ -1,5 +1,8 @@
 #include "ktune/store/bucket.hpp"
 
+#include <limits>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +34,25 @@ TEST(Bucket, MultiplePadsUp) {
   EXPECT_EQ(name_of(p, {128, 7}), "1-128x7");
   EXPECT_EQ(name_of(p, {129, 7}), "129-256x7");
   EXPECT_EQ(name_of(p, {129, 7, 9}), "129-256x7x9");  // undeclared dims are exact
+}
+
+// Sizes near the top of int64 once spun for ever (pow2: the next power of two overflowed) or
+// named negative buckets (multiple: size + m - 1 overflowed).
+TEST(Bucket, SizesNearTheTopOfInt64ShareAnOpenTopBucket) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t k62 = std::int64_t{1} << 62;
+  BucketPolicy pow2{{DimRule{BucketKind::pow2}}};
+  EXPECT_EQ(name_of(pow2, {k62}), fmt::format("{}-{}", k62 / 2 + 1, k62));
+  EXPECT_EQ(name_of(pow2, {k62 + 1}), fmt::format("{}-inf", k62 + 1));
+  EXPECT_EQ(name_of(pow2, {kMax}), fmt::format("{}-inf", k62 + 1));
+  BucketPolicy mult{{DimRule{BucketKind::multiple, 1000}}};
+  const std::int64_t last = kMax / 1000 * 1000;  // the highest multiple that fits
+  EXPECT_EQ(name_of(mult, {last}), fmt::format("{}-{}", last - 999, last));
+  EXPECT_EQ(name_of(mult, {last + 1}), fmt::format("{}-inf", last + 1));
+  EXPECT_EQ(name_of(mult, {kMax}), fmt::format("{}-inf", last + 1));
+  BucketPolicy huge{{DimRule{BucketKind::multiple, kMax}}};  // one bucket: every size
+  EXPECT_EQ(name_of(huge, {kMax}), "1-inf");
+  EXPECT_EQ(name_of(huge, {1}), "1-inf");
 }
 
 TEST(Bucket, ExplicitRangesWithAnOpenTop) {

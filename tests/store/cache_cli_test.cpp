@@ -208,6 +208,25 @@ TEST_F(CacheCli, DeeplyNestedConfigIsRefusedNotACrash) {
 
 // A store that is not there yet lists as empty (exit 0), misses every lookup (exit 3), has no
 // pack to export (exit 1, naming the path), and none of them creates it.
+// Issue 44: `cache ls` printed an op name's control characters, which can rewrite the terminal.
+TEST_F(CacheCli, NamesReachTheTerminalEscaped) {
+  std::ofstream(dir_ / "evil.json") << R"({"op":"x\u001b]0;owned\u0007\u009b2J","dtype":"f32",
+    "arch":"sm_90","device_name":"H100\u001b[2J","toolkit":"13.0","driver_major":0,
+    "shape":[4096],"config":{"block":256},"median_ns":5000,"noise_ns":10,"samples":20,
+    "throughput":1e12,"throughput_unit":"bytes/s","verification":"passed",
+    "provenance":{"strategy":"grid"}})";
+  ASSERT_EQ(run_ktune(db() + "cache put " + (dir_ / "evil.json").string()).exit_code, 0);
+  for (const char* cmd : {"cache ls", "cache stats"}) {
+    const auto r = run_ktune(db() + cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << cmd << ": " << r.out;
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos) << cmd;
+    EXPECT_EQ(r.out.find("\xC2\x9B"), std::string::npos) << cmd;
+  }
+  EXPECT_NE(run_ktune(db() + "cache ls").out.find("x\\x1b]0;owned\\x07\\u009b2J"),
+            std::string::npos);
+}
+
 TEST_F(CacheCli, ReadingCommandsCreateNothing) {
   const auto typo = dir_ / "typo" / "dir" / "x.db";
   for (const auto& [cmd, code] : std::vector<std::pair<std::string, int>>{

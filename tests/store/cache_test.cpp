@@ -107,6 +107,57 @@ TEST_P(CacheTest, WinnerRuleNeedsAGainBeyondNoiseUnlessForced) {
   EXPECT_EQ(store->list_entries().size(), 1u);
 }
 
+// Issue 44: an entry imported with verification "failed" replaced a verified winner and was served.
+TEST_P(CacheTest, VerificationRanksBeforeTime) {
+  auto store = Store::open(url());
+  ASSERT_TRUE(store->put_entry(entry({1024}, 1000, 128)).winner);
+  CacheEntry wrong = entry({1024}, 10, 256);
+  wrong.verification = "failed";
+  const auto refused = store->put_entry(wrong);
+  EXPECT_FALSE(refused.winner);
+  EXPECT_NE(refused.reason.find("verification is 'failed'"), std::string::npos) << refused.reason;
+  CacheEntry unchecked = entry({1024}, 10, 512);
+  unchecked.verification = "skipped";
+  EXPECT_FALSE(store->put_entry(unchecked).winner);
+  EXPECT_EQ(store->import_pack(Pack{.entries = {wrong, unchecked}}).winners, 0u);
+  EXPECT_EQ(store->lookup(query({1024})).config["block"], 128);
+  // A checked result replaces an unchecked one even when slower.
+  ASSERT_TRUE(store->put_entry(unchecked, /*force=*/true).winner);
+  EXPECT_TRUE(store->put_entry(entry({1024}, 2000, 64)).winner);
+  EXPECT_EQ(store->lookup(query({1024})).config["block"], 64);
+}
+
+TEST_P(CacheTest, AnEntryThatFailedVerificationIsNeverServed) {
+  auto store = Store::open(url());
+  store->put_op(pow2_spec());
+  CacheEntry wrong = entry({1024}, 10, 256);
+  wrong.verification = "failed";
+  ASSERT_TRUE(store->put_entry(wrong).winner);  // kept as data: a new key
+  EXPECT_EQ(store->lookup(query({1024})).match, Match::default_config);
+  store->put_entry(entry({64}, 100, 64));
+  const auto nearest = store->lookup(query({1024}));  // the exact bucket's is skipped
+  EXPECT_EQ(nearest.match, Match::nearest);
+  EXPECT_EQ(nearest.config["block"], 64);
+}
+
+// Issue 44: a subnormal number (5e-324) in an entry made every reader fail with "internal error:
+// stod" on both stores.
+TEST_P(CacheTest, SubnormalNumbersRoundTrip) {
+  auto store = Store::open(url());
+  CacheEntry tiny = entry({4096}, 5e-324, 128, kH100, 5e-324);
+  tiny.throughput = 2.5e-310;
+  ASSERT_TRUE(store->put_entry(tiny).winner);
+  const auto listed = store->list_entries();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].median_ns, 5e-324);
+  EXPECT_EQ(listed[0].noise_ns, 5e-324);
+  EXPECT_EQ(listed[0].throughput, 2.5e-310);
+  EXPECT_EQ(store->lookup(query({4096})).config["block"], 128);
+  const Pack pack = store->export_pack({});
+  EXPECT_EQ(pack_from_json(pack_to_json(pack), "pack").entries.at(0).median_ns, 5e-324);
+  EXPECT_FALSE(store->import_pack(pack).winners);
+}
+
 TEST_P(CacheTest, LookupFallsBackExactThenNearestThenDefault) {
   auto store = Store::open(url());
   // No spec, nothing stored: none.

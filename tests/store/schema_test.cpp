@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
@@ -212,6 +213,43 @@ TEST(StoreUrl, SqliteWithoutAPathIsRefused) {
     const std::string why = error_of(url);
     EXPECT_NE(why.find("names no file"), std::string::npos) << url << ": " << why;
   }
+}
+
+// Issue 44: 'sqlite:file:x.db?mode=memory' reported "1 new winners" and kept nothing; SQLite takes
+// "file:" in any case as a URI. A blank --db made a file named " ".
+TEST(StoreUrl, LocatorsThatWouldNotPersistAreRefused) {
+  for (const char* url :
+       {"sqlite:file:x.db?mode=memory", "sqlite://File:x.db", "sqlite:FILE:x.db?vfs=memdb"}) {
+    const std::string why = error_of(url);
+    EXPECT_NE(why.find("names no file"), std::string::npos) << url << ": " << why;
+    EXPECT_FALSE(std::filesystem::exists("x.db")) << url;
+  }
+  for (const char* url : {"file:x.db?mode=memory", "FILE:x.db?vfs=memdb"}) {
+    const std::string why = error_of(url);
+    EXPECT_NE(why.find("unknown store scheme 'file'"), std::string::npos) << url << ": " << why;
+  }
+  for (const char* url : {" ", "\t", "  \n"}) {
+    const std::string why = error_of(url);
+    EXPECT_NE(why.find("is blank"), std::string::npos) << why;
+  }
+}
+
+// Issue 44: "POSTGRESQL://user:pw@host/db" became a SQLite file under folders named after the URL
+// and printed its password. The scheme is case-insensitive, and libpq gets it in lower case.
+TEST(StoreUrl, SchemesAreCaseInsensitive) {
+  const Locator pg = parse_locator("POSTGRESQL://alice:s3cret@127.0.0.1:1/ktune");
+  EXPECT_EQ(pg.kind, Locator::Kind::postgresql);
+  EXPECT_EQ(pg.location, "postgresql://alice:s3cret@127.0.0.1:1/ktune");
+  EXPECT_EQ(parse_locator("Postgres://h/db").location, "postgres://h/db");
+  const Locator file = parse_locator("SQLite:some/store.db");
+  EXPECT_EQ(file.kind, Locator::Kind::sqlite);
+  EXPECT_EQ(file.location, "some/store.db");
+  EXPECT_TRUE(parse_locator("").is_default);
+  EXPECT_EQ(parse_locator("x.db").location, "x.db");
+  const std::string why = error_of("MySQL://root:s3cret@h/db");
+  EXPECT_NE(why.find("unknown store scheme 'mysql'"), std::string::npos) << why;
+  EXPECT_EQ(why.find("s3cret"), std::string::npos) << why;
+  EXPECT_FALSE(std::filesystem::exists("POSTGRESQL:"));
 }
 
 TEST(StoreUrl, OneRedactionForEveryFormOfPassword) {

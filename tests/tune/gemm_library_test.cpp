@@ -179,6 +179,25 @@ TEST(TunableOp, ResultsFileHasValidatorsThenOneRowPerWinner) {
   EXPECT_EQ(skipped, 3u);
 }
 
+// Issue 44: one non-numeric algo_id aborted the whole export; a huge one was written as -1.
+TEST(TunableOp, AnAlgoIdThatIsNoIntIsLeftOut) {
+  std::vector<store::CacheEntry> entries;
+  for (const nlohmann::json& bad : {nlohmann::json("66"), nlohmann::json(4294967296LL),
+                                    nlohmann::json(1.5), nlohmann::json(-1), nlohmann::json()}) {
+    auto e = gemm_entry("gemm_tn", "f16", {64, 64, 64, 1}, 1, 1000);
+    e.config["algo_id"] = bad;
+    entries.push_back(e);
+  }
+  auto missing = gemm_entry("gemm_tn", "f16", {64, 64, 64, 1}, 1, 1000);
+  missing.config.erase("algo_id");
+  entries.push_back(missing);
+  entries.push_back(gemm_entry("gemm_nn", "bf16", {4096, 2048, 11008, 1}, 2147483647, 250000.0));
+  std::size_t skipped = 0;
+  EXPECT_EQ(tunableop_csv(entries, {}, &skipped),
+            "GemmTunableOp_BFloat16_NN,nn_4096_2048_11008,Gemm_Cublaslt_2147483647,0.250000\n");
+  EXPECT_EQ(skipped, 6u);
+}
+
 TEST(TunableOp, DtypesWithoutAGemmAreNamed) {
   EXPECT_EQ(tunableop_type("bf16"), "BFloat16");
   EXPECT_EQ(tunableop_type("f32"), "float");

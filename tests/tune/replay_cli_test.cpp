@@ -59,6 +59,11 @@ TEST(ReplayCli, BadInputGetsOneSentence) {
   r = test::run_ktune("replay /nonexistent/x_T4.json");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("/nonexistent/x_T4.json"), std::string::npos) << r.err;
+  // Issue 44: a missing file was "not a regular file".
+  EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not a regular file"), std::string::npos) << r.err;
+  r = test::run_ktune("replay /dev/null");
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
 }
 
 TEST(ReplayCli, WarmFromKeepsTheShapeAndNamesItsSources) {

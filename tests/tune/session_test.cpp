@@ -344,6 +344,34 @@ TEST(Session, TornLastLineIsIgnoredButABadMiddleLineIsNamed) {
   }
 }
 
+// Issue 44: a queue worker frozen past its lease appended to the results after the next claim
+// resumed them. Each claim fences off the lines of earlier ones written after its own start.
+TEST(Session, LinesOfAnEarlierClaimWrittenAfterALaterOneAreNotTheJobs) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("fenced");
+  FakeEvaluator ev;
+  SessionOptions first = options(dir.path, "random", 3);
+  first.claim = 1;
+  Session(spec, first, ev).run();
+  const fs::path results = Session::results_path(dir.path);
+  const std::vector<json> claim1 = lines_of(results);
+  ASSERT_EQ(claim1.size(), 4u);  // the claim's line, then its records
+  EXPECT_EQ(claim1[0], json({{"schema_version", 1}, {"claim", 1}}));
+  EXPECT_EQ(claim1[1]["claim"], 1);
+  SessionOptions second = options(dir.path, "random", 5);
+  second.claim = 2;
+  second.resume = true;
+  const SessionSummary s = Session(spec, second, ev).run();
+  EXPECT_EQ(s.resumed, 3u);
+  // The frozen claim 1 wakes and appends one more evaluation: no reader counts it.
+  { std::ofstream(results, std::ios::app) << claim1[3].dump() << "\n"; }
+  const auto records = read_results(results);
+  EXPECT_EQ(records.size(), 5u);
+  std::set<std::string> configs;
+  for (const auto& r : records) configs.insert(json(r.config).dump());
+  EXPECT_EQ(configs.size(), 5u);
+}
+
 // Time to solution counts what could be the best: a faster screened time or a failure does not
 // end it, and each threshold takes the first result within it of the final best.
 TEST(Session, TimeToSolutionIsTheFirstFullResultNearTheFinalBest) {

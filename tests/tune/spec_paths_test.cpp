@@ -140,6 +140,23 @@ TEST_F(SpecPaths, IncludesThatLeaveTheFolderAreRefused) {
   EXPECT_EQ(error(), "");
 }
 
+// Issue 44: a first line including a 50 KB file name overflowed the stack of std::regex and
+// segfaulted `tune --dry-run`. The name is no file (too long for the file system), so NVRTC would
+// say it is missing; quoted and climbing out, it is refused, quoted in part.
+TEST_F(SpecPaths, IncludesOfHugeNamesAreScannedWithoutRecursion) {
+  const std::string huge(50'000, 'a');
+  std::ofstream(dir_ / "specs" / "huge.cu")
+      << "#include \"" << huge << ".h\"\n__global__ void copy_f32() {}\n";
+  kernel()["KernelFile"] = "huge.cu";
+  EXPECT_EQ(error(), "");
+  std::ofstream(dir_ / "specs" / "huge.cu") << "#include \"../" << huge << "\"\n";
+  const std::string why = error();
+  EXPECT_THAT(why, HasSubstr("outside the spec's folder"));
+  EXPECT_LT(why.size(), 1000u);
+  std::ofstream(dir_ / "specs" / "huge.cu") << "#include <" << std::string(1'000'000, 'b');
+  EXPECT_EQ(error(), "");  // never closed: no include
+}
+
 TEST_F(SpecPaths, CompilerOptionsThatReadOrWriteFilesOutsideAreRefused) {
   for (const json& opts :
        {json::array({"-include", "/etc/shadow"}), json::array({"--pre-include=../secret.txt"}),

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ktune/core/paths.hpp"
 #include "ktune/trace/ktrace.hpp"
 
 namespace ktune::analyze {
@@ -115,6 +116,9 @@ struct KinetoConversion {
   ~KinetoConversion();
   KinetoConversion(const KinetoConversion&) = delete;
   KinetoConversion& operator=(const KinetoConversion&) = delete;
+  // A private folder (0700) for the converted copy: the source trace may be private, and a signal
+  // mid-conversion once left a world-readable copy of 79-131 MB in $TMPDIR.
+  ScratchDir scratch;
   std::filesystem::path ktrace;
   std::vector<std::string> lacks;  // KinetoSource::notes
 };

@@ -17,4 +17,11 @@ class NoGpuError : public Error {
   using Error::Error;
 };
 
+// The machine failed the work, not its input: a full disk, a file system that refused a write.
+// The same work may succeed later or elsewhere, so a queued job is retried rather than failed.
+class EnvironmentError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace ktune

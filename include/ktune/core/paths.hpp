@@ -5,6 +5,7 @@
 #include <functional>
 #include <initializer_list>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,26 @@ std::string read_file(const std::filesystem::path& path, std::size_t max_bytes =
 // The same for a stream (stdin): at most max_bytes, else ktune::Error naming `what`.
 std::string read_stream(std::istream& in, const std::string& what,
                         std::size_t max_bytes = kMaxFileBytes);
+
+// A private folder for one command's scratch files (a PyTorch trace converted to a .ktrace): made
+// in the temporary directory with mode 0700, so a scratch copy of a private trace is no one
+// else's to read, and removed with what it holds when it goes out of scope or when a fatal signal
+// (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ends the process. ktune::Error when TMPDIR names no usable
+// directory.
+class ScratchDir {
+ public:
+  // `prefix` starts the folder's name ("ktune-torch"); `files` are the names the signal handler
+  // removes inside it before the folder (it cannot list a folder).
+  ScratchDir(std::string_view prefix, std::initializer_list<std::string_view> files);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  std::vector<std::unique_ptr<class TempFileGuard>> guards_;
+};
 
 // --- Files a spec names (KernelFile, DataSource, headers, include options) ---
 // A spec may come from someone else (a queued job, a shared folder), so the files it names are

@@ -27,6 +27,12 @@ namespace ktune::tune {
 // this are an ExpressionError (the parser and evaluator recurse once per level). Long flat chains
 // of one operator (a + b + c ..., x and y and z ...) are not nesting and have no limit.
 inline constexpr std::size_t kMaxExpressionDepth = 256;
+// Characters one expression may hold. The longest real T1 restriction is a few thousand; a 45 MB
+// one once took 3.1 GB to tokenize before its syntax error at character 16 (1 MiB takes ~70 MB).
+inline constexpr std::size_t kMaxExpressionBytes = std::size_t{1} << 20;
+// What an ExpressionError quotes of its expression: the part around the position, never all of a
+// long one (a 6 MB expression came back as a 6 MB message).
+inline constexpr std::size_t kMaxQuotedExpression = 120;
 // List elements one evaluation may build (range, comprehensions, `+`, `*` of lists).
 inline constexpr std::size_t kMaxListElements = 10'000'000;
 // Work one evaluation may do (comprehension iterations weighted by their size, list scans).

@@ -95,10 +95,15 @@ struct LookupResult {
 // Why an entry is stale in `env`, or "" when it is current there.
 std::string stale_reason(const CacheKey& key, const Environment& env);
 
-// The one ranking rule, shared by the store and the runtime index. Among entries of one op, dtype
-// and arch that are not invalidated: an entry in `bucket` on env's device (current before stale,
-// newest first) is exact; else the entry of the same rank nearest to `shape` (shape_distance,
-// then same device, then current, then newest). index -1 with Match::none when nothing fits.
+// Whether a lookup may hand `e` out: one whose output failed verification is kept as data (a
+// record of what was tried) but never served, by the store or the runtime.
+bool servable(const CacheEntry& e);
+
+// The one ranking rule, shared by the store and the runtime index. Among servable entries of one
+// op, dtype and arch that are not invalidated: an entry in `bucket` on env's device (current before
+// stale, newest first) is exact; else the entry of the same rank nearest to `shape`
+// (shape_distance, then same device, then current, then newest). index -1 with Match::none when
+// nothing fits.
 struct Choice {
   Match match = Match::none;
   std::ptrdiff_t index = -1;

@@ -125,8 +125,11 @@ class FleetStore {
   std::vector<FleetGemmTotal> gemm_totals(const FleetFilter& filter);
 
   // --- the tuning queue; times are the caller's clock in ms since the epoch ---
-  // false: a job with the same key is already there (in any state); nothing changed.
-  bool add_job(const FleetJob& job);
+  enum class AddOutcome { added, exists, requeued };
+  // exists: a job with the same key is already there; nothing changed. With retry_failed, one that
+  // failed is queued again instead (requeued: its attempts, error and worker cleared; its folder's
+  // results are resumed), as `ktune queue add` does when asked again for a failed job.
+  AddOutcome add_job(const FleetJob& job, bool retry_failed = false);
   std::vector<FleetJob> jobs();
   // Jobs queued or running (whatever their lease): what a draining worker still waits for.
   std::int64_t pending_jobs();
@@ -146,6 +149,11 @@ class FleetStore {
   // safe as a fencing token because only this claim's holder releases it, and it writes nothing
   // after. false when the job was taken by another claim.
   bool release(const std::string& id, std::int64_t attempt, std::int64_t evaluations);
+  // Gives claim `attempt` back after the machine failed it (EnvironmentError: a full disk): the
+  // job is queued again with this claim counted against max_attempts and `error` shown, so a
+  // brief failure costs one attempt, not the job. false when the job was taken by another claim.
+  bool retry(const std::string& id, std::int64_t attempt, std::int64_t evaluations,
+             const std::string& error);
   // Ends claim `attempt` as done or failed; false when the job was taken by another claim.
   bool finish(const std::string& id, std::int64_t attempt, bool done, std::int64_t now_ms,
               std::int64_t evaluations, const nlohmann::json& result, const std::string& error);

@@ -58,12 +58,31 @@ class NoStoreYet : public Error {
 // every write through it fails.
 enum class Access { read_write, read_only };
 
+// Where a store is, as --db, KTUNE_DB or the Python package's db= name it. The one parser of that
+// syntax: every caller that needs to know what a locator means asks it.
+struct Locator {
+  enum class Kind { sqlite, postgresql };
+  Kind kind = Kind::sqlite;
+  // sqlite: the file's path (the default store's when the text was ""); postgresql: the URL with
+  // its scheme in lower case, as libpq wants it.
+  std::string location;
+  bool is_default = false;  // "" named the embedded default store
+};
+// Schemes are case-insensitive ("POSTGRESQL://..." is PostgreSQL, "SQLite:x.db" a file). Throws
+// ktune::Error with one sentence (password hidden) for an unknown scheme, a blank locator, a
+// libpq key=value string, and a SQLite name that would not persist (":memory:", a "file:" URI,
+// which SQLite reads as options such as mode=memory).
+Locator parse_locator(const std::string& text);
+// What Store::describe() would say of the store `text` names, without opening it: the file's path,
+// or the URL with its password hidden (also for a locator parse_locator refuses).
+std::string describe_locator(const std::string& text);
+
 class Store {
  public:
   // "" -> the embedded SQLite store at default_db_path(); a path or sqlite:PATH -> SQLite;
-  // postgresql://... or postgres://... -> PostgreSQL. Throws ktune::Error with one sentence (URL
-  // printed with its password hidden) when the store cannot be opened, does not exist (read_only)
-  // or has a newer schema.
+  // postgresql://... or postgres://... -> PostgreSQL (parse_locator). Throws ktune::Error with one
+  // sentence (URL printed with its password hidden) when the store cannot be opened, does not exist
+  // (read_only) or has a newer schema.
   static std::unique_ptr<Store> open(const std::string& url, Access access = Access::read_write);
   // read_write migrates the schema to the latest; read_only only checks it is readable.
   explicit Store(std::unique_ptr<detail::Backend> backend, Access access = Access::read_write);

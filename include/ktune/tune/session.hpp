@@ -70,7 +70,12 @@ struct SessionOptions {
   std::filesystem::path out_dir;              // created if missing
   bool resume = false;  // continue from out_dir/results.jsonl (else it must not exist)
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop after this one
-  std::function<double()> clock_s;               // seconds; default: a steady clock
+  // The queue claim (its attempt number, which grows with each claim of a job) running this
+  // session; 0: none. Its lines in results.jsonl carry it, after a line that fences off the
+  // earlier claims: a worker frozen past its lease that wakes and appends is ignored by every
+  // reader (read_results), so the job's results are those of the claims that held it.
+  std::int64_t claim = 0;
+  std::function<double()> clock_s;  // seconds; default: a steady clock
   // What is known from other GPUs or shapes of the same op (warm_start.hpp): the first proposals
   // follow it. Empty: a cold start.
   WarmStartSources warm;
