@@ -26,6 +26,7 @@
 #include "ktune/core/identity.hpp"
 #include "ktune/core/paths.hpp"
 #include "ktune/core/subprocess.hpp"
+#include "ktune/core/text.hpp"
 #include "ktune/route/router.hpp"
 #include "ktune/route/table.hpp"
 #include "ktune/runtime/environment.hpp"
@@ -239,19 +240,20 @@ int run(const Options& o, const GlobalOptions& g) {
       field = fmt::format("{:.2f} us / {:.2f} us ({:.3f}x)", wn / 1e3, dn / 1e3,
                           wn > 0 ? dn / wn : 0.0);
     }
-    out += fmt::format("  {:<48} {:<8} {:>9} {:>9} {:>9}  {}\n", name, w.value("verdict", ""),
-                       w.value("routed_calls", 0ull), w.value("kept_calls", 0ull),
-                       w.value("trial_calls", 0ull), field);
+    out += fmt::format("  {:<48} {:<8} {:>9} {:>9} {:>9}  {}\n", terminal_safe(name),
+                       w.value("verdict", ""), w.value("routed_calls", 0ull),
+                       w.value("kept_calls", 0ull), w.value("trial_calls", 0ull), field);
   }
   for (const auto& [why, calls] : misses)
-    out += fmt::format("  {} calls had a winner of their size but were passed: {}\n", calls, why);
+    out += fmt::format("  {} calls had a winner of their size but were passed: {}\n", calls,
+                       terminal_safe(why));
   if (demoted)
     out += fmt::format(
         "  {} winners were not faster inside the program than the call's own "
         "algorithm and are demoted; the store keeps {} verdicts for later runs.\n",
         demoted, written);
-  std::fprintf(stderr, "ktune run: %s exited with %d; %zu processes routed.\n%s", o.cmd[0].c_str(),
-               code, processes.size(), out.c_str());
+  std::fprintf(stderr, "ktune run: %s exited with %d; %zu processes routed.\n%s",
+               terminal_safe(o.cmd[0]).c_str(), code, processes.size(), out.c_str());
   return code;
 }
 
