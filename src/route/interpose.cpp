@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/bench/cublaslt_gemm.hpp"
+#include "ktune/cuda/driver.hpp"
 #include "ktune/route/router.hpp"
 #include "ktune/trace/gemm_call.h"
 
@@ -148,33 +149,17 @@ struct Device {
   std::vector<CUevent> free_events;
 };
 
-struct Driver {
-  decltype(&cuEventCreate) event_create = nullptr;
-  decltype(&cuEventRecord) event_record = nullptr;
-  decltype(&cuEventQuery) event_query = nullptr;
-  decltype(&cuEventElapsedTime) elapsed = nullptr;
-  decltype(&cuStreamIsCapturing) is_capturing = nullptr;
-  decltype(&cuCtxGetCurrent) ctx_current = nullptr;
-  decltype(&cuMemAlloc) mem_alloc = nullptr;
-  bool ok = false;
-};
-
-const Driver& driver() {
-  static const Driver d = [] {
-    Driver d;
-    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!lib) return d;
-    const auto get = [&](auto& f, const char* name) {
-      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(lib, name));
-      return f != nullptr;
-    };
-    d.ok = get(d.event_create, "cuEventCreate") && get(d.event_record, "cuEventRecord") &&
-           get(d.event_query, "cuEventQuery") && get(d.elapsed, "cuEventElapsedTime") &&
-           get(d.is_capturing, "cuStreamIsCapturing") && get(d.ctx_current, "cuCtxGetCurrent") &&
-           get(d.mem_alloc, "cuMemAlloc_v2");
-    return d;
+// The driver as ktune's cuda layer loads it (the program's own libcuda, already initialised); null
+// without one, and then no winner is timed or given a workspace.
+const cuda::DriverApi* driver() noexcept {
+  static const cuda::DriverApi* const api = []() -> const cuda::DriverApi* {
+    try {
+      return &cuda::driver();
+    } catch (...) {
+      return nullptr;
+    }
   }();
-  return d;
+  return api;
 }
 
 struct State {
@@ -255,7 +240,7 @@ bool ready(Plan& plan, Device& dev) {
     if (!checked) throw std::runtime_error("cuBLASLt refuses the stored algorithm");
     dev.workspace = checked->workspace_bytes;
     dev.algo = gemm->prepare(plan.winner->config);
-    if (driver().ok) driver().ctx_current(&dev.ctx);
+    if (const cuda::DriverApi* d = driver()) d->cuCtxGetCurrent(&dev.ctx);
     dev.gemm = std::move(gemm);
     return true;
   } catch (const std::exception& e) {
@@ -268,16 +253,17 @@ bool ready(Plan& plan, Device& dev) {
 
 // Reads the trial's finished samples (never waits).
 void collect(Plan& plan, Device& dev) {
-  const Driver& d = driver();
+  const cuda::DriverApi* d = driver();
+  if (!d) return;
   auto it = dev.pending.begin();
   while (it != dev.pending.end()) {
-    const CUresult q = d.event_query(it->end);
+    const CUresult q = d->cuEventQuery(it->end);
     if (q == CUDA_ERROR_NOT_READY) {
       ++it;
       continue;
     }
     float ms = 0;
-    if (q == CUDA_SUCCESS && d.elapsed(&ms, it->start, it->end) == CUDA_SUCCESS)
+    if (q == CUDA_SUCCESS && d->cuEventElapsedTime(&ms, it->start, it->end) == CUDA_SUCCESS)
       plan.trial.add(it->arm, static_cast<double>(ms) * 1e6);
     dev.free_events.push_back(it->start);
     dev.free_events.push_back(it->end);
@@ -294,18 +280,19 @@ CUevent take_event(Device& dev) {
     return e;
   }
   CUevent e = nullptr;
-  return driver().event_create(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS ? e : nullptr;
+  return driver()->cuEventCreate(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS ? e : nullptr;
 }
 
 // Whether a trial call on `stream` can be timed: not captured, in the plan's context.
 bool timeable(const Device& dev, CUstream stream) {
-  const Driver& d = driver();
-  if (!d.ok || dev.pending.size() > 64) return false;
+  const cuda::DriverApi* d = driver();
+  if (!d || dev.pending.size() > 64) return false;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (d.is_capturing(stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE)
+  if (d->cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+      status != CU_STREAM_CAPTURE_STATUS_NONE)
     return false;
   CUcontext ctx = nullptr;
-  return d.ctx_current(&ctx) == CUDA_SUCCESS && ctx == dev.ctx;
+  return d->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx == dev.ctx;
 }
 
 // Runs `call` between two events on `stream` when it can be timed, and files the sample.
@@ -313,9 +300,9 @@ template <typename Call>
 auto timed(Plan& plan, Device& dev, Arm arm, CUstream stream, bool time, Call&& call) {
   CUevent start = time ? take_event(dev) : nullptr;
   CUevent end = start ? take_event(dev) : nullptr;
-  if (end && driver().event_record(start, stream) != CUDA_SUCCESS) end = nullptr;
+  if (end && driver()->cuEventRecord(start, stream) != CUDA_SUCCESS) end = nullptr;
   auto status = call();
-  if (end && driver().event_record(end, stream) == CUDA_SUCCESS)
+  if (end && driver()->cuEventRecord(end, stream) == CUDA_SUCCESS)
     dev.pending.push_back({arm, start, end});
   else {
     if (start) dev.free_events.push_back(start);
@@ -686,10 +673,10 @@ ktune_gemm_call legacy_call(int entry, cublasHandle_t h, cublasOperation_t ta, c
 bool workspace_for(State& s, CUstream stream, std::size_t bytes, CUdeviceptr* out) {
   *out = 0;
   if (bytes == 0) return true;
-  const Driver& d = driver();
-  if (!d.ok) return false;
+  const cuda::DriverApi* d = driver();
+  if (!d) return false;
   CUcontext ctx = nullptr;
-  d.ctx_current(&ctx);
+  d->cuCtxGetCurrent(&ctx);
   std::lock_guard lock(s.ws_mu);
   auto& slot = s.workspaces[{ctx, stream}];
   if (slot.second >= bytes) {
@@ -697,10 +684,11 @@ bool workspace_for(State& s, CUstream stream, std::size_t bytes, CUdeviceptr* ou
     return true;
   }
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (d.is_capturing(stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE)
+  if (d->cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+      status != CU_STREAM_CAPTURE_STATUS_NONE)
     return false;
   CUdeviceptr p = 0;
-  if (d.mem_alloc(&p, bytes) != CUDA_SUCCESS) return false;
+  if (d->cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return false;
   slot = {p, bytes};  // the smaller one is kept: a stream's earlier work may still use it
   *out = p;
   return true;

@@ -10,6 +10,17 @@
 namespace ktune::route {
 namespace {
 
+// The tracer spells a router call's enums by these numbers without cuBLAS's headers
+// (trace::gemm_call_record): the headers must agree.
+static_assert(CUDA_R_32F == 0 && CUDA_R_16F == 2 && CUDA_R_16BF == 14 && CUDA_R_8F_E4M3 == 28);
+static_assert(CUBLAS_COMPUTE_16F == 64 && CUBLAS_COMPUTE_32F == 68 &&
+              CUBLAS_COMPUTE_32F_FAST_16F == 74 && CUBLAS_COMPUTE_32F_FAST_16BF == 75 &&
+              CUBLAS_COMPUTE_32F_FAST_TF32 == 77);
+static_assert(CUBLAS_OP_N == 0 && CUBLAS_OP_T == 1 && CUBLAS_OP_C == 2);
+static_assert(CUBLASLT_EPILOGUE_DEFAULT == 1 && CUBLASLT_EPILOGUE_RELU == 2 &&
+              CUBLASLT_EPILOGUE_BIAS == 4 && CUBLASLT_EPILOGUE_RELU_BIAS == 6 &&
+              CUBLASLT_EPILOGUE_GELU == 32 && CUBLASLT_EPILOGUE_GELU_BIAS == 36);
+
 std::optional<DType> element_type(std::int32_t t) {
   switch (t) {
     case CUDA_R_16F:

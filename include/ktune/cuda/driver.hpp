@@ -25,7 +25,8 @@
   X(cuGraphDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuMemcpyDtoDAsync) X(cuModuleGetGlobal) \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuStreamWaitEvent) X(cuCtxPushCurrent) \
-  X(cuCtxPopCurrent) X(cuProfilerStart) X(cuProfilerStop) X(cuFuncGetParamInfo)
+  X(cuCtxPopCurrent) X(cuProfilerStart) X(cuProfilerStop) X(cuFuncGetParamInfo) \
+  X(cuEventQuery) X(cuStreamIsCapturing)
 // clang-format on
 
 namespace ktune::cuda {
