@@ -1,4 +1,4 @@
-// A program that asks cuBLASLt's heuristic for three GEMMs and runs each, as PyTorch does, then
+// A program that asks cuBLASLt's heuristic for four GEMMs and runs each, as PyTorch does, then
 // prints the router's stats (or {"router": false} when it is not loaded). No GPU is needed:
 // descriptors are host objects, and the query itself fails without one, which the router passes
 // back unchanged. route_preload_tests runs it with and without libktune_route.so preloaded.
@@ -49,7 +49,8 @@ int main() {
   const cublasStatus_t exact = ask(2816, 4096, 1024, 1024);  // the table's winner
   const cublasStatus_t wider = ask(2816, 4096, 1024, 3072);  // same sizes, another lda
   const cublasStatus_t other = ask(512, 512, 512, 512);      // no winner of its size
-  std::printf("{\"statuses\": [%d, %d, %d], ", exact, wider, other);
+  const cublasStatus_t again = ask(2816, 4096, 1024, 3072);  // the near miss, remembered
+  std::printf("{\"statuses\": [%d, %d, %d, %d], ", exact, wider, other, again);
   using Stats = char* (*)();
   auto stats = reinterpret_cast<Stats>(::dlsym(RTLD_DEFAULT, "ktune_route_stats_json"));
   if (!stats) {
