@@ -44,7 +44,6 @@ class Router {
   Plan& plan(const Winner& w) {
     return *plans_[static_cast<std::size_t>(&w - &table_.winners()[0])];
   }
-  bool field_trial() const { return field_trial_; }
 
   // A call seen at `entry`; passed ones (no winner of its exact descriptor) with why, when the
   // router had a winner of its output size (a near miss worth reporting).
