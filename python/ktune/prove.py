@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional
 SCHEMA_VERSION = 2
 
 
-def _load_step(target: str) -> Callable[[], object]:
+def _load_step(target: str, **kwargs: object) -> Callable[[], object]:
     path, _, name = target.partition(":")
     name = name or "make_step"
     file = Path(path)
@@ -50,7 +50,7 @@ def _load_step(target: str) -> Callable[[], object]:
     if not callable(make):
         raise SystemExit(f"ktune.prove: {path} defines no function {name}(); it should build the "
                          "model and return a callable that runs one iteration.")
-    step = make()
+    step = make(**kwargs)
     if not callable(step):
         raise SystemExit(f"ktune.prove: {name}() returned {type(step).__name__}, not a callable "
                          "that runs one iteration.")
