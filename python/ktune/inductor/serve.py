@@ -131,6 +131,22 @@ def _spawn_compile(path: str, cfg: dict) -> float:
     return time.perf_counter() - start
 
 
+def _warm() -> None:
+    """In a pool worker: pay PyTorch's and Inductor's import while the parent starts."""
+    import torch._inductor.runtime.triton_heuristics  # noqa: F401, PLC0415
+
+
+def compile_pool() -> concurrent.futures.ProcessPoolExecutor:
+    """Workers that compile ahead, on every core but the two the parent and the GPU's feeding use.
+    Spawned, not forked: a fork of a process with a CUDA context cannot use CUDA."""
+    workers = max(1, min(16, (os.cpu_count() or 2) - 2))
+    pool = concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("spawn"))
+    for _ in range(workers):
+        pool.submit(_warm)
+    return pool
+
+
 def _fresh(kernel, cfg):
     """A copy of Inductor's autotuner with one configuration, no compiled state, and no rescaling of
     the reduction block after compiling (that would make it two configurations)."""
@@ -143,16 +159,23 @@ def _fresh(kernel, cfg):
     return k
 
 
+def read_record(path: Path) -> dict:
+    """The kernel's scan record; KernelError when it cannot be served."""
+    if not path.is_file():
+        raise KernelError(f"{path} is not a file; give the kernel module Inductor wrote.")
+    record = _scan.read_kernel_module(path)
+    if record is None:
+        raise KernelError(f"{path} is not an Inductor Triton kernel module (no "
+                          "@triton_heuristics kernel in it).")
+    if not record["tunable"]:
+        raise KernelError(f"{record['name']} cannot be tuned: {record['why_not']}.")
+    return record
+
+
 class Server:
-    def __init__(self, path: Path, cuda_graph: bool):
-        if not path.is_file():
-            raise KernelError(f"{path} is not a file; give the kernel module Inductor wrote.")
-        self.record = _scan.read_kernel_module(path)
-        if self.record is None:
-            raise KernelError(f"{path} is not an Inductor Triton kernel module (no "
-                              "@triton_heuristics kernel in it).")
-        if not self.record["tunable"]:
-            raise KernelError(f"{self.record['name']} cannot be tuned: {self.record['why_not']}.")
+    def __init__(self, path: Path, cuda_graph: bool,
+                 pool: Optional[concurrent.futures.ProcessPoolExecutor] = None):
+        self.record = read_record(path)
         import torch  # noqa: PLC0415
 
         self.torch = torch
@@ -173,8 +196,10 @@ class Server:
         torch.manual_seed(0)
         self.pristine = list(self.module.get_args())
         self.outputs = self._output_positions()
-        self.pool = None
+        self.pool = pool
         self.futures: Dict[str, concurrent.futures.Future] = {}
+        if pool is not None:  # Inductor's own candidates first: the choice below compiles them
+            self.prepare([self.configs[p] for p in self.first])
         self.default = self._inductor_choice()
         self.reference = self._outputs_of(self._compiled(self.configs[self.default])[0])
 
@@ -192,6 +217,7 @@ class Server:
         times = {}
         for p in self.first:
             try:
+                self._wait_compiled(self.configs[p])
                 launcher, _ = self._compiled(self.configs[p])
                 times[p] = self._time(launcher, reps=5)[0]
             except Exception:  # noqa: BLE001 (a candidate of Inductor's own that fails is skipped)
@@ -292,11 +318,17 @@ class Server:
                 "inductor": self.first, "default": self.default,
                 "timing": "cuda_graph" if self.cuda_graph else "events"}
 
+    def _wait_compiled(self, cfg: dict) -> None:
+        f = self.futures.pop(json.dumps(cfg, sort_keys=True), None)
+        if f is not None:
+            try:
+                f.result(timeout=120)
+            except Exception:  # noqa: BLE001 (compiled again in this process, where it is named)
+                pass
+
     def prepare(self, configs: List[dict]) -> None:
         if self.pool is None:
-            ctx = multiprocessing.get_context("spawn")
-            workers = max(1, min(16, (os.cpu_count() or 2) - 1))
-            self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx)
+            self.pool = compile_pool()
         for c in configs:
             key = json.dumps(c, sort_keys=True)
             if key not in self.futures:
@@ -313,12 +345,7 @@ class Server:
         out = {"schema_version": 1, "sequence": 0, "config": cfg, "status": "ok", "time_ns": 0.0,
                "noise_ns": 0.0, "samples": 0, "measurement": "none", "detail": "",
                "compile_s": 0.0, "fatal": False, "elapsed_s": 0.0, "timestamp": ""}
-        f = self.futures.pop(json.dumps(cfg, sort_keys=True), None)
-        if f is not None:
-            try:
-                f.result(timeout=120)
-            except Exception:  # noqa: BLE001 (compiled again below, where the error is named)
-                pass
+        self._wait_compiled(cfg)
         try:
             k, compile_s = self._compiled(cfg)
             out["compile_s"] = compile_s
@@ -360,7 +387,8 @@ def main(argv: List[str]) -> int:
         out.flush()
 
     try:
-        server = Server(Path(args.kernel), args.cuda_graph)
+        read_record(Path(args.kernel))  # refused before any worker starts
+        server = Server(Path(args.kernel), args.cuda_graph, compile_pool())
     except Exception as e:  # noqa: BLE001 (the parent shows the sentence)
         send({"error": f"ktune.inductor serve: {e}"})
         return 1
