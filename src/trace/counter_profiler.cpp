@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "counter_config.hpp"
 #include "decode.hpp"
 #include "ktune/cuda/cupti.hpp"
 #include "ktune/trace/metrics.hpp"
@@ -52,11 +53,8 @@ struct CounterProfiler::Impl {
   Sink sink;
   Say say;
 
-  struct Chip {
-    CUpti_Profiler_Host_Object* host = nullptr;
-    std::vector<std::uint8_t> config;  // built once per chip, shared by its contexts
-    std::size_t passes = 0;            // replay passes the config takes per profiled launch
-  };
+  // A chip's configuration, built once and shared by its contexts; empty after a failure.
+  using Chip = CounterConfig;
   struct Context {
     CUpti_RangeProfiler_Object* profiler = nullptr;
     Chip* chip = nullptr;
@@ -105,7 +103,7 @@ struct CounterProfiler::Impl {
     if (!check(cuptiDeviceGetChipName(&name), "cuptiDeviceGetChipName")) return nullptr;
     auto [it, fresh] = chips.try_emplace(name.pChipName);
     Chip& chip = it->second;
-    if (!fresh) return chip.config.empty() ? nullptr : &chip;
+    if (!fresh) return chip.image.empty() ? nullptr : &chip;
     CUpti_Profiler_GetCounterAvailability_Params avail{
         CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
     avail.ctx = ctx;
@@ -115,50 +113,11 @@ struct CounterProfiler::Impl {
       avail.pCounterAvailabilityImage = availability.data();
       if (cuptiProfilerGetCounterAvailability(&avail) != CUPTI_SUCCESS) availability.clear();
     }
-    CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-    host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    host.pChipName = name.pChipName;
-    host.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
-    if (!check(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize")) return nullptr;
-    chip.host = host.pHostObject;
-    // Name the metric the GPU does not know, rather than failing the whole list.
-    for (const char* m : metric_ptrs) {
-      CUpti_Profiler_Host_GetMetricProperties_Params props{
-          CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
-      props.pHostObject = chip.host;
-      props.pMetricName = m;
-      if (cuptiProfilerHostGetMetricProperties(&props) != CUPTI_SUCCESS) {
-        turn_off(fmt::format("metric '{}' is not known on {} (list them with ncu --query-metrics)",
-                             m, name.pChipName));
-        return nullptr;
-      }
+    if (std::string why = build_counter_config(name.pChipName, availability, metric_ptrs, chip);
+        !why.empty()) {
+      turn_off(why);
+      return nullptr;
     }
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add{
-        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-    add.pHostObject = chip.host;
-    add.ppMetricNames = metric_ptrs.data();
-    add.numMetrics = metric_ptrs.size();
-    if (!check(cuptiProfilerHostConfigAddMetrics(&add), "cuptiProfilerHostConfigAddMetrics"))
-      return nullptr;
-    CUpti_Profiler_Host_GetConfigImageSize_Params size{
-        CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-    size.pHostObject = chip.host;
-    if (!check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize"))
-      return nullptr;
-    std::vector<std::uint8_t> config(size.configImageSize);
-    CUpti_Profiler_Host_GetConfigImage_Params image{
-        CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-    image.pHostObject = chip.host;
-    image.configImageSize = config.size();
-    image.pConfigImage = config.data();
-    if (!check(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage"))
-      return nullptr;
-    CUpti_Profiler_Host_GetNumOfPasses_Params passes{
-        CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-    passes.configImageSize = config.size();
-    passes.pConfigImage = config.data();
-    if (cuptiProfilerHostGetNumOfPasses(&passes) == CUPTI_SUCCESS) chip.passes = passes.numOfPasses;
-    chip.config = std::move(config);
     return &chip;
   }
 
@@ -212,8 +171,8 @@ struct CounterProfiler::Impl {
       return false;
     CUpti_RangeProfiler_SetConfig_Params set{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
     set.pRangeProfilerObject = c.profiler;
-    set.configSize = c.chip->config.size();
-    set.pConfig = c.chip->config.data();
+    set.configSize = c.chip->image.size();
+    set.pConfig = c.chip->image.data();
     set.counterDataImageSize = c.counter_data.size();
     set.pCounterDataImage = c.counter_data.data();
     set.range = CUPTI_AutoRange;

@@ -36,7 +36,7 @@ const std::vector<TracerSetting> kSettings = {
     {"overhead", "--overhead", "KTUNE_TRACE_OVERHEAD", "0 or 1", "0", "CUPTI's own overhead records"},
     {"gemm-shapes", "--gemm-shapes", "KTUNE_TRACE_GEMM_SHAPES", "0 or 1", "0", "cuBLASLt's GEMM calls (shape, layout, batch, types, epilogue, algorithm), each with its thread and time, so the report gives every GEMM problem its GPU time and tune command; each GEMM call costs a few microseconds more (docs/profiling.md)"},
     {"ops", "--ops", "KTUNE_TRACE_OPS", "0 or 1", "0", "PyTorch ops: a Python program gets PyTorch's NVTX op ranges turned on (ktune's sitecustomize.py on PYTHONPATH, no shapes), so each kernel names the op that launched it (docs/profiling.md)"},
-    {"metrics", "--metrics", "KTUNE_TRACE_METRICS", "set or list", "", "hardware counters for selected launches: a set (roofline, memory, stalls, compute, full) or comma-separated metric names; none: activity tier only"},
+    {"metrics", "--metrics", "KTUNE_TRACE_METRICS", "set or list", "", "hardware counters for selected launches: a set (triage, roofline, memory, stalls, compute, full) or comma-separated metric names; none: activity tier only"},
     {"kernel", "--kernel", "KTUNE_TRACE_KERNEL", "regex", "", "counters only for kernels whose mangled or demangled name matches; none: every kernel"},
     {"launch-skip", "--launch-skip", "KTUNE_TRACE_LAUNCH_SKIP", "count", "0", "skip this many matching launches of each kernel first"},
     {"launch-count", "--launch-count", "KTUNE_TRACE_LAUNCH_COUNT", "count", "1", "profile at most this many launches of each kernel; 0: no limit"},

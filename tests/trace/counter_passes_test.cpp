@@ -1,0 +1,70 @@
+// Replay passes per metric set on GH100 (H100 and H200), counted by CUPTI's host library with the
+// tracer's own configuration code: the cost of a profiled launch grows with its passes, so what
+// each set costs is checked here rather than assumed. libnvperf_host needs no GPU.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "counter_config.hpp"
+#include "ktune/trace/metrics.hpp"
+
+namespace ktune::trace {
+namespace {
+
+// The passes `metrics` take on `chip`; -1 when the host library cannot load (test skipped).
+long passes_of(const std::vector<std::string>& metrics, const std::string& chip = "GH100") {
+  std::vector<const char*> names;
+  for (const auto& m : metrics) names.push_back(m.c_str());
+  CounterConfig config;
+  const std::string why = build_counter_config(chip, {}, names, config);
+  if (why.find("cuptiProfilerHostInitialize") != std::string::npos) return -1;
+  EXPECT_EQ(why, "");
+  return static_cast<long>(config.passes);
+}
+
+#define PASSES_OR_SKIP(var, ...)                                                  \
+  const long var = passes_of(__VA_ARGS__);                                        \
+  if (var < 0) GTEST_SKIP() << "CUPTI's host library (libnvperf_host) not loadable here"
+
+TEST(CounterPasses, EachSetTakesTheDocumentedPassesOnGh100) {
+  // docs/profiling.md's table. A metric added to a set that costs a pass shows up here.
+  const std::map<std::string, long> expected = {
+      {"triage", 15}, {"roofline", 10}, {"memory", 3}, {"stalls", 7}, {"compute", 12}};
+  for (const auto& [set, want] : expected) {
+    PASSES_OR_SKIP(got, metric::resolve_metrics(set));
+    EXPECT_EQ(got, want) << set;
+  }
+}
+
+TEST(CounterPasses, TriageMeasuresTheVerdictAndStallsInTheirOwnPasses) {
+  // The speed-of-light pair and the 19 stall ratios, the least a verdict with its top stalls
+  // needs; everything else in triage must ride in the same passes.
+  std::vector<std::string> core = {std::string(metric::kSmThroughputPct),
+                                   std::string(metric::kMemoryThroughputPct)};
+  PASSES_OR_SKIP(pair, core);
+  EXPECT_EQ(pair, 9);  // as many as ncu's SpeedOfLight section
+  for (std::string_view reason : metric::kStallReasons)
+    core.push_back(std::string(metric::kStallPrefix) + std::string(reason) +
+                   std::string(metric::kStallSuffix));
+  PASSES_OR_SKIP(core_passes, core);
+  PASSES_OR_SKIP(triage, metric::resolve_metrics("triage"));
+  EXPECT_EQ(triage, core_passes);
+  // One pass fewer than the sets it replaces (roofline,stalls), with the verdict's inputs kept.
+  PASSES_OR_SKIP(both, metric::resolve_metrics("roofline,stalls"));
+  EXPECT_EQ(both, triage + 1);
+}
+
+TEST(CounterPasses, AnUnknownMetricIsNamed) {
+  std::vector<const char*> names = {"gpu__time_duration.sum", "dram__no_such_counter.sum"};
+  CounterConfig config;
+  const std::string why = build_counter_config("GH100", {}, names, config);
+  if (why.find("cuptiProfilerHostInitialize") != std::string::npos)
+    GTEST_SKIP() << "CUPTI's host library (libnvperf_host) not loadable here";
+  EXPECT_NE(why.find("metric 'dram__no_such_counter.sum' is not known on GH100"), std::string::npos)
+      << why;
+}
+
+}  // namespace
+}  // namespace ktune::trace
