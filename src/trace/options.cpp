@@ -40,7 +40,7 @@ const std::vector<TracerSetting> kSettings = {
     {"kernel", "--kernel", "KTUNE_TRACE_KERNEL", "regex", "", "counters only for kernels whose mangled or demangled name matches; none: every kernel"},
     {"launch-skip", "--launch-skip", "KTUNE_TRACE_LAUNCH_SKIP", "count", "0", "skip this many matching launches of each kernel first"},
     {"launch-count", "--launch-count", "KTUNE_TRACE_LAUNCH_COUNT", "count", "1", "profile at most this many launches of each kernel; 0: no limit"},
-    {"launch-shapes", "--launch-shapes", "KTUNE_TRACE_LAUNCH_SHAPES", "count", "4", "also profile a later launch of a kernel with at least twice the threads of its largest profiled launch, up to this many sizes per kernel (the report reads the size that owns the kernel's time); 1: only the launches above"},
+    {"launch-shapes", "--launch-shapes", "KTUNE_TRACE_LAUNCH_SHAPES", "count", "4", "also profile a later launch of a kernel whose threads are at least twice, or at most half, those of each of its profiled launches, up to this many sizes per kernel (the report reads the size that owns the kernel's time); 1: only the launches above"},
     {"every", "--every", "KTUNE_TRACE_EVERY", "count", "1", "profile every K-th matching launch after the skipped ones"},
     {"max-kernels", "--max-kernels", "KTUNE_TRACE_MAX_KERNELS", "count", "0", "profile at most this many distinct kernels; 0: no limit"},
     {"time-box", "--time-box", "KTUNE_TRACE_TIME_BOX_S", "seconds", "0", "stop collecting counters once this much time went into them; 0: no limit"},
