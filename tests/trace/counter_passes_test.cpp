@@ -24,14 +24,14 @@ long passes_of(const std::vector<std::string>& metrics, const std::string& chip 
   return static_cast<long>(config.passes);
 }
 
-#define PASSES_OR_SKIP(var, ...)                                                  \
-  const long var = passes_of(__VA_ARGS__);                                        \
+#define PASSES_OR_SKIP(var, ...)           \
+  const long var = passes_of(__VA_ARGS__); \
   if (var < 0) GTEST_SKIP() << "CUPTI's host library (libnvperf_host) not loadable here"
 
 TEST(CounterPasses, EachSetTakesTheDocumentedPassesOnGh100) {
   // docs/profiling.md's table. A metric added to a set that costs a pass shows up here.
-  const std::map<std::string, long> expected = {
-      {"triage", 15}, {"roofline", 10}, {"memory", 3}, {"stalls", 7}, {"compute", 12}};
+  const std::map<std::string, long> expected = {{"triage", 15}, {"roofline", 10}, {"memory", 3},
+                                                {"stalls", 7},  {"compute", 12},  {"full", 19}};
   for (const auto& [set, want] : expected) {
     PASSES_OR_SKIP(got, metric::resolve_metrics(set));
     EXPECT_EQ(got, want) << set;
