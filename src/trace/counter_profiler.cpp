@@ -204,7 +204,7 @@ struct CounterProfiler::Impl {
         sink(std::move(k)) {}
 };
 
-// The launch being profiled on this thread (its start time), so its exit callback finishes it.
+// The launch being profiled on this thread and its CUPTI enter time, for its exit callback.
 thread_local bool t_profiling = false;
 thread_local std::uint64_t t_enter_ns = 0;
 thread_local int t_depth = 0;  // a runtime launch may reach the driver's launch callback too
