@@ -71,7 +71,7 @@ picked windows &&
   keep='SUMMARY|MET|MISSED' step windows "$out/windows.log" "$root/benchmarks/tracer/windows.sh"
 # The counter tier against Nsight Compute (docs/profiling.md).
 picked counters &&
-  keep='^agreement|ratio|plain \(target' step counters "$out/counters.log" "$root/scripts/gpu-counters.sh"
+  keep='^SUMMARY|^fit|^(hand|sdpa|train) \||^agreement|ratio|plain \(target' step counters "$out/counters.log" "$root/scripts/gpu-counters.sh"
 # The report's verdicts and stall reasons against Nsight Compute's on the same launches
 # (docs/analysis.md), the unit of mma.sync tensor FLOP against 2*M*N*K, and the cost and op
 # attribution of `ktune profile --ops` (docs/profiling.md).
