@@ -23,7 +23,6 @@ python=${PYTHON:-python3}
 rm -f "$out"/inprocess_*.ktrace
 say() { echo "$*" | tee -a "$log"; }
 source "$here/lib.sh"
-sql() { "$python" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
 say "tracer in-process cost $(date -u +%FT%TZ) $("$ktune" --version)"
 "$python" -c "import torch; print('torch', torch.__version__, torch.version.cuda, torch.cuda.get_device_name())" >>"$log" 2>&1
 setup_pinning
