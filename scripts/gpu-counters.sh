@@ -10,7 +10,7 @@
 #      `--cache-control none` and `all`: verdict and top-stall agreement per launch, and each
 #      tool's counter time per profiled launch (target: >= 9/10 agreement, <= 0.1 s per launch);
 #   passes: the hand-written block profiled with metric lists of 1, 9 (the speed-of-light pair)
-#      and 15 (triage) replay passes: the cost per profiled launch as a fixed part plus a part per
+#      and 14 (triage) replay passes: the cost per profiled launch as a fixed part plus a part per
 #      pass (least squares), to say what fewer passes buy;
 #   copy, gemv, hotspot, layer: `ktune profile --metrics roofline` on the first launch of each
 #      selected kernel of the built-in copy and GEMV (ktune bench), a hub kernel (.hub/, or
@@ -79,7 +79,7 @@ done
 
 # The cost of a profiled launch against its replay passes, on the hand-written block.
 if picked passes; then
-  echo "== passes: the hand-written block with 1, 9 and 15 replay passes"
+  echo "== passes: the hand-written block with 1, 9 and 14 replay passes"
   hand=(python3 "$programs" --which hand --steps 2)
   timed passes-plain "${hand[@]}"
   sol=sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed

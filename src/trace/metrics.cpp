@@ -6,10 +6,11 @@
 // kernels (logs/2026-11-26-gpu-verdicts-h100.md).
 //
 // `triage` is what a verdict and its top stalls need, in the fewest passes that measure them
-// exactly as ncu does: the speed-of-light pair (9 passes alone on GH100) and the 19 stall ratios (6
-// more). Every other metric in it rides in those 15 passes for free; the FP32/FP64/FP16
-// instruction counts would cost a 16th, so they stay in `roofline`. tests/trace/counter_passes_test
-// checks these counts with the chip's own pass scheduler (libnvperf_host, no GPU needed).
+// exactly as ncu does: the speed-of-light pair (9 passes alone on GH100) and the 19 stall ratios
+// (6 alone), 14 together in triage's order. Every other metric in it rides in those passes for
+// free; the FP32/FP64/FP16 instruction counts would cost more, so they stay in `roofline`.
+// tests/trace/counter_passes_test checks these counts with the chip's own pass scheduler
+// (libnvperf_host, no GPU needed).
 #include "ktune/trace/metrics.hpp"
 
 #include <algorithm>
@@ -33,8 +34,14 @@ const std::vector<std::string>& stall_names() {
 }
 
 std::vector<std::string_view> triage() {
-  std::vector<std::string_view> out = {kDuration, kSmThroughputPct, kMemoryThroughputPct};
-  for (const std::string& name : stall_names()) out.push_back(name);
+  // The order is the pass scheduler's business: it packs the list in order, and this one (the
+  // memory side, four stall reasons, then the SM side and the other reasons) takes 14 passes on
+  // GH100 where the pair followed by the stalls takes 15.
+  const auto& stalls = stall_names();
+  std::vector<std::string_view> out = {kDuration, kMemoryThroughputPct};
+  out.insert(out.end(), stalls.begin(), stalls.begin() + 4);
+  out.push_back(kSmThroughputPct);
+  out.insert(out.end(), stalls.begin() + 4, stalls.end());
   // Free riders on GH100: the roofline's bytes and tensor ops, occupancy, clock, L2 and spills.
   for (std::string_view m :
        {kDramThroughputPct, kDramBytesRead, kDramBytesWrite, kIssueActivePct, kAchievedOccupancyPct,
