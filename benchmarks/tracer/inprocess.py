@@ -4,8 +4,8 @@ process-to-process noise that hid it (+9 % and +18 % with --ops across processes
 Run under `ktune profile --range profiler --ops`: the program opens and closes the capture itself
 (cudaProfilerStart/Stop, which torch.cuda.profiler.start/stop call; the tracer records only while
 it is open) and turns PyTorch's op ranges on and off with the profiler switch --ops throws. The
-block (torch_ops.py's LayerNorm-Linear-GELU-Linear at batch 4 with its casts, ~15 small kernels
-per iteration) is timed on the host in blocks of iterations, each ended by a synchronize, in
+block (torch_ops.py's LayerNorm-Linear-GELU-Linear at batch 4 with its casts, small kernels
+only) is timed on the host in blocks of iterations, each ended by a synchronize, in
 these states:
 
   pristine   before the capture ever opens: CUPTI attached, nothing ever recorded
