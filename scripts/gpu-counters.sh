@@ -2,18 +2,25 @@
 # The counter tier checked against Nsight Compute on a GPU machine, from the repository root:
 #   scripts/gpu-counters.sh [BUNDLE] [OUT_DIR]
 # BUNDLE: a build (or .gpu-carry from scripts/gpu-bundle.sh) holding src/cli/ktune and
-# libktune_tracer.so. Profiles the built-in copy and GEMV (ktune bench), a hub kernel (.hub/, or
-# $KTUNE_HUB) and the PyTorch transformer layer (.workloads/torch_layer.py, or $KTUNE_WORKLOADS, else
-# benchmarks/tracer/torch_layer.py, the same layer):
-#   1. `ktune profile --metrics roofline` on the first launch of each selected kernel, and
-#      `ncu --clock-control none --metrics <the same list>` on the same launches, once with
-#      `--cache-control none` (caches as the program left them, as the tracer sees them) and once
-#      with ncu's default flush: DRAM bytes, FLOP and achieved occupancy per kernel, within 5 %;
-#   2. the cost per profiled kernel against `ncu --section SpeedOfLight` on the same launches
-#      (target: at most 1/3 of it, and at most 0.1 s);
-#   3. the layer plain vs `--metrics roofline --kernel nvjet --launch-count 5` (target: <= 1.5x).
-# KTUNE_COUNTERS_ONLY=copy,layer picks workloads; KTUNE_COUNTERS_LONG=0 skips step 3.
-# Prints a short table last (also in OUT_DIR/counters-summary.txt). Never changes clocks.
+# libktune_tracer.so. Steps, picked by KTUNE_COUNTERS_ONLY (default hand,sdpa,train,passes):
+#   hand, sdpa, train: PyTorch programs of ktune's own (benchmarks/python/attention_programs.py:
+#      an attention block written by hand, the same through SDPA, a training step with backward)
+#      under benchmarks/analysis/ncu_compare.sh: `ktune profile --metrics triage` beside
+#      `ncu --clock-control none --section SpeedOfLight` + the stall ratios, with
+#      `--cache-control none` and `all`: verdict and top-stall agreement per launch, and each
+#      tool's counter time per profiled launch (target: >= 9/10 agreement, <= 0.1 s per launch);
+#   passes: the hand-written block profiled with metric lists of 1, 9 (the speed-of-light pair)
+#      and 14 (triage) replay passes: the cost per profiled launch as a fixed part plus a part per
+#      pass (least squares), to say what fewer passes buy;
+#   copy, gemv, hotspot, layer: `ktune profile --metrics roofline` on the first launch of each
+#      selected kernel of the built-in copy and GEMV (ktune bench), a hub kernel (.hub/, or
+#      $KTUNE_HUB) and the PyTorch layer (.workloads/torch_layer.py, or $KTUNE_WORKLOADS, else
+#      benchmarks/tracer/torch_layer.py), and `ncu --metrics <the same list>` on the same launches
+#      with both cache modes: DRAM bytes, FLOP and occupancy within 5 %, and the cost against
+#      `ncu --section SpeedOfLight`;
+#   long: the layer plain vs `--metrics roofline --kernel nvjet --launch-count 5` (<= 1.5x).
+# About 4-5 minutes of device time for the default steps on an H100. Prints a short summary last
+# (also in OUT_DIR/counters-summary.txt). Never changes clocks.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:-$root/.gpu-carry}" && pwd)
@@ -29,6 +36,7 @@ ncu=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 export KTUNE_HOME=${KTUNE_HOME:-$(mktemp -d /tmp/ktune-home.XXXXXX)}
 cd "$out" || exit 1
 
+picked() { [[ ",${KTUNE_COUNTERS_ONLY:-hand,sdpa,train,passes}," == *",$1,"* ]]; }
 now() { date +%s.%N; }
 # timed NAME CMD...: runs CMD, its output in NAME.log, its wall seconds in NAME.wall.
 timed() {
@@ -56,12 +64,39 @@ workloads=(
   "$ncu" --version | tail -n 1
 } 2>&1 | tee identity.txt
 
+# PyTorch programs of our own: verdicts, top stalls and cost beside ncu, both cache modes.
+programs=$root/benchmarks/python/attention_programs.py
+for p in hand sdpa train; do
+  picked $p || continue
+  steps=2
+  [ $p = train ] && steps=1  # a training step launches three times the kernels of the others
+  echo "== $p (ncu_compare.sh, --metrics triage, ncu caches none and all)"
+  METRICS=triage NCU_CACHE="none all" bash "$root/benchmarks/analysis/ncu_compare.sh" "$bundle" \
+    "$out/$p" -- python3 "$programs" --which $p --steps $steps >"$p.log" 2>&1 ||
+    echo "$p: ncu_compare.sh failed (see $out/$p.log)"
+  grep -E '^(verdicts agree|top stall|result)' "$p.log"
+done
+
+# The cost of a profiled launch against its replay passes, on the hand-written block.
+if picked passes; then
+  echo "== passes: the hand-written block with 1, 9 and 14 replay passes"
+  hand=(python3 "$programs" --which hand --steps 2)
+  timed passes-plain "${hand[@]}"
+  sol=sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
+  for set in "gpu__time_duration.sum" "gpu__time_duration.sum,$sol" triage; do
+    name=passes-$(echo "$set" | md5sum | cut -c1-6)
+    echo "$set" >"$name.set"
+    timed "$name" "$bin" profile -o "$out/$name.ktrace" --metrics "$set" -- "${hand[@]}"
+    grep -h 'hardware counters' "$name.log" | tail -n 1
+  done
+fi
+
 for w in "${workloads[@]}"; do
   name=${w%%|*}
   rest=${w#*|}
   cmd=${rest##*|}
   regex=${rest%|*}
-  if [ -n "${KTUNE_COUNTERS_ONLY:-}" ] && [[ ",$KTUNE_COUNTERS_ONLY," != *",$name,"* ]]; then continue; fi
+  picked "$name" || continue
   echo "== $name (kernels matching '$regex')"
   read -r -a argv <<<"$cmd"
   timed "$name-plain" "${argv[@]}"
@@ -87,7 +122,7 @@ for w in "${workloads[@]}"; do
   grep 'ktune tracer' "$name-ktune.log" | tail -n 3
 done
 
-if [ "${KTUNE_COUNTERS_LONG:-1}" != 0 ]; then
+if picked long; then
   echo "== layer: plain vs --metrics roofline --kernel nvjet --launch-count 5"
   layer=(python3 "$work/torch_layer.py" --iters 200 --tiny 2000)
   timed layer-long-plain "${layer[@]}"
@@ -97,7 +132,9 @@ if [ "${KTUNE_COUNTERS_LONG:-1}" != 0 ]; then
   grep 'ktune tracer' layer-long-ktune.log | tail -n 2
 fi
 
-python3 - "$out" "${workloads[@]}" <<'PY' | tee counters-summary.txt
+values=0
+for w in "${workloads[@]}"; do picked "${w%%|*}" && values=1; done
+[ $values = 1 ] && python3 - "$out" "${workloads[@]}" <<'PY' | tee values-summary.txt
 import csv, os, re, sqlite3, sys
 out, workloads = sys.argv[1], sys.argv[2:]
 
@@ -221,4 +258,75 @@ p, t, c = wall("layer-long-plain"), wall("layer-long-ktune-trace"), wall("layer-
 if p and c:
     print(f"\n== layer wall: plain {p:.2f} s, traced {t:.2f} s, --metrics roofline --kernel nvjet "
           f"--launch-count 5 {c:.2f} s = {c/p:.2f}x plain (target <= 1.5x)")
+PY
+
+# The summary, last: the PyTorch programs beside ncu, and the cost per pass.
+python3 - "$out" "$root/benchmarks/analysis" <<'PY' | tee counters-summary.txt
+import glob, os, sys
+out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from ncu_compare import tracer_summary  # noqa: E402
+
+rows = []
+for program in ("hand", "sdpa", "train"):
+    path = f"{out}/{program}/results.txt"
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        pairs = dict(kv.split("=", 1) for kv in line.split()[1:])
+        rows.append((program, pairs))
+if rows:
+    print("\n== PyTorch programs vs ncu (ktune --metrics triage; ncu SpeedOfLight + stall ratios; "
+          "--clock-control none)")
+    head = ("program", "ncu cache", "verdicts", "top stall", "passes", "ktune s/launch",
+            "after first", "ktune wall s/launch", "ncu wall s/launch")
+    print(" | ".join(head))
+    tot = {"v": [0, 0], "s": [0, 0]}
+    for program, p in rows:
+        for key, k in (("verdicts", "v"), ("stalls", "s")):
+            a, b = (int(x) for x in p.get(key, "0/0").split("/"))
+            tot[k][0] += a
+            tot[k][1] += b
+        print(" | ".join([program, p.get("cache", "-"), p.get("verdicts", "-"),
+                          p.get("stalls", "-"), p.get("passes", "-"),
+                          p.get("ktune_s_per_launch", "-"), p.get("ktune_s_per_later_launch", "-"),
+                          p.get("ktune_wall_s_per_launch", "-"),
+                          p.get("ncu_wall_s_per_launch", "-")]))
+
+fits = []
+for set_file in sorted(glob.glob(f"{out}/passes-*.set")):
+    base = set_file[:-4]
+    try:
+        s = tracer_summary(open(base + ".log", errors="replace").read())
+    except OSError:
+        s = None
+    if s and s["launches"] > 1 and s["passes"]:
+        later = (s["collect_s"] - s["first_s"]) / (s["launches"] - 1)
+        fits.append((s["passes"], later, s["collect_s"] / s["launches"], s["launches"],
+                     open(set_file).read().strip()))
+if fits:
+    print("\n== cost per profiled launch by replay passes (hand-written block)")
+    for p, later, allin, n, name in sorted(fits):
+        print(f"{p:2} passes: {later:.4f} s per launch after the first, {allin:.4f} s all-in "
+              f"({n} launches; {name[:60]})")
+    # A single pass needs no replay (nothing to save or restore): the fit is over the others.
+    replayed = [f for f in fits if f[0] > 1]
+    if len({f[0] for f in replayed}) > 1:
+        xs, ys = [f[0] for f in replayed], [f[1] for f in replayed]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        a = my - b * mx
+        print(f"fit over the replayed sets: {a:.4f} s per launch + {b:.4f} s per pass; 0.1 s "
+              f"allows {(0.1 - a) / b:.1f} passes" if b > 0 else
+              f"fit over the replayed sets: {a:.4f} s + {b:.4f} s per pass")
+
+if rows:
+    def share(c):
+        return f"{c[0]}/{c[1]} ({100 * c[0] / c[1]:.0f} %)" if c[1] else "0/0"
+    costs = [float(p["ktune_s_per_launch"]) for _, p in rows if "ktune_s_per_launch" in p]
+    ncu = [float(p["ncu_wall_s_per_launch"]) for _, p in rows if "ncu_wall_s_per_launch" in p]
+    print(f"\nSUMMARY: verdicts agree {share(tot['v'])}, top stall {share(tot['s'])} "
+          f"(target >= 90 % each, both cache modes); ktune {min(costs, default=0):.3f}-"
+          f"{max(costs, default=0):.3f} s per profiled launch (target <= 0.1 s), ncu "
+          f"{min(ncu, default=0):.3f}-{max(ncu, default=0):.3f} s")
 PY

@@ -6,7 +6,7 @@
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, the capture-window benchmark, scripts/gpu-counters.sh (the counter tier
 # vs ncu), the verdicts and stall reasons vs ncu, the cost of --ops, and prints a short summary
-# last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,gate
+# last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,inprocess,gate
 # picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only
 # when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the
 # GPU tests matching it.
@@ -71,7 +71,7 @@ picked windows &&
   keep='SUMMARY|MET|MISSED' step windows "$out/windows.log" "$root/benchmarks/tracer/windows.sh"
 # The counter tier against Nsight Compute (docs/profiling.md).
 picked counters &&
-  keep='^agreement|ratio|plain \(target' step counters "$out/counters.log" "$root/scripts/gpu-counters.sh"
+  keep='^SUMMARY|^fit|^(hand|sdpa|train) \||^agreement|ratio|plain \(target' step counters "$out/counters.log" "$root/scripts/gpu-counters.sh"
 # The report's verdicts and stall reasons against Nsight Compute's on the same launches
 # (docs/analysis.md), the unit of mma.sync tensor FLOP against 2*M*N*K, and the cost and op
 # attribution of `ktune profile --ops` (docs/profiling.md).
@@ -81,6 +81,9 @@ picked mma_flop &&
   keep='^(fp16|bf16|mma.sync)|FAIL' step mma_flop "$out/mma_flop.log" "$root/benchmarks/analysis/mma_flop.sh"
 picked ops &&
   keep='PASS|FAIL|added|per op|per iteration' step ops "$out/ops.log" "$root/benchmarks/tracer/ops.sh"
+# The tracer's cost inside one process on a launch-bound PyTorch block, with and without --ops.
+picked inprocess &&
+  keep='SUMMARY|FAIL' step inprocess "$out/inprocess.log" "$root/benchmarks/tracer/inprocess.sh"
 # The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.
 [[ ",${KTUNE_GPU_ONLY:-}," == *",gate,"* ]] &&
   keep='^(case|unchanged|planted|environment|one check)' step gate "$out/gate.log" "$root/scripts/gpu-gate.sh"

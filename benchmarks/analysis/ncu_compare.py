@@ -1,9 +1,13 @@
 """Helpers of ncu_compare.sh: the kernels a .ktrace profiled, the stall metric names, and the
-comparison of ktune's verdicts and stall reasons with Nsight Compute's on the same launches.
+comparison of ktune's verdicts and stall reasons with Nsight Compute's on the same launches, with
+what each tool's counters cost per profiled launch.
 
   ncu_compare.py names TRACE            -> a regex of the mangled names ktune profiled
   ncu_compare.py stall-metrics          -> the 19 stall ratios, comma-separated
-  ncu_compare.py compare TRACE REPORT_JSON NCU_RAW_CSV
+  ncu_compare.py compare TRACE REPORT_JSON NCU_RAW_CSV [OUT_DIR CACHE]
+      the table and the agreement; with OUT_DIR (ncu_compare.sh's: plain.wall, ktune-profile.wall
+      and .log, ncu-CACHE.wall) a last line `result key=value ...` with the agreement and the cost
+      per profiled launch of both tools (scripts/gpu-counters.sh reads it)
 
 A launch is matched by its mangled name and its invocation number among that name's launches
 (launch order: ktune by correlation id, ncu by its ID), so both tools must run the same
@@ -106,7 +110,63 @@ def short(name, n=48):
     return name if len(name) <= n else name[: n - 3] + "..."
 
 
-def compare(trace, report, raw):
+# The tracer's exit line (src/trace/counter_profiler.cpp, CounterProfiler::summary).
+SUMMARY = re.compile(
+    r"hardware counters: (?P<launches>\d+) launches of \d+ kernels profiled, (?P<collect>[\d.]+) s "
+    r"collecting \((?P<setup>[\d.]+) s set-up;.*?the first launch (?P<first>[\d.]+) s\), "
+    r"(?P<metrics>\d+) metrics each in (?P<passes>\d+|\?) replay passes")
+
+
+def tracer_summary(text):
+    """The last counter summary in a tracer's output: launches, collect_s, setup_s, first_s,
+    metrics, passes (None when unknown); None when there is none."""
+    found = list(SUMMARY.finditer(text))
+    if not found:
+        return None
+    m = found[-1]
+    return {"launches": int(m["launches"]), "collect_s": float(m["collect"]),
+            "setup_s": float(m["setup"]), "first_s": float(m["first"]),
+            "metrics": int(m["metrics"]),
+            "passes": None if m["passes"] == "?" else int(m["passes"])}
+
+
+def read_float(path):
+    try:
+        return float(open(path).read())
+    except (OSError, ValueError):
+        return None
+
+
+def cost(out, cache, ncu_launches_profiled):
+    """What the counters cost per profiled launch, as `key=value` pairs: ktune's collecting time
+    from its exit line (all launches, and after the first, which also pays CUPTI's one-time start),
+    both tools' wall time over the plain run."""
+    plain = read_float(f"{out}/plain.wall")
+    ours = read_float(f"{out}/ktune-profile.wall")
+    theirs = read_float(f"{out}/ncu-{cache}.wall")
+    try:
+        summary = tracer_summary(open(f"{out}/ktune-profile.log", errors="replace").read())
+    except OSError:
+        summary = None
+    pairs = {}
+    if summary and summary["launches"]:
+        n = summary["launches"]
+        pairs["ktune_launches"] = n
+        pairs["passes"] = summary["passes"] if summary["passes"] is not None else "?"
+        pairs["ktune_s_per_launch"] = f"{summary['collect_s'] / n:.4f}"
+        if n > 1:
+            later = (summary["collect_s"] - summary["first_s"]) / (n - 1)
+            pairs["ktune_s_per_later_launch"] = f"{later:.4f}"
+        pairs["ktune_setup_s"] = f"{summary['setup_s']:.3f}"
+        if plain is not None and ours is not None:
+            pairs["ktune_wall_s_per_launch"] = f"{(ours - plain) / n:.4f}"
+    if ncu_launches_profiled and plain is not None and theirs is not None:
+        pairs["ncu_launches"] = ncu_launches_profiled
+        pairs["ncu_wall_s_per_launch"] = f"{(theirs - plain) / ncu_launches_profiled:.4f}"
+    return pairs
+
+
+def compare(trace, report, raw, out=None, cache=None):
     derivations = json.load(open(report))["counters"]["kernels"]
     ours = {}
     for k in derivations:
@@ -147,6 +207,11 @@ def compare(trace, report, raw):
         print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
     print(f"verdicts agree: {share(verdicts)} (target >= 90%)")
     print(f"top stall reason (besides 'selected') the same: {share(stalls_same)} (target >= 90%)")
+    if out is not None:
+        pairs = {"cache": cache, "verdicts": f"{verdicts[0]}/{verdicts[1]}",
+                 "stalls": f"{stalls_same[0]}/{stalls_same[1]}"}
+        pairs.update(cost(out, cache, sum(len(v) for v in theirs.values())))
+        print("result " + " ".join(f"{k}={v}" for k, v in pairs.items()))
 
 
 def top_three(stalls):
@@ -167,7 +232,7 @@ if __name__ == "__main__":
         print("^(" + "|".join(re.escape(n) for n in names) + ")$")
     elif what == "stall-metrics":
         print(",".join(STALL.format(r) for r in REASONS))
-    elif what == "compare" and len(sys.argv) == 5:
-        compare(*sys.argv[2:5])
+    elif what == "compare" and len(sys.argv) in (5, 7):
+        compare(*sys.argv[2:])
     else:
         sys.exit(__doc__)

@@ -2,6 +2,8 @@
 calc() { awk "BEGIN { print $* }"; }
 # field TEXT NAME: the value of NAME=value in TEXT (the last one).
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | tail -n1; }
+# sql TRACE QUERY: the first column of the query's first row (python: $python, else python3).
+sql() { "${python:-python3}" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
 med() { echo "$1" | tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 # The GPU's NUMA-local CPUs, from sysfs through its PCI address (nvidia-smi's has 8 domain digits).
 gpu_cpus() {

@@ -27,7 +27,6 @@ python=${PYTHON:-python3}
 rm -f "$out"/*.ktrace  # a stale trace must not pass for this run's
 say() { echo "$*" | tee -a "$log"; }
 source "$here/lib.sh"
-sql() { "$python" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
 
 build_tiny_loop "$out" "$log" || { say "FAIL: nvcc tiny_loop"; exit 1; }
 say "tracer benchmark $(date -u +%FT%TZ) $("$ktune" --version)"

@@ -39,7 +39,6 @@ python=${PYTHON:-python3}
 rm -f "$out"/*.ktrace "$out/windows.db"  # a stale trace must not pass for this run's
 say() { echo "$*" | tee -a "$log"; }
 source "$here/lib.sh"
-sql() { "$python" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
 secs() { "$python" -c "import sys; v=sys.argv[1]; print(float(v[:-2])/1e3 if v.endswith('ms') else float(v.rstrip('s')))" "$1"; }
 duty=$(calc "$(secs "$window") / $(secs "$period")")
 

@@ -144,8 +144,9 @@ const bool registered = register_command(
                       "A second configuration NAME=VALUE,...: measure both interleaved (A B A B)");
        add_grid_option(app, a->grid);
        app.add_option("--metrics", a->metrics,
-                      "Also read hardware counters of the kernel's first launch: a set (roofline, "
-                      "memory, stalls, compute, full) or metric names (docs/profiling.md)");
+                      "Also read hardware counters of the kernel's first launch: a set (triage, "
+                      "roofline, memory, stalls, compute, full) or metric names "
+                      "(docs/profiling.md)");
        app.add_flag(
            "--json", a->json,
            fmt::format("Print JSON (schema_version {})", bench::kMeasurementSchemaVersion));

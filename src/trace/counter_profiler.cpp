@@ -1,7 +1,7 @@
 // Range profiler calls follow CUDA 13's cupti_range_profiler.h and cupti_profiler_host.h: the
 // host object (libnvperf_host) turns metric names into a config image once per chip; the range
 // profiler object is enabled once per context and reused, with a one-range counter data image
-// that is re-initialised for each profiled launch.
+// that is re-initialised for each profiled launch. CounterSession decides when each is called.
 #include "counter_profiler.hpp"
 
 #include <cupti_profiler_host.h>
@@ -10,13 +10,13 @@
 #include <cupti_target.h>
 
 #include <atomic>
-#include <chrono>
-#include <cstring>
 #include <map>
 #include <mutex>
 
 #include <fmt/format.h>
 
+#include "counter_config.hpp"
+#include "counter_session.hpp"
 #include "decode.hpp"
 #include "ktune/cuda/cupti.hpp"
 #include "ktune/trace/metrics.hpp"
@@ -41,181 +41,89 @@ std::string why_unavailable(CUptiResult r) {
   return fmt::format("the range profiler failed to start ({})", cuda::cupti_result_name(r));
 }
 
-using Clock = std::chrono::steady_clock;
+std::string failed(const char* what, CUptiResult r) {
+  return fmt::format("{} failed ({})", what, cuda::cupti_result_name(r));
+}
 
-}  // namespace
-
-struct CounterProfiler::Impl {
-  std::vector<std::string> metrics;
-  std::vector<const char*> metric_ptrs;
-  LaunchSelector selector;
-  Sink sink;
-  Say say;
-
-  struct Chip {
-    CUpti_Profiler_Host_Object* host = nullptr;
-    std::vector<std::uint8_t> config;  // built once per chip, shared by its contexts
-    std::size_t passes = 0;            // replay passes the config takes per profiled launch
-  };
-  struct Context {
-    CUpti_RangeProfiler_Object* profiler = nullptr;
-    Chip* chip = nullptr;
-    std::vector<std::uint8_t> counter_data;
-    std::uint32_t device_id = 0;
-  };
-  std::mutex mu;  // one profiled launch at a time: ranges must not interleave
-  std::map<std::string, Chip> chips;
-  // The most replay passes any chip's config takes ("?" before the first profiled launch).
-  std::string passes() const {
-    std::size_t most = 0;
-    for (const auto& [name, chip] : chips) most = std::max(most, chip.passes);
-    return most ? std::to_string(most) : "?";
-  }
-  std::map<CUcontext, Context> contexts;
-  bool initialized = false;
-  std::atomic<bool> off{false};  // read unlocked by every launch callback
-  double setup_s = 0;
-  // Where collecting goes, summed over launches: arming (counter data, config, start), the
-  // launch with its replay passes, and stopping with decoding; and the first launch whole.
-  double arm_s = 0, replay_s = 0, decode_s = 0, first_s = 0;
-  double set_config_s = 0, start_s = 0;  // the parts of arm_s that may hold a one-time cost
-  std::uint64_t collected = 0;           // launches whose values reached the trace
-
-  Impl(std::vector<std::string> m, const CounterSelection& s, Sink k, Say y)
-      : metrics(std::move(m)), selector(s), sink(std::move(k)), say(std::move(y)) {
-    for (const auto& name : metrics) metric_ptrs.push_back(name.c_str());
+// The range profiler's CUPTI calls, in the order CounterSession makes them.
+class CuptiRangeProfiler final : public RangeProfilerApi {
+ public:
+  explicit CuptiRangeProfiler(const std::vector<std::string>& metrics) {
+    for (const auto& name : metrics) metrics_.push_back(name.c_str());
   }
 
-  // Turns the tier off with one sentence; the activity tier runs on.
-  void turn_off(const std::string& why) {
-    if (off.exchange(true)) return;
-    say("hardware counters are off for the rest of this run: " + why +
-        "; the activity trace is recorded as usual.");
+  std::string initialize() override {
+    CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    const CUptiResult r = cuptiProfilerInitialize(&init);
+    return r == CUPTI_SUCCESS ? "" : why_unavailable(r);
   }
 
-  bool check(CUptiResult r, const char* what) {
-    if (r == CUPTI_SUCCESS) return true;
-    turn_off(fmt::format("{} failed ({})", what, cuda::cupti_result_name(r)));
-    return false;
-  }
-
-  Chip* chip_for(std::uint32_t device, CUcontext ctx) {
+  std::string device_of(Context ctx, std::uint32_t& device, std::string& chip) override {
+    auto* c = static_cast<CUcontext>(const_cast<void*>(ctx));
+    if (const CUptiResult r = cuptiGetDeviceId(c, &device); r != CUPTI_SUCCESS)
+      return failed("cuptiGetDeviceId", r);
     CUpti_Device_GetChipName_Params name{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
     name.deviceIndex = device;
-    if (!check(cuptiDeviceGetChipName(&name), "cuptiDeviceGetChipName")) return nullptr;
-    auto [it, fresh] = chips.try_emplace(name.pChipName);
-    Chip& chip = it->second;
-    if (!fresh) return chip.config.empty() ? nullptr : &chip;
+    if (const CUptiResult r = cuptiDeviceGetChipName(&name); r != CUPTI_SUCCESS)
+      return failed("cuptiDeviceGetChipName", r);
+    chip = name.pChipName;
+    return "";
+  }
+
+  std::string configure(const std::string& chip, Context ctx, std::size_t& passes) override {
     CUpti_Profiler_GetCounterAvailability_Params avail{
         CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
-    avail.ctx = ctx;
+    avail.ctx = static_cast<CUcontext>(const_cast<void*>(ctx));
     std::vector<std::uint8_t> availability;
     if (cuptiProfilerGetCounterAvailability(&avail) == CUPTI_SUCCESS) {
       availability.resize(avail.counterAvailabilityImageSize);
       avail.pCounterAvailabilityImage = availability.data();
       if (cuptiProfilerGetCounterAvailability(&avail) != CUPTI_SUCCESS) availability.clear();
     }
-    CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-    host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    host.pChipName = name.pChipName;
-    host.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
-    if (!check(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize")) return nullptr;
-    chip.host = host.pHostObject;
-    // Name the metric the GPU does not know, rather than failing the whole list.
-    for (const char* m : metric_ptrs) {
-      CUpti_Profiler_Host_GetMetricProperties_Params props{
-          CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
-      props.pHostObject = chip.host;
-      props.pMetricName = m;
-      if (cuptiProfilerHostGetMetricProperties(&props) != CUPTI_SUCCESS) {
-        turn_off(fmt::format("metric '{}' is not known on {} (list them with ncu --query-metrics)",
-                             m, name.pChipName));
-        return nullptr;
-      }
-    }
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add{
-        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-    add.pHostObject = chip.host;
-    add.ppMetricNames = metric_ptrs.data();
-    add.numMetrics = metric_ptrs.size();
-    if (!check(cuptiProfilerHostConfigAddMetrics(&add), "cuptiProfilerHostConfigAddMetrics"))
-      return nullptr;
-    CUpti_Profiler_Host_GetConfigImageSize_Params size{
-        CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-    size.pHostObject = chip.host;
-    if (!check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize"))
-      return nullptr;
-    std::vector<std::uint8_t> config(size.configImageSize);
-    CUpti_Profiler_Host_GetConfigImage_Params image{
-        CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-    image.pHostObject = chip.host;
-    image.configImageSize = config.size();
-    image.pConfigImage = config.data();
-    if (!check(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage"))
-      return nullptr;
-    CUpti_Profiler_Host_GetNumOfPasses_Params passes{
-        CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-    passes.configImageSize = config.size();
-    passes.pConfigImage = config.data();
-    if (cuptiProfilerHostGetNumOfPasses(&passes) == CUPTI_SUCCESS) chip.passes = passes.numOfPasses;
-    chip.config = std::move(config);
-    return &chip;
+    CounterConfig& config = chips_[chip];
+    if (std::string why = build_counter_config(chip, availability, metrics_, config); !why.empty())
+      return why;
+    passes = config.passes;
+    return "";
   }
 
-  Context* context_for(CUcontext ctx) {
-    if (auto it = contexts.find(ctx); it != contexts.end())
-      return it->second.profiler ? &it->second : nullptr;
-    Context& c = contexts[ctx];  // an entry without a profiler marks a context that failed
-    const auto t0 = Clock::now();
-    if (!initialized) {
-      CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-      if (const CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS) {
-        turn_off(why_unavailable(r));
-        return nullptr;
-      }
-      initialized = true;
-    }
-    if (!check(cuptiGetDeviceId(ctx, &c.device_id), "cuptiGetDeviceId")) return nullptr;
-    Chip* chip = chip_for(c.device_id, ctx);
-    if (!chip) return nullptr;
+  std::string enable(Context ctx, const std::string& chip) override {
     CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-    enable.ctx = ctx;
-    if (const CUptiResult r = cuptiRangeProfilerEnable(&enable); r != CUPTI_SUCCESS) {
-      turn_off(why_unavailable(r));
-      return nullptr;
-    }
+    enable.ctx = static_cast<CUcontext>(const_cast<void*>(ctx));
+    if (const CUptiResult r = cuptiRangeProfilerEnable(&enable); r != CUPTI_SUCCESS)
+      return why_unavailable(r);
     CUpti_RangeProfiler_GetCounterDataSize_Params size{
         CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
     size.pRangeProfilerObject = enable.pRangeProfilerObject;
-    size.pMetricNames = metric_ptrs.data();
-    size.numMetrics = metric_ptrs.size();
+    size.pMetricNames = metrics_.data();
+    size.numMetrics = metrics_.size();
     size.maxNumOfRanges = 1;
     size.maxNumRangeTreeNodes = 1;
-    if (!check(cuptiRangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize"))
-      return nullptr;
-    c.counter_data.resize(size.counterDataSize);
-    c.chip = chip;
-    c.profiler = enable.pRangeProfilerObject;
-    setup_s += std::chrono::duration<double>(Clock::now() - t0).count();
-    return &c;
+    if (const CUptiResult r = cuptiRangeProfilerGetCounterDataSize(&size); r != CUPTI_SUCCESS)
+      return failed("cuptiRangeProfilerGetCounterDataSize", r);
+    Profiled& p = contexts_[ctx];
+    p.profiler = enable.pRangeProfilerObject;
+    p.config = &chips_.at(chip);
+    p.counter_data.resize(size.counterDataSize);
+    return "";
   }
 
-  // Fresh counter data and the config, before each profiled launch.
-  bool arm(Context& c) {
+  std::string arm(Context ctx) override {
+    Profiled& p = contexts_.at(ctx);
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-    init.pRangeProfilerObject = c.profiler;
-    init.counterDataSize = c.counter_data.size();
-    init.pCounterData = c.counter_data.data();
-    if (!check(cuptiRangeProfilerCounterDataImageInitialize(&init),
-               "cuptiRangeProfilerCounterDataImageInitialize"))
-      return false;
+    init.pRangeProfilerObject = p.profiler;
+    init.counterDataSize = p.counter_data.size();
+    init.pCounterData = p.counter_data.data();
+    if (const CUptiResult r = cuptiRangeProfilerCounterDataImageInitialize(&init);
+        r != CUPTI_SUCCESS)
+      return failed("cuptiRangeProfilerCounterDataImageInitialize", r);
     CUpti_RangeProfiler_SetConfig_Params set{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-    set.pRangeProfilerObject = c.profiler;
-    set.configSize = c.chip->config.size();
-    set.pConfig = c.chip->config.data();
-    set.counterDataImageSize = c.counter_data.size();
-    set.pCounterDataImage = c.counter_data.data();
+    set.pRangeProfilerObject = p.profiler;
+    set.configSize = p.config->image.size();
+    set.pConfig = p.config->image.data();
+    set.counterDataImageSize = p.counter_data.size();
+    set.pCounterDataImage = p.counter_data.data();
     set.range = CUPTI_AutoRange;
     set.replayMode = CUPTI_KernelReplay;
     set.maxRangesPerPass = 1;
@@ -223,62 +131,81 @@ struct CounterProfiler::Impl {
     set.minNestingLevel = 1;
     set.passIndex = 0;
     set.targetNestingLevel = 1;
-    const auto t0 = Clock::now();
-    if (!check(cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig")) return false;
-    const auto t1 = Clock::now();
+    if (const CUptiResult r = cuptiRangeProfilerSetConfig(&set); r != CUPTI_SUCCESS)
+      return failed("cuptiRangeProfilerSetConfig", r);
     CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-    start.pRangeProfilerObject = c.profiler;
+    start.pRangeProfilerObject = p.profiler;
     // Another process profiling the GPU shows up here, at the first start.
-    if (const CUptiResult r = cuptiRangeProfilerStart(&start); r != CUPTI_SUCCESS) {
-      turn_off(why_unavailable(r));
-      return false;
-    }
-    set_config_s += std::chrono::duration<double>(t1 - t0).count();
-    start_s += std::chrono::duration<double>(Clock::now() - t1).count();
-    return true;
+    if (const CUptiResult r = cuptiRangeProfilerStart(&start); r != CUPTI_SUCCESS)
+      return why_unavailable(r);
+    return "";
   }
 
-  void collect(Context& c, ProfiledLaunch launch) {
+  std::string collect(Context ctx, std::vector<double>& values, bool& ran) override {
+    Profiled& p = contexts_.at(ctx);
+    ran = false;
     CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-    stop.pRangeProfilerObject = c.profiler;
-    if (!check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop")) return;
+    stop.pRangeProfilerObject = p.profiler;
+    if (const CUptiResult r = cuptiRangeProfilerStop(&stop); r != CUPTI_SUCCESS)
+      return failed("cuptiRangeProfilerStop", r);
     CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-    decode.pRangeProfilerObject = c.profiler;
-    if (!check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData")) return;
+    decode.pRangeProfilerObject = p.profiler;
+    if (const CUptiResult r = cuptiRangeProfilerDecodeData(&decode); r != CUPTI_SUCCESS)
+      return failed("cuptiRangeProfilerDecodeData", r);
     CUpti_RangeProfiler_GetCounterDataInfo_Params info{
         CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-    info.pCounterDataImage = c.counter_data.data();
-    info.counterDataImageSize = c.counter_data.size();
-    if (!check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo"))
-      return;
-    if (info.numTotalRanges == 0) return;  // the launch ran no kernel the profiler saw
-    std::vector<double> values(metric_ptrs.size());
+    info.pCounterDataImage = p.counter_data.data();
+    info.counterDataImageSize = p.counter_data.size();
+    if (const CUptiResult r = cuptiRangeProfilerGetCounterDataInfo(&info); r != CUPTI_SUCCESS)
+      return failed("cuptiRangeProfilerGetCounterDataInfo", r);
+    if (info.numTotalRanges == 0) return "";  // the launch ran no kernel the profiler saw
     CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{
         CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-    eval.pHostObject = c.chip->host;
-    eval.pCounterDataImage = c.counter_data.data();
-    eval.counterDataImageSize = c.counter_data.size();
+    eval.pHostObject = p.config->host;
+    eval.pCounterDataImage = p.counter_data.data();
+    eval.counterDataImageSize = p.counter_data.size();
     eval.rangeIndex = 0;
-    eval.ppMetricNames = metric_ptrs.data();
-    eval.numMetrics = metric_ptrs.size();
+    eval.ppMetricNames = metrics_.data();
+    eval.numMetrics = metrics_.size();
     eval.pMetricValues = values.data();
-    if (!check(cuptiProfilerHostEvaluateToGpuValues(&eval), "cuptiProfilerHostEvaluateToGpuValues"))
-      return;
-    std::vector<CounterRecord> out;
-    out.reserve(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      out.push_back({c.device_id, launch.correlation_id, metrics[i], values[i]});
-      if (metrics[i] == metric::kDuration && values[i] > 0)
-        launch.duration_ns = static_cast<std::uint64_t>(values[i]);
-    }
-    ++collected;
-    sink(std::move(out), launch);
+    if (const CUptiResult r = cuptiProfilerHostEvaluateToGpuValues(&eval); r != CUPTI_SUCCESS)
+      return failed("cuptiProfilerHostEvaluateToGpuValues", r);
+    ran = true;
+    return "";
   }
+
+ private:
+  struct Profiled {
+    CUpti_RangeProfiler_Object* profiler = nullptr;
+    const CounterConfig* config = nullptr;  // its chip's
+    std::vector<std::uint8_t> counter_data;
+  };
+  std::vector<const char*> metrics_;  // views of the session's names, which outlive this
+  std::map<std::string, CounterConfig> chips_;
+  std::map<Context, Profiled> contexts_;
 };
 
-// The launch being profiled on this thread (its start time), so its exit callback finishes it.
+}  // namespace
+
+struct CounterProfiler::Impl {
+  std::vector<std::string> metrics;
+  CuptiRangeProfiler api;
+  CounterSession session;
+  LaunchSelector selector;
+  Sink sink;
+  std::mutex mu;                 // one profiled launch at a time: ranges must not interleave
+  std::atomic<bool> off{false};  // the session's, read unlocked by every launch callback
+
+  Impl(std::vector<std::string> m, const CounterSelection& s, Sink k, Say y)
+      : metrics(std::move(m)),
+        api(metrics),
+        session(api, metrics, std::move(y)),
+        selector(s),
+        sink(std::move(k)) {}
+};
+
+// The launch being profiled on this thread and its CUPTI enter time, for its exit callback.
 thread_local bool t_profiling = false;
-thread_local Clock::time_point t_started, t_armed;
 thread_local std::uint64_t t_enter_ns = 0;
 thread_local int t_depth = 0;  // a runtime launch may reach the driver's launch callback too
 
@@ -319,13 +246,10 @@ void CounterProfiler::on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cb
       const char* symbol = info->symbolName;
       if (!symbol || !m.selector.select(symbol, launch_size(domain, cbid, info->functionParams)))
         return;
-      Impl::Context* c = m.context_for(info->context);
-      if (!c) return;
-      t_started = Clock::now();
       if (cuptiGetTimestamp(&t_enter_ns) != CUPTI_SUCCESS) t_enter_ns = 0;
-      if (!m.arm(*c)) return;
-      t_armed = Clock::now();
-      m.arm_s += std::chrono::duration<double>(t_armed - t_started).count();
+      const bool armed = m.session.begin(info->context);
+      m.off = m.session.off();
+      if (!armed) return;
       t_profiling = true;
       lock.release();  // held until this launch's exit callback, on this thread
       return;
@@ -333,16 +257,12 @@ void CounterProfiler::on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     if (--t_depth > 0 || !t_profiling) return;
     t_profiling = false;
     std::unique_lock lock(m.mu, std::adopt_lock);
-    const auto launched = Clock::now();
-    m.replay_s += std::chrono::duration<double>(launched - t_armed).count();
-    auto it = m.contexts.find(info->context);
-    if (it != m.contexts.end() && it->second.profiler)
-      m.collect(it->second, {info->correlationId, t_enter_ns, 0});
-    const auto done = Clock::now();
-    m.decode_s += std::chrono::duration<double>(done - launched).count();
-    const double spent = std::chrono::duration<double>(done - t_started).count();
-    if (m.first_s == 0) m.first_s = spent;
-    m.selector.spent(spent);
+    ProfiledLaunch launch{info->correlationId, t_enter_ns, 0};
+    std::vector<CounterRecord> values =
+        m.session.end(info->context, info->correlationId, launch.duration_ns);
+    m.off = m.session.off();
+    if (!values.empty()) m.sink(std::move(values), launch);
+    m.selector.spent(m.session.last_launch_s());
   } catch (...) {
   }
 }
@@ -350,13 +270,15 @@ void CounterProfiler::on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cb
 std::string CounterProfiler::summary() const {
   std::lock_guard lock(impl_->mu);
   const Impl& m = *impl_;
+  const CounterSession::Times& t = m.session.times();
+  const std::size_t passes = m.session.passes();
   return fmt::format(
       "hardware counters: {} launches of {} kernels profiled, {:.3f} s collecting ({:.3f} s "
-      "set-up; arming {:.3f} s (set-config {:.3f} s, start {:.3f} s), launches with their replays "
-      "{:.3f} s, decoding {:.3f} s; the first launch {:.3f} s), {} metrics each in {} replay "
-      "passes",
-      m.collected, m.selector.profiled_kernels(), m.selector.spent_s(), m.setup_s, m.arm_s,
-      m.set_config_s, m.start_s, m.replay_s, m.decode_s, m.first_s, m.metrics.size(), m.passes());
+      "set-up; arming {:.3f} s (the first {:.3f} s), launches with their replays {:.3f} s, "
+      "decoding {:.3f} s; the first launch {:.3f} s), {} metrics each in {} replay passes",
+      m.session.collected(), m.selector.profiled_kernels(), m.selector.spent_s(), t.setup_s,
+      t.arm_s, t.first_arm_s, t.replay_s, t.collect_s, t.first_s, m.session.metric_count(),
+      passes ? std::to_string(passes) : "?");
 }
 
 }  // namespace ktune::trace

@@ -21,6 +21,13 @@ LaunchSelector::LaunchSelector(CounterSelection selection) : selection_(std::mov
   }
 }
 
+bool LaunchSelector::Kernel::new_shape(std::uint64_t threads) const {
+  if (threads == 0) return false;
+  return std::all_of(shapes.begin(), shapes.end(), [&](std::uint64_t p) {
+    return threads >= kShapeGrowth * p || threads * kShapeGrowth <= p;
+  });
+}
+
 bool LaunchSelector::select(std::string_view mangled_name, LaunchSize size) {
   if (exhausted()) return false;
   auto it = kernels_.find(mangled_name);
@@ -34,18 +41,17 @@ bool LaunchSelector::select(std::string_view mangled_name, LaunchSize size) {
   if (!k.matches) return false;
   const std::uint64_t index = k.seen++;
   const std::uint64_t threads = size.threads();
-  const bool larger = threads > 0 && threads >= kShapeGrowth * k.largest_threads;
+  const bool distinct = k.profiled == 0 || k.new_shape(threads);
   const bool scheduled = index >= selection_.launch_skip &&
                          (index - selection_.launch_skip) % selection_.every == 0 &&
                          (selection_.launch_count == 0 || k.profiled < selection_.launch_count);
-  const bool new_shape = k.profiled > 0 && larger && k.shapes < selection_.launch_shapes;
+  const bool new_shape = k.profiled > 0 && distinct && k.shapes.size() < selection_.launch_shapes;
   if (!scheduled && !new_shape) return false;
   if (k.profiled == 0) {
     if (selection_.max_kernels > 0 && profiled_kernels_ >= selection_.max_kernels) return false;
     ++profiled_kernels_;
   }
-  if (k.profiled == 0 || larger) ++k.shapes;
-  k.largest_threads = std::max(k.largest_threads, threads);
+  if (distinct && k.shapes.size() < selection_.launch_shapes) k.shapes.push_back(threads);
   ++k.profiled;
   ++profiled_launches_;
   return true;

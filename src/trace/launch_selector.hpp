@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "ktune/trace/options.hpp"
 #include "name_pattern.hpp"
@@ -18,9 +19,11 @@ struct LaunchSize {
   std::uint64_t threads() const { return blocks * threads_per_block; }
 };
 
-// A later launch with at least this many times the threads of a kernel's largest profiled launch
-// is a new shape worth its own counters (a copy measured at grid 8192 while its 131072-block
-// launches own the time); smaller steps (a sequence growing by one) are not.
+// A later launch whose threads differ by at least this factor from every profiled launch of its
+// kernel, larger or smaller, is a new shape worth its own counters (a copy measured at grid 8192
+// while its 131072-block launches own the time, or a softmax first launched on the full batch and
+// then, for most of its time, on a quarter of it); smaller steps (a sequence growing by one) are
+// not.
 inline constexpr std::uint64_t kShapeGrowth = 2;
 
 class LaunchSelector {
@@ -29,10 +32,10 @@ class LaunchSelector {
   explicit LaunchSelector(CounterSelection selection);
 
   // Whether this launch of `mangled_name` is profiled; counts it either way. Not thread-safe.
-  // Beyond the skip/every/count rules, a launch of a kernel already profiled whose `size` has at
-  // least kShapeGrowth times the threads of its largest profiled launch is profiled too, up to
-  // `launch_shapes` shapes per kernel: the tracer cannot know which shape will own the time, so
-  // it keeps the counters of each larger one and the analysis reads the one that does.
+  // Beyond the skip/every/count rules, a launch of a kernel already profiled whose `size` is a new
+  // shape (kShapeGrowth) is profiled too, up to `launch_shapes` shapes per kernel: the tracer
+  // cannot know which shape will own the time, so it keeps the counters of each and the analysis
+  // reads the one that does.
   bool select(std::string_view mangled_name, LaunchSize size = {});
   // Time spent collecting counters for one selected launch; counts against time_box_s.
   void spent(double seconds) { spent_s_ += seconds; }
@@ -45,10 +48,11 @@ class LaunchSelector {
  private:
   struct Kernel {
     bool matches = false;
-    std::uint64_t seen = 0;             // matching launches so far
-    std::uint64_t profiled = 0;         // of them, profiled
-    std::uint64_t largest_threads = 0;  // of the profiled launches
-    std::uint64_t shapes = 0;           // profiled sizes, each kShapeGrowth x the one before
+    std::uint64_t seen = 0;      // matching launches so far
+    std::uint64_t profiled = 0;  // of them, profiled
+    // Threads of each profiled shape (at most launch_shapes; 0: a launch of unknown size).
+    std::vector<std::uint64_t> shapes;
+    bool new_shape(std::uint64_t threads) const;
   };
   CounterSelection selection_;
   NamePattern pattern_;  // never std::regex: kernel names are the traced program's input

@@ -4,6 +4,13 @@
 // pair (sm__throughput and gpu__compute_memory_throughput, several passes on GH100), since the
 // verdict is judged on it: cheaper stand-ins disagreed with ncu on a third of a PyTorch block's
 // kernels (logs/2026-11-26-gpu-verdicts-h100.md).
+//
+// `triage` is what a verdict and its top stalls need, in the fewest passes that measure them
+// exactly as ncu does: the speed-of-light pair (9 passes alone on GH100) and the 19 stall ratios
+// (6 alone), 14 together in triage's order. Every other metric in it rides in those passes for
+// free; the FP32/FP64/FP16 instruction counts would cost more, so they stay in `roofline`.
+// tests/trace/counter_passes_test checks these counts with the chip's own pass scheduler
+// (libnvperf_host, no GPU needed).
 #include "ktune/trace/metrics.hpp"
 
 #include <algorithm>
@@ -14,6 +21,35 @@
 
 namespace ktune::trace::metric {
 namespace {
+
+// The stall names are built once and live as long as the program: the sets hold views of them.
+const std::vector<std::string>& stall_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (std::string_view reason : kStallReasons)
+      out.push_back(fmt::format("{}{}{}", kStallPrefix, reason, kStallSuffix));
+    return out;
+  }();
+  return names;
+}
+
+std::vector<std::string_view> triage() {
+  // The order is the pass scheduler's business: it packs the list in order, and this one (the
+  // memory side, four stall reasons, then the SM side and the other reasons) takes 14 passes on
+  // GH100 where the pair followed by the stalls takes 15.
+  const auto& stalls = stall_names();
+  std::vector<std::string_view> out = {kDuration, kMemoryThroughputPct};
+  out.insert(out.end(), stalls.begin(), stalls.begin() + 4);
+  out.push_back(kSmThroughputPct);
+  out.insert(out.end(), stalls.begin() + 4, stalls.end());
+  // Free riders on GH100: the roofline's bytes and tensor ops, occupancy, clock, L2 and spills.
+  for (std::string_view m :
+       {kDramThroughputPct, kDramBytesRead, kDramBytesWrite, kIssueActivePct, kAchievedOccupancyPct,
+        kSmClockHz, kTensorPipePct, kTensorGmmaFp16Ops, kTensorGmmaBf16Ops, kL2HitRatePct,
+        kLocalLoadSectors, kLocalStoreSectors})
+    out.push_back(m);
+  return out;
+}
 
 std::vector<std::string_view> roofline() {
   return {kDuration,
@@ -53,17 +89,6 @@ std::vector<std::string_view> memory() {
           kLocalStoreSectors};
 }
 
-// The stall names are built once and live as long as the program: the sets hold views of them.
-const std::vector<std::string>& stall_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (std::string_view reason : kStallReasons)
-      out.push_back(fmt::format("{}{}{}", kStallPrefix, reason, kStallSuffix));
-    return out;
-  }();
-  return names;
-}
-
 std::vector<std::string_view> stalls() {
   std::vector<std::string_view> out = {kDuration, kIssueActivePct};
   for (const std::string& name : stall_names()) out.push_back(name);
@@ -83,7 +108,8 @@ void append_unique(std::vector<std::string_view>& to, const std::vector<std::str
 
 std::vector<std::string_view> full() {
   std::vector<std::string_view> out;
-  for (const auto& part : {roofline(), memory(), stalls(), compute()}) append_unique(out, part);
+  for (const auto& part : {triage(), roofline(), memory(), stalls(), compute()})
+    append_unique(out, part);
   return out;
 }
 
@@ -113,6 +139,12 @@ std::string known_sets() {
 
 const std::vector<MetricSet>& metric_sets() {
   static const std::vector<MetricSet> sets = {
+      {"triage",
+       "what a verdict and its top stalls need, in the fewest replay passes: duration, SM and "
+       "memory speed-of-light, warp stall reasons, and what rides in the same passes (DRAM "
+       "throughput and bytes, tensor pipe and GMMA ops, issue activity, occupancy, SM clock, L2 "
+       "hit rate, local-memory sectors)",
+       triage()},
       {"roofline",
        "duration, SM and memory speed-of-light, DRAM throughput and bytes, FLOP by precision "
        "(FP32/FP64/FP16 instructions, tensor ops), tensor pipe, achieved occupancy, SM clock",

@@ -93,6 +93,15 @@ TEST(LaunchSelector, LargerLaunchShapesAreProfiledUpToTheCap) {
   EXPECT_EQ(picks_sized(first_only, "k", {8192, 131072}), "x.");
 }
 
+// A kernel first launched on its largest shape, whose smaller launches own most of its time (issue
+// 43: the top opportunity was read from a shape owning a third of the time): a shape at most half
+// of every profiled one is profiled too; one within a factor of two of a profiled shape is not.
+TEST(LaunchSelector, SmallerLaunchShapesAreProfiledToo) {
+  LaunchSelector s({});
+  EXPECT_EQ(picks_sized(s, "softmax", {131072, 8192, 8192, 100000, 4096, 6000}), "xx..x.");
+  EXPECT_EQ(s.profiled_launches(), 3u);
+}
+
 TEST(LaunchSelector, UnknownSizesAndUnmatchedKernelsAreNeverGrown) {
   CounterSelection c;
   c.kernel_regex = "gemm";

@@ -30,7 +30,8 @@ TEST(Metrics, SetsAreNamedAndHoldDistinctMetrics) {
     EXPECT_EQ(std::set<std::string>(resolved.begin(), resolved.end()).size(), resolved.size());
     for (const auto& m : resolved) EXPECT_NE(m.find("__"), std::string::npos) << m;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"roofline", "memory", "stalls", "compute", "full"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"triage", "roofline", "memory", "stalls", "compute",
+                                             "full"}));
 }
 
 TEST(Metrics, RooflineHoldsWhatTheVerdictNeeds) {
@@ -39,6 +40,21 @@ TEST(Metrics, RooflineHoldsWhatTheVerdictNeeds) {
        {kDuration, kDramBytesRead, kDramBytesWrite, kDramThroughputPct, kFp32Fma, kFp16Fma,
         kFp64Fma, kTensorGmmaFp16Ops, kTensorGmmaBf16Ops, kAchievedOccupancyPct, kSmClockHz})
     EXPECT_NE(std::find(r.begin(), r.end(), m), r.end()) << m;
+}
+
+// A verdict is judged on the speed-of-light pair and its stalls on the 19 ratios: triage holds
+// both, and nothing it holds is missing from the larger sets a user may ask for instead.
+TEST(Metrics, TriageHoldsTheVerdictPairAndEveryStall) {
+  const auto t = resolve_metrics("triage");
+  for (std::string_view m : {kDuration, kSmThroughputPct, kMemoryThroughputPct})
+    EXPECT_NE(std::find(t.begin(), t.end(), m), t.end()) << m;
+  for (std::string_view reason : kStallReasons) {
+    const std::string name =
+        std::string(kStallPrefix) + std::string(reason) + std::string(kStallSuffix);
+    EXPECT_NE(std::find(t.begin(), t.end(), name), t.end()) << name;
+  }
+  const auto rest = resolve_metrics("roofline,memory,stalls");
+  for (const auto& m : t) EXPECT_NE(std::find(rest.begin(), rest.end(), m), rest.end()) << m;
 }
 
 TEST(Metrics, FullIsTheUnionOfTheOthers) {

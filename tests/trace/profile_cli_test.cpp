@@ -81,7 +81,7 @@ TEST(ProfileCli, BadMetricsAndKernelRegexAreOneSentence) {
   EXPECT_EQ(r.exit_code, 2);
   expect_one_sentence(r.err,
                       "'rooflin' is neither a metric set nor a metric name; use one of "
-                      "roofline, memory, stalls, compute, full");
+                      "triage, roofline, memory, stalls, compute, full");
   const auto r2 = run_ktune("profile --metrics roofline --kernel 'gemm(' -- true");
   EXPECT_EQ(r2.exit_code, 2);
   expect_one_sentence(r2.err, "--kernel 'gemm(' is not a valid regular expression");

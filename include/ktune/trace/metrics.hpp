@@ -113,7 +113,7 @@ inline constexpr std::string_view kLsuPipePct =
     "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active";
 
 struct MetricSet {
-  std::string_view name;         // "roofline", "memory", "stalls", "compute", "full"
+  std::string_view name;         // "triage", "roofline", "memory", "stalls", "compute", "full"
   std::string_view description;  // one line for --help
   std::vector<std::string_view> metrics;
 };

@@ -28,8 +28,9 @@ struct CounterSelection {
   std::uint64_t launch_skip = 0;
   std::uint64_t launch_count = 1;
   std::uint64_t every = 1;
-  // Launch sizes profiled per kernel: a later launch with twice the threads of the kernel's
-  // largest profiled one is profiled too, up to this many sizes (1: the scheduled launches only).
+  // Launch sizes profiled per kernel: a later launch with at least twice or at most half the
+  // threads of each profiled one is profiled too, up to this many sizes (1: the scheduled
+  // launches only).
   std::uint64_t launch_shapes = 4;
   std::uint64_t max_kernels = 0;
   double time_box_s = 0;
