@@ -15,9 +15,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::optional<fs::path> ktune_python_path(const fs::path& exe) {
-  const fs::path dir = exe.parent_path();
-  for (const fs::path& up : {dir / "../../python", dir / "../.."}) {
-    const fs::path root = up.lexically_normal();  // exe's real path: no link to climb out of
+  // build/src/cli/ktune -> build/python; site-packages/ktune/bin/ktune -> site-packages.
+  const fs::path top = exe.parent_path().parent_path().parent_path();
+  for (const fs::path& root : {top / "python", top}) {
     std::error_code ec;
     if (fs::is_regular_file(root / "ktune" / "__init__.py", ec)) return root;
   }
