@@ -1,5 +1,5 @@
-"""ktune.inductor without a GPU: the scan of a real Inductor cache directory (tests/fixtures/
-inductor_cache, written by PyTorch 2.11 on an H200), the search space made from Inductor's own
+"""ktune.inductor without a GPU: the scan of real Inductor cache files (tests/fixtures/inductor/
+cache, written by PyTorch 2.11 on an H200), the search space made from Inductor's own
 candidates, the winners use() hands to Inductor, and the measuring program's refusal of bad
 input."""
 
@@ -18,7 +18,7 @@ from ktune.inductor.scan import ScanError, lookup_hash, scan
 from ktune.inductor.serve import MAX_BLOCK_ELEMENTS, space
 from test_package import put
 
-CACHE = REPO / "tests" / "fixtures" / "inductor_cache"
+CACHE = REPO / "tests" / "fixtures" / "inductor" / "cache"
 VERSIONS = {"torch": "2.11.0+cu130", "triton": "3.6.0"}
 
 
@@ -30,9 +30,10 @@ def test_scan_reads_every_kernel_module_with_its_launch_and_ops():
     result = scan(CACHE)
     assert result["schema_version"] == 1
     kernels = by_name(result)
-    # Three kernel modules and one template; the wrapper module is not a kernel.
+    # Five kernel modules and one template; the wrapper module is not a kernel.
     assert sorted(k["kind"] for k in kernels.values()) == [
-        "persistent_reduction", "persistent_reduction", "pointwise", "template"]
+        "persistent_reduction", "persistent_reduction", "pointwise", "pointwise", "reduction",
+        "template"]
     softmax = kernels["triton_per_fused__softmax__to_copy_amax_mul_sub_view_3"]
     assert softmax["numels"] == {"xnumel": 4096, "r0_numel": 128}
     assert softmax["size_hints"] == {"x": 4096, "r0_": 128}
@@ -41,12 +42,14 @@ def test_scan_reads_every_kernel_module_with_its_launch_and_ops():
                                   "dtype": "bf16"}
     assert "aten._softmax" in softmax["ops"]
     assert softmax["inductor_choice"]["num_warps"] >= 1  # its .best_config, the directory's only
+    reduction = next(k for k in kernels.values() if k["kind"] == "reduction")
+    assert reduction["numels"] == {"xnumel": 32768, "r0_numel": 128}
     assert softmax["tunable"] and len(softmax["lookup_hash"]) == 64
     for k in kernels.values():
         assert set(k) >= {"name", "kind", "lookup_hash", "source_hash", "path", "numels", "args",
                           "ops", "source_nodes", "stack_traces", "inductor_choice", "tunable",
                           "why_not"}
-        if k["kind"] != "template":  # the template came from another program's directory
+        if "/c6/" not in k["path"] and k["kind"] != "template":  # from the inference wrapper
             assert k["ops"], f"{k['name']} has no ops from the wrapper's comments"
     template = next(k for k in kernels.values() if k["kind"] == "template")
     assert not template["tunable"] and "template" in template["why_not"]
@@ -70,7 +73,7 @@ def test_scan_refuses_a_missing_directory_in_one_sentence(tmp_path):
 
 
 def test_scan_without_get_args_says_how_to_make_it_tunable(tmp_path):
-    src = (CACHE / "5h").glob("*.py").__next__().read_text()
+    src = next((CACHE / "5h").glob("*.py")).read_text()
     cut = src[:src.index("def get_args")]
     (tmp_path / "k.py").write_text(cut)
     (rec,) = scan(tmp_path)["kernels"]

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "inductor_scan.hpp"
 #include "ktune/core/error.hpp"
 #include "ktune/core/subprocess.hpp"
 #include "ktune/report/ceilings.hpp"
@@ -222,6 +223,9 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   subprocess::Spawn spawn;
   spawn.own_group = false;
   spawn.die_with_ktune = false;
+  // torch.compile's kernels: Inductor's cache beside the trace, scanned after the program.
+  const bool python = is_python_command(cmd);
+  if (python) spawn.env = inductor_profile_env(opts.output);
   spawn.prepare = [&opts, &tracer, &router, &ops_hook] {
     opts.root_pid = ::getpid();  // exec keeps the pid: this process writes OUT.ktrace
     for (const auto& [name, value] : trace::options_to_env(opts))
@@ -289,6 +293,11 @@ int run_profile(trace::TracerOptions opts, const std::vector<std::string>& cmd,
   g_child = 0;
 
   const int code = exit_code_of(status);
+  if (python)
+    if (const std::string scan = scan_inductor_cache(opts.output); !scan.empty())
+      std::fprintf(stderr,
+                   "ktune: torch.compile's Triton kernels listed in %s (ktune report reads it)\n",
+                   scan.c_str());
   const auto traces = trace::traces_written(opts.output, since);
   if (traces.empty()) {
     std::fprintf(stderr, "ktune: no trace written: '%s' made no CUDA calls%s (exit code %d).\n",

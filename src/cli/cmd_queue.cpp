@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "fleet_options.hpp"
 #include "ktune/core/error.hpp"
+#include "ktune/core/paths.hpp"
 #include "ktune/fleet/queue.hpp"
 #include "ktune/store/store.hpp"
 #include "ktune/tune/gemm_library.hpp"
@@ -23,6 +24,8 @@ struct QueueArgs {
   std::int64_t budget = 60;
   std::size_t limit = 20;
   bool json = false;
+  std::string inductor;     // from-backlog: a scan of Inductor's Triton kernels to queue too
+  bool cuda_graph = false;  // ... timed as CUDA-graph replays
 };
 
 using AddOutcome = store::FleetStore::AddOutcome;
@@ -116,7 +119,26 @@ int run_from_backlog(const QueueArgs& a, const GlobalOptions& g) {
   store::FleetStore fleet(*st);
   nlohmann::json list = nlohmann::json::array();
   const auto now = fleet::now_ms();
-  for (const auto& req : fleet::backlog_requests(rep, a.arch, a.toolkit, a.budget)) {
+  std::vector<fleet::JobRequest> requests =
+      fleet::backlog_requests(rep, a.arch, a.toolkit, a.budget);
+  if (!a.inductor.empty()) {
+    // Read whole before anything is queued: a bad scan queues nothing.
+    nlohmann::json scan;
+    try {
+      scan = nlohmann::json::parse(read_file(a.inductor));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(
+          fmt::format("--inductor {} is not JSON ({}); give the file ktune profile wrote "
+                      "beside the trace (OUT.inductor.json).",
+                      a.inductor, e.what()));
+    }
+    std::vector<std::string> skipped;
+    for (auto& r : fleet::inductor_requests(analyze::parse_inductor_scan(scan, a.inductor), rep,
+                                            a.arch, a.toolkit, a.budget, a.cuda_graph, skipped))
+      requests.push_back(std::move(r));
+    for (const std::string& why : skipped) std::fprintf(stderr, "ktune: %s\n", why.c_str());
+  }
+  for (const auto& req : requests) {
     const auto job = fleet::make_job(req, now);
     const AddOutcome outcome = fleet.add_job(job);
     const bool added = outcome == AddOutcome::added;
@@ -179,6 +201,13 @@ const bool registered = register_command(
        fb->add_option("--since", a->since, "Runs started since: 2026-11-20, 24h, 7d");
        fb->add_option("--gpu", a->gpu, "Only kernels run on this GPU (name or arch)");
        fb->add_option("--build", a->build, "Only kernels of this build");
+       fb->add_option("--inductor", a->inductor,
+                      "Also queue the tunable Triton kernels of this scan of torch.compile's "
+                      "kernels (OUT.inductor.json, which ktune profile writes beside the trace); "
+                      "each job carries its kernel module's text");
+       fb->add_flag("--cuda-graph", a->cuda_graph,
+                    "With --inductor: time the kernels as CUDA-graph replays (programs compiled "
+                    "with mode=\"reduce-overhead\")");
        fb->add_option("--limit", a->limit, "Look at the top N kernels (default 20; 0: all)");
        add_specs_option(*fb, a->specs);
        return [a, add, ls, &globals] {

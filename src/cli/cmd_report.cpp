@@ -6,6 +6,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "ktune/analyze/analysis.hpp"
@@ -21,15 +22,34 @@ namespace {
 struct ReportOptions {
   std::vector<std::string> traces;
   std::string format = "text", by = "name", output, names = "middle";
+  std::string inductor;  // a scan of Inductor's kernels; "": the one beside the trace, if any
   std::size_t top = 25;
   bool merge = false;
 };
 
+// Ties Inductor's Triton kernels to the trace's: from `scan`, else the scan ktune profile kept
+// beside the trace.
+void attach_inductor_scan(analyze::Analysis& a, const std::string& trace, const std::string& scan) {
+  const auto file =
+      scan.empty() ? analyze::inductor_scan_for(trace) : std::optional<std::filesystem::path>(scan);
+  if (!file) return;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(*file));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{} is not JSON ({}); run the scan again or remove the file.",
+                            file->string(), e.what()));
+  }
+  analyze::attach_triton_kernels(a, analyze::parse_inductor_scan(j, file->string()));
+}
+
 analyze::Analysis analyze_file(const std::string& path, analyze::AnalysisOptions options,
-                               const std::string& db) {
+                               const std::string& db, const std::string& scan = "") {
   const auto source = analyze::open_trace(path);
   options.ceilings = report::report_ceilings(source->metadata(), db);
-  return analyze::analyze(*source, options);
+  analyze::Analysis a = analyze::analyze(*source, options);
+  attach_inductor_scan(a, path, scan);
+  return a;
 }
 
 const bool registered = register_command(
@@ -77,6 +97,9 @@ const bool registered = register_command(
        app.add_option("--top", o->top, "Kernel rows in text, md and html (0: all; json lists all)")
            ->capture_default_str()
            ->check(CLI::Range(0, 1'000'000));  // unchecked, "-1" wrapped to 2^64 - 1
+       app.add_option("--inductor", o->inductor,
+                      "The scan of torch.compile's Triton kernels (python3 -m ktune.inductor scan; "
+                      "default: OUT.inductor.json beside the trace, which ktune profile writes)");
        add_output_option(app, o->output, "Write the report to this file instead of stdout");
        return [o, &globals] {
          for (const std::string& trace : o->traces) refuse_stdin(trace, "a .ktrace (SQLite)");
@@ -94,7 +117,9 @@ const bool registered = register_command(
              ranks.push_back(analyze::open_trace(path));  // a PyTorch profiler trace too
            analyze::MergedSource source(std::move(ranks));
            options.ceilings = report::report_ceilings(source.metadata(), globals.db);
-           emit(format.render(analyze::analyze(source, options), render), o->output);
+           analyze::Analysis a = analyze::analyze(source, options);
+           attach_inductor_scan(a, o->traces.front(), o->inductor);
+           emit(format.render(a, render), o->output);
            return 0;
          }
          if (o->traces.size() > 2)
@@ -107,7 +132,8 @@ const bool registered = register_command(
            baseline = analyze_file(o->traces[0], options, globals.db);
            render.baseline = &*baseline;
          }
-         const analyze::Analysis analysis = analyze_file(o->traces.back(), options, globals.db);
+         const analyze::Analysis analysis =
+             analyze_file(o->traces.back(), options, globals.db, o->inductor);
          emit(format.render(analysis, render), o->output);
          return 0;
        };

@@ -51,6 +51,8 @@ struct TuneArgs {
   double candidate_timeout_s = tune::IsolationSettings{}.candidate_timeout_s;
   bool json = false, no_cache = false, dry_run = false;
   std::string library, op, dtype;  // --library cublaslt --op gemm|gemm_bias --dtype f16|bf16
+  std::string inductor_kernel;     // an Inductor kernel module (c<hash>.py)
+  bool cuda_graph = false;         // ... timed as CUDA-graph replays
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -86,6 +88,9 @@ nlohmann::json session_file(const TuneArgs& a, const std::map<std::string, std::
   if (library) {
     j["library"] = a.library;
     j["problem"] = *library;
+  } else if (!a.inductor_kernel.empty()) {
+    j["inductor_kernel"] = fs::absolute(a.inductor_kernel).string();
+    j["cuda_graph"] = a.cuda_graph;
   } else {
     j["spec"] = fs::absolute(a.spec).string();
   }
@@ -114,6 +119,9 @@ std::optional<bench::GemmProblem> load_session_file(TuneArgs& a, const fs::path&
     if (j.contains("library")) {
       a.library = j.at("library").get<std::string>();
       library = j.at("problem").get<bench::GemmProblem>();
+    } else if (j.contains("inductor_kernel")) {
+      a.inductor_kernel = j.at("inductor_kernel").get<std::string>();
+      a.cuda_graph = j.at("cuda_graph").get<bool>();
     } else {
       a.spec = j.at("spec").get<std::string>();
     }
@@ -431,6 +439,73 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
   return finish(a, s, w, out, extra, 0, o.restarts);
 }
 
+// ktune tune --inductor-kernel c<hash>.py [--cuda-graph]: a session over the configurations of a
+// Triton kernel Inductor generated, measured by ktune.inductor's serve program (its own
+// candidates first, Inductor's choice the first of them); the winner is filed for
+// ktune.inductor.use().
+int run_inductor_tune(TuneArgs a, bool budget_given, const GlobalOptions& g) {
+  if (!a.spec.empty() || !a.library.empty())
+    throw UsageError(
+        "--inductor-kernel tunes a Triton kernel module, not a SPEC or a library; give only one.");
+  std::error_code ec;
+  if (!fs::is_regular_file(a.inductor_kernel, ec))
+    throw UsageError(fmt::format(
+        "--inductor-kernel {} is not a file; give a kernel module of Inductor's cache (its "
+        "c<hash>.py; `ktune report` names each kernel's module).",
+        a.inductor_kernel));
+  if (!budget_given && a.resume.empty()) a.budget = 200;
+  check_search_args(a);
+  if (a.prefetch == 0) a.prefetch = std::max(1u, std::thread::hardware_concurrency());
+  const std::string stem = fs::path(a.inductor_kernel).stem().string();
+  const fs::path out = !a.resume.empty() ? fs::path(a.resume)
+                       : !a.out.empty()  ? fs::path(a.out)
+                                         : fs::path(default_out_dir("inductor-" + stem));
+  FreshOutDir out_guard(out, !a.resume.empty());
+  start_out_dir(a, out, {}, std::nullopt);
+  tune::Job job;
+  job.target = tune::InductorKernel{fs::absolute(a.inductor_kernel), a.cuda_graph, "", "", "", {}};
+  job.session = session_options(a, out);
+  job.device = g.device;
+  job.isolation.candidate_timeout_s = a.candidate_timeout_s;
+  job.environment = [device = g.device] { return runtime::detect_environment(device); };
+  job.host = host_identity();
+  const tune::Outcome o = run_job(std::move(job));
+  const tune::SessionSummary& s = o.session;
+  if (s.stop == tune::StopCause::interrupted) out_guard.keep();  // its message names --resume
+  const tune::InductorDescription& d = *o.inductor;
+  nlohmann::json extra = {{"kernel", d.name},
+                          {"kind", d.kind},
+                          {"lookup_hash", d.lookup_hash},
+                          {"source_hash", d.source_hash},
+                          {"torch", d.torch},
+                          {"triton", d.triton},
+                          {"timing", d.timing},
+                          {"candidates", d.configs.size()},
+                          {"inductor_candidates", d.inductor.size()}};
+  if (!a.json)
+    fmt::print(
+        "{} ({}, {}): {} configurations, {} of them Inductor's; timed with {}; PyTorch {}, "
+        "Triton {}\n",
+        d.name, d.kind, d.dtype, d.configs.size(), d.inductor.size(),
+        d.timing == "cuda_graph" ? "CUDA-graph replays" : "CUDA events", d.torch, d.triton);
+  StoredWinner w;
+  if (o.winner) {
+    w = store_winner(a, *o.winner, std::nullopt, out, g);
+    if (o.default_ns) extra["default_median_ns"] = *o.default_ns;
+    extra["winner_median_ns"] = o.winner->median_ns;
+    extra["default_won"] = o.default_won;
+    if (!a.json && o.default_ns)
+      fmt::print(
+          "Inductor's choice: {:.2f} us; winner {:.2f} us, {:.3f}x{}\n", *o.default_ns / 1e3,
+          o.winner->median_ns / 1e3, *o.default_ns / o.winner->median_ns,
+          o.default_won ? " (Inductor's choice kept: no other is faster beyond the spread)" : "");
+    else if (!a.json)
+      fmt::print("Inductor's choice: not measured (unknown or failed); winner {:.2f} us\n",
+                 o.winner->median_ns / 1e3);
+  }
+  return finish(a, s, w, out, extra, 0, o.restarts);
+}
+
 int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions& g) {
   // Every usage error is found before the GPU is touched. A library GEMM's batch strides may be 0.
   std::map<std::string, std::int64_t> shape =
@@ -441,6 +516,7 @@ int run_tune(TuneArgs a, bool budget_given, bool time_given, const GlobalOptions
     out = a.resume;
     library = load_session_file(a, out, budget_given, time_given, shape);
   }
+  if (!a.inductor_kernel.empty()) return run_inductor_tune(a, budget_given, g);
   if (!a.library.empty() || !a.op.empty() || !a.dtype.empty()) {
     if (a.library.empty())
       throw UsageError(
@@ -551,6 +627,13 @@ const bool registered = register_command(
        app.add_option("--dtype", a->dtype,
                       "With --library: f16 (default), bf16, f32 or tf32 (f32 data multiplied in "
                       "TF32)");
+       app.add_option("--inductor-kernel", a->inductor_kernel,
+                      "Tune a Triton kernel module Inductor generated (its c<hash>.py; `ktune "
+                      "report` names each one), measured by python3 -m ktune.inductor serve "
+                      "($KTUNE_PYTHON picks the interpreter)");
+       app.add_flag("--cuda-graph", a->cuda_graph,
+                    "With --inductor-kernel: time candidates as CUDA-graph replays, as a program "
+                    "compiled with mode=\"reduce-overhead\" runs them");
        app.add_flag("--json", a->json,
                     fmt::format("Print the summary as JSON (schema_version {})",
                                 tune::kSessionSummarySchemaVersion));

@@ -320,6 +320,7 @@ int Child::stop(double grace_s) {
 Result run(const std::vector<std::string>& argv, const Options& o) {
   Pipe out = make_pipe(), err = make_pipe();
   Spawn spawn;
+  spawn.env = o.env;
   spawn.prepare = to_pipes(out, err);
   Result r;
   try {

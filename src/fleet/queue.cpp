@@ -58,6 +58,26 @@ store::FleetJob make_library_job(const JobRequest& req, std::int64_t now) {
   return queued(std::move(j), req, now);
 }
 
+// An Inductor kernel's job: the key its winner's cache entry will have (tune/inductor_kernel.hpp),
+// bar the toolkit, which the worker's Python extends with its Triton and PyTorch versions.
+store::FleetJob make_inductor_job(const JobRequest& req, std::int64_t now) {
+  const nlohmann::json& p = *req.inductor;
+  store::FleetJob j;
+  j.library = "inductor";
+  try {
+    j.op = "inductor:" + p.at("lookup_hash").get<std::string>();
+    j.dtype = p.at("dtype").get<std::string>();
+    std::vector<std::int64_t> shape;
+    for (const auto& [k, v] : p.at("numels").items()) shape.push_back(v.get<std::int64_t>());
+    j.bucket = store::bucket_name(store::bucket_of({}, shape));
+    (void)p.at("source").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("an Inductor kernel's job lacks a field ({}).", e.what()));
+  }
+  j.shape = p;
+  return queued(std::move(j), req, now);
+}
+
 }  // namespace
 
 store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
@@ -67,6 +87,7 @@ store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
                     "evaluations.",
                     req.budget));
   if (req.gemm) return make_library_job(req, now);
+  if (req.inductor) return make_inductor_job(req, now);
   const auto spec = tune::ProblemSpec::load(req.spec);
   if (!spec.runnable())
     throw Error(fmt::format("{} is a {} spec; ktune tunes CUDA kernels only.", req.spec,
@@ -150,6 +171,17 @@ std::vector<JobRequest> backlog_requests(const TopReport& report, const std::str
   return out;
 }
 
+namespace {
+
+// A job's shape as listed: an Inductor kernel's without its module's text.
+nlohmann::json shown_shape(const store::FleetJob& j) {
+  nlohmann::json shape = j.shape;
+  if (j.library == "inductor" && shape.is_object()) shape.erase("source");
+  return shape;
+}
+
+}  // namespace
+
 nlohmann::json jobs_json(const std::vector<store::FleetJob>& jobs, std::int64_t now) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& j : jobs)
@@ -169,7 +201,7 @@ nlohmann::json jobs_json(const std::vector<store::FleetJob>& jobs, std::int64_t 
                     {"toolkit", j.toolkit},
                     {"spec", j.spec},
                     {"library", j.library},
-                    {"shape", j.shape},
+                    {"shape", shown_shape(j)},
                     {"attempt", j.attempt},
                     {"priority", j.priority},
                     {"lease_expired", j.state == "running" && j.lease_until_ms < now},

@@ -224,7 +224,8 @@ json backlog_json(const Analysis& a) {
   return {{"target_share", a.backlog_share},
           {"share", share},
           {"kernels", backlog},
-          {"cublaslt_kernels", d::backlog_gemm_json(a)}};
+          {"cublaslt_kernels", d::backlog_gemm_json(a)},
+          {"triton_kernels", d::backlog_triton_json(a)}};
 }
 
 json timeline_json(const Analysis& a) {
@@ -275,6 +276,7 @@ json to_json(const Analysis& a) {
           {"counters", d::counters_json(a.counters, names)},
           {"timeline", timeline_json(a)},
           {"gemm_calls", d::gemm_calls_json(a)},
+          {"triton_kernels", d::triton_kernels_json(a)},
           {"baseline", nullptr}};
 }
 
@@ -560,13 +562,15 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool wi
   for (std::size_t i = 0; i < a.backlog_size; ++i) share += a.kernels[i].share;
   Section b{"Tuning backlog",
             fmt::format("{} kernels own {} of GPU time (target {}).{}", a.backlog_size,
-                        d::percent(share), d::percent(a.backlog_share), d::backlog_gemm_note(a))};
+                        d::percent(share), d::percent(a.backlog_share),
+                        d::backlog_gemm_note(a) + d::backlog_triton_note(a))};
   b.header = {"#", "Time", "Kernel"};
   for (std::size_t i = 0; i < a.backlog_size; ++i)
     b.rows.push_back(
         {std::to_string(i + 1), d::percent(a.kernels[i].share), names(a.kernels[i].name)});
   out.push_back(b);
   for (Section& s : gemm_sections(a)) out.push_back(std::move(s));
+  for (Section& s : triton_sections(a)) out.push_back(std::move(s));
   for (Section& s : baseline_sections(a, o)) out.push_back(std::move(s));
   return out;
 }

@@ -63,6 +63,13 @@ std::vector<Section> gemm_sections(const analyze::Analysis& a);
 std::string backlog_gemm_note(const analyze::Analysis& a);
 nlohmann::json gemm_calls_json(const analyze::Analysis& a);
 nlohmann::json backlog_gemm_json(const analyze::Analysis& a);
+// Inductor's Triton kernels (a scan beside the trace): their section, none without a scan; the
+// backlog's sentence naming its tunable Triton kernels with their GPU time ("" when none); their
+// JSON, and the backlog's tunable Triton kernels.
+std::vector<Section> triton_sections(const analyze::Analysis& a);
+std::string backlog_triton_note(const analyze::Analysis& a);
+nlohmann::json triton_kernels_json(const analyze::Analysis& a);
+nlohmann::json backlog_triton_json(const analyze::Analysis& a);
 // The JSON of the counter tier's derivation, and of the comparison with a baseline.
 nlohmann::json counters_json(const analyze::CounterAnalysis& c, const analyze::NameTable& names);
 nlohmann::json baseline_json(const analyze::Analysis& a, const analyze::Analysis& baseline);

@@ -320,8 +320,16 @@ std::optional<FleetJob> FleetStore::job(const std::string& id) {
 
 std::optional<FleetJob> FleetStore::claim(const std::string& worker, const std::string& arch,
                                           const std::string& toolkit, std::int64_t lease_ms,
-                                          std::int64_t now_ms, int max_attempts) {
+                                          std::int64_t now_ms, int max_attempts,
+                                          const std::vector<std::string>& skip) {
   detail::Backend& db = *store_.db_;
+  detail::Params params{now_ms, arch, toolkit};
+  std::string skipped;
+  for (const std::string& id : skip) {
+    params.push_back(id);
+    skipped += fmt::format("{}${}", skipped.empty() ? " AND id NOT IN (" : ", ", params.size());
+  }
+  if (!skipped.empty()) skipped += ")";
   // Where the backend takes row locks (PostgreSQL), a row another claim holds is skipped rather
   // than waited for; SQLite's BEGIN IMMEDIATE already serialises claims.
   const std::string lock =
@@ -336,10 +344,9 @@ std::optional<FleetJob> FleetStore::claim(const std::string& worker, const std::
         {now_ms, std::int64_t{max_attempts}});
     const auto rows = db.query(
         "SELECT id FROM fleet_jobs WHERE (state = 'queued' OR (state = 'running' AND "
-        "lease_until_ms < $1)) AND (arch = '' OR arch = $2) AND (toolkit = '' OR toolkit = $3) "
-        "ORDER BY priority DESC, created_ms, id LIMIT 1" +
-            lock,
-        {now_ms, arch, toolkit});
+        "lease_until_ms < $1)) AND (arch = '' OR arch = $2) AND (toolkit = '' OR toolkit = $3)" +
+            skipped + " ORDER BY priority DESC, created_ms, id LIMIT 1" + lock,
+        params);
     if (rows.empty()) return;
     const std::string id = rows[0].text(0);
     db.exec(

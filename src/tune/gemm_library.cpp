@@ -456,11 +456,7 @@ const SessionRecord* library_default_record(const LibraryCandidates& candidates,
 
 const SessionRecord* library_winner_record(const LibraryCandidates& candidates,
                                            const SessionSummary& session) {
-  if (!session.best) return nullptr;
-  const SessionRecord* d = library_default_record(candidates, session);
-  if (!d) return &*session.best;
-  const double spread = std::max(d->result.noise_ns, session.best->result.noise_ns);
-  return d->result.time_ns - session.best->result.time_ns > spread ? &*session.best : d;
+  return kept_winner(session, library_default_record(candidates, session));
 }
 
 store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,

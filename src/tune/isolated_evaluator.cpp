@@ -151,7 +151,13 @@ struct IsolatedEvaluator::Child {
 };
 
 IsolatedEvaluator::IsolatedEvaluator(Factory factory, IsolationSettings settings)
-    : factory_(std::move(factory)), settings_(settings) {}
+    : child_kind_(std::move(factory)), settings_(settings) {}
+
+IsolatedEvaluator::IsolatedEvaluator(ChildProgram program, IsolationSettings settings)
+    : child_kind_(std::move(program)), settings_(settings) {
+  if (std::get<ChildProgram>(child_kind_).argv.empty())
+    throw Error("internal: a measuring program needs a command line.");
+}
 
 // EOF on its input: it returns from serve() and exits. When it was asked to compile ahead what was
 // never evaluated (a session stopped by its time limit or by Ctrl-C), it is stopped instead: its
@@ -166,24 +172,36 @@ void IsolatedEvaluator::start() {
   if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
     throw Error(
         fmt::format("cannot create a pipe to the measuring process ({}).", std::strerror(errno)));
-  // In ktune's process group and with its signal state (Ctrl-C is the session's to handle, not
-  // a candidate's crash); it leaves by itself when ktune goes (EOF on its input).
   subprocess::Spawn spawn;
-  spawn.own_group = false;
-  spawn.fresh_signals = false;
-  spawn.die_with_ktune = false;
   subprocess::Child process;
   try {
-    process = subprocess::Child::fork(
-        [&]() -> int {
-          ::close(down[1]);
-          ::close(up[0]);
-          serve(factory_, down[0], up[1]);
-        },
-        spawn);
+    if (const auto* program = std::get_if<ChildProgram>(&child_kind_)) {
+      // A group of its own, stopped as a whole (its compile workers too), out of reach of the
+      // terminal's Ctrl-C, which is the session's to handle; it dies with ktune.
+      spawn.env = program->env;
+      spawn.prepare = [&] {
+        ::dup2(down[0], STDIN_FILENO);  // the copies lose O_CLOEXEC: they survive the exec
+        ::dup2(up[1], STDOUT_FILENO);
+        for (int fd : {STDIN_FILENO, STDOUT_FILENO}) ::fcntl(fd, F_SETFD, 0);
+      };
+      process = subprocess::Child::exec(program->argv, spawn);
+    } else {
+      // In ktune's process group and with its signal state (Ctrl-C is the session's to handle,
+      // not a candidate's crash); it leaves by itself when ktune goes (EOF on its input).
+      spawn.own_group = false;
+      spawn.fresh_signals = false;
+      spawn.die_with_ktune = false;
+      process = subprocess::Child::fork(
+          [&, &factory = std::get<Factory>(child_kind_)]() -> int {
+            ::close(down[1]);
+            ::close(up[0]);
+            serve(factory, down[0], up[1]);
+          },
+          spawn);
+    }
   } catch (const subprocess::StartError& e) {
     for (int fd : {down[0], down[1], up[0], up[1]}) ::close(fd);
-    throw Error(fmt::format("cannot start the measuring process ({}).", std::strerror(e.error)));
+    throw Error(fmt::format("cannot start the measuring process: {}.", e.what()));
   }
   ::close(down[0]);
   ::close(up[1]);
@@ -200,7 +218,8 @@ void IsolatedEvaluator::start() {
     } catch (const json::exception&) {
     }
   }
-  if (hello.value("ready", false)) {
+  if (!hello.is_object()) hello = json::object();  // not the protocol: the program's exit says why
+  if (hello.contains("ready") && hello["ready"] == true) {
     if (!prepared_.empty()) {  // what the last child was compiling ahead, this one compiles
       json configs = json::array();
       for (const auto& c : prepared_) configs.push_back(config_json(c));
@@ -210,7 +229,8 @@ void IsolatedEvaluator::start() {
   }
   const int status = child_->end(timed_out);
   child_.reset();
-  if (hello.contains("error")) throw Error(hello["error"].get<std::string>());
+  if (hello.contains("error") && hello["error"].is_string())
+    throw Error(hello["error"].get<std::string>());
   throw Error(fmt::format("the measuring process {} before it was ready{}; nothing was measured.",
                           describe_exit(status), timed_out ? " (it did not start in time)" : ""));
 }

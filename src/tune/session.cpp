@@ -537,4 +537,11 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
           {"time_to_solution", std::move(to_solution)}};
 }
 
+const SessionRecord* kept_winner(const SessionSummary& session, const SessionRecord* d) {
+  if (!session.best) return nullptr;
+  if (!d) return &*session.best;
+  const double spread = std::max(d->result.noise_ns, session.best->result.noise_ns);
+  return d->result.time_ns - session.best->result.time_ns > spread ? &*session.best : d;
+}
+
 }  // namespace ktune::tune

@@ -44,11 +44,12 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 9);
+  EXPECT_EQ(j["schema_version"], 10);
   EXPECT_EQ(j["kind"], "ktune.report");
-  EXPECT_EQ(keys(j), (Keys{"api", "backlog", "baseline", "copies", "counters", "devices", "gaps",
-                           "gemm_calls", "group_by", "kernels", "kind", "notes", "nvtx",
-                           "schema_version", "storms", "streams", "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j), (Keys{"api",   "backlog",        "baseline", "copies",  "counters", "devices",
+                           "gaps",  "gemm_calls",     "group_by", "kernels", "kind",     "notes",
+                           "nvtx",  "schema_version", "storms",   "streams", "timeline", "totals",
+                           "trace", "triton_kernels"}));
   EXPECT_EQ(keys(j["api"][0]), (Keys{"api", "count", "max_ns", "mean_ns", "median_ns", "min_ns",
                                      "name", "share", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["streams"][0]), (Keys{"busy_ns", "copies", "copy_bytes", "copy_ns", "device",
@@ -85,7 +86,9 @@ TEST(ReportJson, ShapeIsPinned) {
   EXPECT_EQ(keys(j["nvtx"][0]), (Keys{"count", "kernel_gpu_ns", "kernels", "max_ns", "mean_ns",
                                       "median_ns", "min_ns", "name", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["copies"][0]), (Keys{"bytes", "count", "kind", "total_ns"}));
-  EXPECT_EQ(keys(j["backlog"]), (Keys{"cublaslt_kernels", "kernels", "share", "target_share"}));
+  EXPECT_EQ(keys(j["backlog"]),
+            (Keys{"cublaslt_kernels", "kernels", "share", "target_share", "triton_kernels"}));
+  EXPECT_EQ(j["triton_kernels"]["recorded"], false);
   EXPECT_EQ(keys(j["trace"]),
             (Keys{"capped_records", "command_line", "complete", "dropped_records", "finished_at",
                   "first_skipped_record", "mode", "origin_ns", "pid", "records", "schema_version",
@@ -316,7 +319,7 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
       test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
-  EXPECT_EQ(json::parse(r.out)["schema_version"], 9);
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 10);
 }
 
 // A PyTorch profiler trace is reported like a .ktrace, its op column and the note on what it lacks

@@ -72,7 +72,7 @@ TEST(ReportCounters, WithoutCountersThereIsNoVerdictTable) {
 // Pins the derivation's JSON shape: a change here needs a new report schema_version.
 TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
   const json j = json::parse(render_json(analysis_of(counter_trace()), {}));
-  EXPECT_EQ(j["schema_version"], 9);
+  EXPECT_EQ(j["schema_version"], 10);
   const json& c = j["counters"];
   EXPECT_EQ(keys(c["ceilings"]), (Keys{"bf16_flop_per_s", "dram_bytes_per_s", "fp16_flop_per_s",
                                        "fp32_flop_per_s", "kind", "origin", "source"}));

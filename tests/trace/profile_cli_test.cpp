@@ -137,6 +137,49 @@ TEST(ProfileCli, OpsPutsTheTorchHookFirstOnPythonPath) {
   expect_one_sentence(both.err, "--ops needs NVTX records");
 }
 
+// A Python program gets Inductor's cache beside the trace, and its kernels are listed after it
+// ends (tests/fixtures/inductor/fake_serve.py plays `python3 -m ktune.inductor scan`).
+TEST(ProfileCli, APythonProgramsInductorCacheIsKeptAndScannedBesideTheTrace) {
+  test::TempDir dir;
+  const std::string fake =
+      "KTUNE_PYTHON=" + std::string(KTUNE_SOURCE_DIR) + "/tests/fixtures/inductor/fake_serve.py";
+  // The program compiles "a kernel": a module in the cache folder it was given.
+  const std::string program =
+      " -- python3 -c \"import os; d = os.environ['TORCHINDUCTOR_CACHE_DIR']; "
+      "print('cache', d, os.environ['TORCHINDUCTOR_BENCHMARK_KERNEL']); "
+      "os.makedirs(d + '/ab'); open(d + '/ab/cab.py', 'w').write('')\"";
+  const auto r = run_ktune("profile -o " + (dir.path / "run.ktrace").string() + program, fake);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cache " + (dir.path / "inductor").string() + " 1\n"), std::string::npos)
+      << r.out;
+  const auto scan = nlohmann::json::parse(std::ifstream(dir.path / "run.inductor.json"));
+  EXPECT_EQ(scan.at("kernels").size(), 4u);
+  EXPECT_NE(r.err.find("Triton kernels listed in " + (dir.path / "run.inductor.json").string()),
+            std::string::npos)
+      << r.err;
+
+  // The user's own settings stand; a scan that fails is a warning and the run's exit code stays.
+  const auto mine = run_ktune(
+      "profile -o " + (dir.path / "mine.ktrace").string() + program,
+      fake + " FAKE_SCAN_MODE=fail TORCHINDUCTOR_CACHE_DIR=" + (dir.path / "mine").string() +
+          " TORCHINDUCTOR_BENCHMARK_KERNEL=0");
+  ASSERT_EQ(mine.exit_code, 0) << mine.err;
+  EXPECT_NE(mine.out.find("cache " + (dir.path / "mine").string() + " 0\n"), std::string::npos)
+      << mine.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "mine.inductor.json"));
+  EXPECT_NE(mine.err.find("ktune: warning: the Triton kernels in " + (dir.path / "mine").string() +
+                          " were not listed ("),
+            std::string::npos)
+      << mine.err;
+  EXPECT_NE(mine.err.find("torch is not installed for this Python."), std::string::npos)
+      << mine.err;
+
+  // Not a Python program: nothing of the kind.
+  const auto shell = run_ktune("profile -o " + (dir.path / "sh.ktrace").string() +
+                               " -- sh -c 'echo cache=$TORCHINDUCTOR_CACHE_DIR'");
+  EXPECT_NE(shell.out.find("cache=\n"), std::string::npos) << shell.out;
+}
+
 TEST(ProfileCli, HandsOptionsToTheCommandThroughTheEnvironment) {
   test::TempDir dir;
   const auto r = run_ktune(

@@ -10,6 +10,8 @@
 #include <csignal>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "ktune/core/error.hpp"
 
 namespace ktune::tune {
@@ -139,6 +141,87 @@ TEST(IsolatedEvaluator, ResultsTravelIntact) {
   EXPECT_TRUE(r.full);
   EXPECT_EQ(r.detail, "verified");
   EXPECT_EQ(r.time_ns, 1000);
+}
+
+// The measuring child as another program (ktune.inductor's serve): one code path with the forked
+// one, so the same failures end the same way. tests/fixtures/inductor/fake_serve.py plays it.
+ChildProgram fake_serve(std::vector<std::pair<std::string, std::string>> env = {}) {
+  return {{std::string(KTUNE_SOURCE_DIR) + "/tests/fixtures/inductor/fake_serve.py"},
+          std::move(env)};
+}
+
+TEST(IsolatedEvaluatorProgram, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn) {
+  IsolatedEvaluator ev(fake_serve(), {.candidate_timeout_s = 2});
+  EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
+
+  CandidateResult r = ev.evaluate(x(2), std::nullopt);  // segfaults
+  EXPECT_EQ(r.status, Status::launch_failed);
+  EXPECT_NE(r.detail.find("killed by signal 11"), std::string::npos) << r.detail;
+
+  r = ev.evaluate(x(6), std::nullopt);  // exits
+  EXPECT_EQ(r.status, Status::launch_failed);
+  EXPECT_NE(r.detail.find("exited with status 3"), std::string::npos) << r.detail;
+
+  r = ev.evaluate(x(4), std::nullopt);  // hangs
+  EXPECT_EQ(r.status, Status::timeout);
+  EXPECT_NE(r.detail.find("did not finish within 2 s"), std::string::npos) << r.detail;
+
+  r = ev.evaluate(x(5), std::nullopt);  // loses its context, says so, and leaves
+  EXPECT_EQ(r.status, Status::launch_failed);
+  EXPECT_FALSE(r.fatal);
+  EXPECT_NE(r.detail.find("ILLEGAL_ADDRESS"), std::string::npos) << r.detail;
+
+  r = ev.evaluate(x(1), 500.0);
+  EXPECT_EQ(r.status, Status::ok);
+  EXPECT_TRUE(r.full);
+  EXPECT_EQ(r.time_ns, 1000);
+  EXPECT_EQ(ev.restarts(), 4u);
+}
+
+TEST(IsolatedEvaluatorProgram, AWrongLineEndsTheSessionWithASentence) {
+  IsolatedEvaluator ev(fake_serve());
+  try {
+    ev.evaluate(x(3), std::nullopt);
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("answered something unreadable"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(IsolatedEvaluatorProgram, ItsEnvironmentArrivesAndAFreshChildCompilesWhatWasPrepared) {
+  IsolatedEvaluator ev(fake_serve({{"FAKE_TAG", "seen"}}), {.candidate_timeout_s = 2});
+  ev.prepare({x(2), x(1)});
+  EXPECT_EQ(ev.next_ready({x(2), x(1)}), 1u);
+  EXPECT_EQ(ev.evaluate(x(2), std::nullopt).status, Status::launch_failed);  // a new child next
+  const nlohmann::json d = ev.describe();
+  EXPECT_EQ(d.at("env_tag"), "seen");
+  EXPECT_EQ(d.at("prepared"), nlohmann::json::parse(R"([{"X": 1}])"));  // x(2) was evaluated
+}
+
+TEST(IsolatedEvaluatorProgram, AProgramThatRefusesOrCannotStartSaysWhy) {
+  try {
+    IsolatedEvaluator(fake_serve({{"FAKE_SERVE_MODE", "refuse"}})).describe();
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "torch is not installed for this Python; install it or set KTUNE_PYTHON.");
+  }
+  try {
+    IsolatedEvaluator(fake_serve({{"FAKE_SERVE_MODE", "garbage"}})).describe();
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exited with status 0 before it was ready"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    IsolatedEvaluator(ChildProgram{{"/nonexistent/python3"}, {}}).describe();
+    FAIL() << "expected ktune::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot run '/nonexistent/python3'"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "ktune/analyze/launch_shape.hpp"
 #include "ktune/analyze/source.hpp"
 #include "ktune/analyze/timeline.hpp"
+#include "ktune/analyze/triton_kernels.hpp"
 #include "ktune/core/stats.hpp"
 
 namespace ktune::analyze {
@@ -172,6 +173,7 @@ struct Analysis {
   CounterAnalysis counters;          // the counter tier's verdicts; empty without counters
   TimelineFindings timeline;         // copy/compute overlap, collectives, serialized kernels
   GemmCalls gemm;                    // cuBLASLt's GEMM calls (ktune profile --gemm-shapes)
+  TritonKernels triton;              // Inductor's Triton kernels (attach_triton_kernels)
   std::int64_t busy_ns() const;
   std::int64_t window_ns() const;
 };

@@ -28,6 +28,7 @@ struct Options {
   // Set (by a signal handler, another thread): the child is stopped and run() returns.
   const std::atomic<bool>* interrupt = nullptr;
   double kill_grace_s = 2;  // SIGTERM to the child's process group, then SIGKILL after this
+  std::vector<std::pair<std::string, std::string>> env;  // set in the child (run() only)
 };
 
 // How a child ended.

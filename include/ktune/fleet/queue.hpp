@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
+#include "ktune/analyze/triton_kernels.hpp"
 #include "ktune/bench/gemm_problem.hpp"
 #include "ktune/fleet/query.hpp"
 #include "ktune/store/fleet.hpp"
@@ -25,6 +26,9 @@ struct JobRequest {
   double priority = 0;
   // A library job instead of a spec: cuBLASLt's algorithms for this GEMM problem.
   std::optional<bench::GemmProblem> gemm;
+  // An Inductor Triton kernel instead: inductor_job_payload(), the kernel module's text included
+  // (a worker's machine does not share this one's files).
+  std::optional<nlohmann::json> inductor;
 };
 
 // Reads the spec (ktune::Error naming it when bad), or takes the GEMM problem, and fills the job's
@@ -44,6 +48,23 @@ std::map<std::string, std::int64_t> launch_shape_of(const TopRow& row);
 // library job; priority = its fleet GPU time in seconds.
 std::vector<JobRequest> backlog_requests(const TopReport& report, const std::string& arch,
                                          const std::string& toolkit, std::int64_t budget);
+
+inline constexpr int kInductorJobSchemaVersion = 1;
+
+// What an Inductor kernel's job carries (FleetJob::shape): {"schema_version", "name", "kind",
+// "lookup_hash", "source_hash", "dtype", "numels", "ops", "torch", "triton", "cuda_graph",
+// "module" (its file name), "source" (its text)}. ktune::Error naming the module when it cannot be
+// read.
+nlohmann::json inductor_job_payload(const analyze::TritonKernel& kernel, const std::string& torch,
+                                    const std::string& triton, bool cuda_graph);
+
+// The scan's tunable kernels as jobs for workers of `arch` and `toolkit` ("": any); priority =
+// the kernel's fleet GPU time in seconds (report.rows, by name; 0 when the fleet has not seen it).
+// A kernel whose module cannot be read is left out with its sentence in `skipped`.
+std::vector<JobRequest> inductor_requests(const analyze::TritonKernels& scan,
+                                          const TopReport& report, const std::string& arch,
+                                          const std::string& toolkit, std::int64_t budget,
+                                          bool cuda_graph, std::vector<std::string>& skipped);
 
 // {"schema_version", "jobs": [{"id", "state", "worker", "age_s", "run_s" (its last claim, start to
 //  finish; 0 while it runs), "evaluations", "budget", "op", "dtype", "bucket", "arch", "toolkit",

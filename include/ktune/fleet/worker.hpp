@@ -36,6 +36,7 @@ struct WorkerOptions {
 
 struct WorkerStats {
   std::int64_t done = 0, failed = 0, lost = 0;
+  std::int64_t refused = 0;  // jobs of other PyTorch or Triton versions, left to other workers
 };
 
 // Runs until `once`/`drain` says stop (else for ever). ktune::Error when the store cannot be

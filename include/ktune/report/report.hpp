@@ -27,7 +27,10 @@ namespace ktune::report {
 // 8: the counter tier's stalls ("stalls", "stall_cause", "warp_cycles_per_issue"), "library" and
 //    "tune_command", the time of the profiled shape ("shape_launches", "shape_total_ns"), the
 //    "issue-bound" verdict, and the ceilings' "kind" and "origin".
-inline constexpr int kReportSchemaVersion = 9;
+// 10: "triton_kernels" (Inductor's Triton kernels from the scan beside the trace: name, kind,
+//     lookup_hash, source_hash, path, dtype, numels, ops, stack_traces, tunable, why_not,
+//     launches, gpu_ns, tune_command) and the backlog's "triton_kernels".
+inline constexpr int kReportSchemaVersion = 10;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all

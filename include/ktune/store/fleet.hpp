@@ -136,10 +136,12 @@ class FleetStore {
   std::optional<FleetJob> job(const std::string& id);
   // Takes the first queued job, or a running one whose lease ran out, that this worker's arch and
   // toolkit can run; SKIP LOCKED on PostgreSQL, so workers never wait on each other's claims.
-  // Jobs already claimed max_attempts times whose lease ran out are marked failed instead.
+  // Jobs already claimed max_attempts times whose lease ran out are marked failed instead. Jobs
+  // in `skip` (ones this worker refused: another machine's compiler versions) are left to others.
   std::optional<FleetJob> claim(const std::string& worker, const std::string& arch,
                                 const std::string& toolkit, std::int64_t lease_ms,
-                                std::int64_t now_ms, int max_attempts);
+                                std::int64_t now_ms, int max_attempts,
+                                const std::vector<std::string>& skip = {});
   // Renews the lease of claim `attempt`; false when the job was taken by another claim.
   bool heartbeat(const std::string& id, std::int64_t attempt, std::int64_t lease_until_ms,
                  std::int64_t evaluations);

@@ -2,10 +2,14 @@
 // Runs an Evaluator in a child process, so that a candidate that crashes the process, hangs, or
 // breaks the GPU context (an illegal address is sticky: nothing more runs in that context) ends as
 // that candidate's outcome and the session goes on with a fresh child. The parent never touches
-// the GPU; the child is forked before any CUDA call and builds its evaluator itself.
+// the GPU; the child is forked before any CUDA call and builds its evaluator itself, or is another
+// program (ktune.inductor's `serve`) that speaks the same protocol on its stdin and stdout.
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "ktune/tune/session.hpp"
@@ -17,12 +21,24 @@ struct IsolationSettings {
   double start_timeout_s = 600;     // build the child's evaluator (reference compile included)
 };
 
+// A measuring program: run with `argv` (argv[0] looked up in PATH) and `env` added to ktune's
+// environment, in a process group of its own (stopped as a whole, compile workers included). It
+// reads requests on its stdin and answers on its stdout, one JSON line each (the forked child's
+// protocol: first {"ready": true} or {"error": SENTENCE}, then describe / prepare / next_ready /
+// evaluate); its stderr is ktune's. It leaves when its stdin closes.
+struct ChildProgram {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
 class IsolatedEvaluator : public Evaluator {
  public:
   // Called in the child to build the real evaluator. A ktune::Error it throws (no GPU, a reference
   // that does not compile) ends the session with that sentence.
   using Factory = std::function<std::unique_ptr<Evaluator>()>;
   explicit IsolatedEvaluator(Factory factory, IsolationSettings settings = {});
+  // The child is `program`; its {"error": ...} line, like a Factory's throw, ends the session.
+  explicit IsolatedEvaluator(ChildProgram program, IsolationSettings settings = {});
   ~IsolatedEvaluator() override;  // ends the child
   IsolatedEvaluator(const IsolatedEvaluator&) = delete;
   IsolatedEvaluator& operator=(const IsolatedEvaluator&) = delete;
@@ -43,7 +59,7 @@ class IsolatedEvaluator : public Evaluator {
   struct Child;
   void start();
   void stop();
-  Factory factory_;
+  std::variant<Factory, ChildProgram> child_kind_;
   IsolationSettings settings_;
   std::unique_ptr<Child> child_;
   std::vector<ConfigMap> prepared_;  // sent to the child, not yet evaluated: re-sent to a new one

@@ -178,6 +178,13 @@ std::vector<TimeToSolution> time_to_solution(const std::vector<SessionRecord>& r
 // share, so a spec that cannot work (buffers smaller than the kernel reads, a missing symbol)
 // reads as one sentence; "" when nothing was evaluated.
 std::string common_failure(const SessionSummary& s);
+// The record a search over a library's or compiler's candidates caches: the session's best, unless
+// the default (the candidate the program runs without ktune; null: none measured) is slower by no
+// more than the larger spread (noise_ns) of the two. A gain the measurement cannot tell from noise
+// is no gain, and the default cached says "the program's own choice is the winner". nullptr when
+// nothing was verified.
+const SessionRecord* kept_winner(const SessionSummary& session,
+                                 const SessionRecord* default_record);
 // Self-contained SVG: the best-so-far time against evaluation number, with every timed point.
 std::string best_so_far_svg(const SessionSummary& s);
 
