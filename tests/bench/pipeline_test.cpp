@@ -126,12 +126,40 @@ TEST(PipelineParameters, AMismatchNamesTheArgument) {
   const std::vector<KernelArg> args = {arg("out", KernelArg::Kind::buffer),
                                        arg("n", KernelArg::Kind::scalar, cuda::DType::i32)};
   bool passed = false;
-  auto why = parameter_problem({8, 8}, args, passed);
+  auto why = parameter_problem({8, 16}, args, passed);  // no integer is 16 bytes
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("argument 'n'"), std::string::npos) << *why;
+  why = parameter_problem({4, 4}, args, passed);  // a value where the spec gives a buffer
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("argument 'out'"), std::string::npos) << *why;
   why = parameter_problem({8, 4, 4}, args, passed);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("takes 3 parameters but the spec lists 2 arguments"), std::string::npos)
+      << *why;
+}
+
+// BAT's TRIAD gives its scalar as a double while the kernel (PRECISION 32) takes a float: the value
+// is passed as the parameter takes it, as a C++ call converts it, keeping the spec's kind.
+TEST(PipelineParameters, AScalarTakesTheWidthOfItsParameter) {
+  using cuda::DType;
+  EXPECT_EQ(scalar_type_for(DType::f64, 4), DType::f32);
+  EXPECT_EQ(scalar_type_for(DType::f32, 8), DType::f64);
+  EXPECT_EQ(scalar_type_for(DType::f32, 2), DType::f16);
+  EXPECT_EQ(scalar_type_for(DType::bf16, 2), DType::bf16);  // same width: as the spec says
+  EXPECT_EQ(scalar_type_for(DType::i32, 8), DType::i64);
+  EXPECT_EQ(scalar_type_for(DType::u64, 4), DType::u32);
+  EXPECT_EQ(scalar_type_for(DType::f64, 1), std::nullopt);  // no 1-byte floating type
+  EXPECT_EQ(scalar_type_for(DType::i32, 16), std::nullopt);
+
+  const std::vector<KernelArg> args = {arg("a", KernelArg::Kind::buffer, DType::f64),
+                                       arg("s", KernelArg::Kind::scalar, DType::f64),
+                                       arg("n", KernelArg::Kind::scalar, DType::i32)};
+  bool passed = false;
+  EXPECT_EQ(parameter_problem({8, 4, 4}, args, passed), std::nullopt);  // triad(float*, float, int)
+  const auto why = parameter_problem({8, 16, 4}, args, passed);         // a 16-byte struct
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("argument 's' (f64 scalar) is 8 bytes but the kernel's parameter 1 is 16"),
+            std::string::npos)
       << *why;
 }
 

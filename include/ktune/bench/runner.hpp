@@ -58,6 +58,9 @@ class Workspace {
   void** params(bool with_constants) {
     return with_constants ? all_params_.data() : param_ptrs_.data();
   }
+  // Re-encodes each scalar as the kernel's parameter of its position takes it (scalar_type_for),
+  // for `param_bytes` that parameter_problem() accepted with `with_constants`.
+  void pass_scalars_as(const std::vector<std::size_t>& param_bytes, bool with_constants);
   std::vector<std::byte> download(std::size_t arg_index) const;
   const std::vector<KernelArg>& args() const { return args_; }
 
