@@ -6,9 +6,9 @@
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, the capture-window benchmark, scripts/gpu-counters.sh (the counter tier
 # vs ncu), the verdicts and stall reasons vs ncu, the cost of --ops, and prints a short summary
-# last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,gate
-# picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only
-# when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the
+# last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,gate,bat,rate
+# picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, and bat and
+# rate, benchmarks/tune's bat.sh and convolution_rate.sh, run only when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the
 # GPU tests matching it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,6 +81,12 @@ picked mma_flop &&
   keep='^(fp16|bf16|mma.sync)|FAIL' step mma_flop "$out/mma_flop.log" "$root/benchmarks/analysis/mma_flop.sh"
 picked ops &&
   keep='PASS|FAIL|added|per op|per iteration' step ops "$out/ops.log" "$root/benchmarks/tracer/ops.sh"
+# Issue 45, only when named: BAT's CAFF specs dry-run and tuned briefly; the hub convolution's
+# rate over 5 seeds beside its compile-only ceiling (KTUNE_RATE_SHARED=1 adds a shared-cache pass).
+[[ ",${KTUNE_GPU_ONLY:-}," == *",bat,"* ]] &&
+  keep='^\| |specs tuned' step bat "$out/bat.log" "$root/benchmarks/tune/bat.sh"
+[[ ",${KTUNE_GPU_ONLY:-}," == *",rate,"* ]] &&
+  keep='^\| |^cold|^shared' step rate "$out/rate.log" "$root/benchmarks/tune/convolution_rate.sh"
 # The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.
 [[ ",${KTUNE_GPU_ONLY:-}," == *",gate,"* ]] &&
   keep='^(case|unchanged|planted|environment|one check)' step gate "$out/gate.log" "$root/scripts/gpu-gate.sh"

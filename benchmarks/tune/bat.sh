@@ -55,4 +55,7 @@ done
 tuned=$(grep -c '| ok | exit 0 |' "$summary")
 clean=$(grep '| ok | exit 0 |' "$summary" | grep -vc 'launch_failed\|compile_failed\|validation')
 echo "$tuned well-formed specs tuned (exit 0), $clean of them with no launch, compile or validation failure" >>"$summary"
+# Everything but the summary in one archive, so the folder stays a few files.
+(cd "$out" && find . -mindepth 1 -maxdepth 1 ! -name bat.txt ! -name details.tar.gz -printf '%P\n' |
+  tar -czf details.tar.gz -T - --remove-files)
 cat "$summary"
