@@ -143,6 +143,7 @@ void fill_constant(CUdeviceptr dst, const std::vector<std::byte>& element, std::
 
 Workspace::Workspace(const std::vector<KernelArg>& args, std::uint64_t seed)
     : args_(args), seed_(seed) {
+  for (const auto& a : args_) spec_types_.push_back(a.dtype);
   buffers_.reserve(args_.size());
   scalars_.reserve(args_.size());
   staged_.resize(args_.size());
@@ -186,8 +187,8 @@ void Workspace::pass_scalars_as(const std::vector<std::size_t>& param_bytes, boo
     if (a.kind == KernelArg::Kind::constant_memory && !with_constants) continue;
     const std::size_t bytes = param_bytes[param++];
     if (a.kind != KernelArg::Kind::scalar || cuda::dtype_bytes(a.dtype) == bytes) continue;
-    const auto t = scalar_type_for(a.dtype, bytes);
-    if (!t) continue;  // parameter_problem() refuses it
+    const auto t = scalar_type_for(spec_types_[i], bytes);  // from the spec's: bf16 stays bf16
+    if (!t) continue;                                       // parameter_problem() refuses it
     a.dtype = *t;
     scalars_[i] = encode_scalar(a.value, a.dtype);
     all_params_[i] = scalars_[i].data();

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "ktune/bench/runner.hpp"
 #include "ktune/cuda/driver.hpp"
 
@@ -161,6 +163,28 @@ TEST(PipelineParameters, AScalarTakesTheWidthOfItsParameter) {
   EXPECT_NE(why->find("argument 's' (f64 scalar) is 8 bytes but the kernel's parameter 1 is 16"),
             std::string::npos)
       << *why;
+}
+
+// The bytes a kernel gets: a workspace of scalars alone needs no GPU.
+TEST(PipelineParameters, AScalarIsEncodedAtTheWidthTheKernelTakes) {
+  using cuda::DType;
+  KernelArg s = arg("s", KernelArg::Kind::scalar, DType::f64);
+  s.value = 1.75;
+  KernelArg h = arg("h", KernelArg::Kind::scalar, DType::bf16);
+  h.value = 2;
+  KernelArg n = arg("n", KernelArg::Kind::scalar, DType::i32);
+  n.value = 4096;
+  Workspace ws({s, h, n});
+  ws.pass_scalars_as({4, 4, 8}, false);  // (float, float, long long)
+  void** p = ws.params(false);
+  EXPECT_EQ(*static_cast<float*>(p[0]), 1.75f);
+  EXPECT_EQ(*static_cast<float*>(p[1]), 2.0f);
+  EXPECT_EQ(*static_cast<std::int64_t*>(p[2]), 4096);
+  ws.pass_scalars_as({8, 2, 4}, false);  // back: the spec's own types, bf16 included
+  p = ws.params(false);
+  EXPECT_EQ(*static_cast<double*>(p[0]), 1.75);
+  EXPECT_EQ(ws.args()[1].dtype, DType::bf16);
+  EXPECT_EQ(*static_cast<std::int32_t*>(p[2]), 4096);
 }
 
 }  // namespace

@@ -65,7 +65,8 @@ class Workspace {
   const std::vector<KernelArg>& args() const { return args_; }
 
  private:
-  std::vector<KernelArg> args_;
+  std::vector<KernelArg> args_;          // scalars at the widths of the last kernel's parameters
+  std::vector<cuda::DType> spec_types_;  // each argument's type as the problem gave it
   std::uint64_t seed_;
   std::vector<cuda::DeviceBuffer> buffers_;      // one per buffer or constant-memory argument
   std::vector<std::vector<std::byte>> scalars_;  // parameter storage per argument
