@@ -8,6 +8,7 @@
 #      (ktune_compile_bench --configs): the compile-only ceiling of that session.
 # Then, with KTUNE_RATE_SHARED=1, the seeds again in order sharing one kernel cache, as sessions on
 # one machine (or a fleet sharing a cache) do: later seeds reuse binaries earlier ones compiled.
+# KTUNE_RATE_COLD=0 skips the cold pass (each pass takes about 1 minute a seed).
 # Writes rate.txt (the summary, printed last) and one folder per session under OUT_DIR.
 set -uo pipefail
 bundle=$1; out=$2
@@ -41,7 +42,8 @@ PY
 
 echo "# hub convolution, budget 200, $(nproc) CPU threads, best known ${best_known_us} us" >>"$summary"
 rows=()
-for seed in $seeds; do
+[ "${KTUNE_RATE_COLD:-1}" = 1 ] || seeds_cold=""
+for seed in ${seeds_cold-$seeds}; do
   home=$(mktemp -d /tmp/ktune-rate.XXXXXX)
   read -r evals eps best_us cmean stop < <(session "cold-$seed" "$seed" "$home")
   rm -rf "$home"; home=$(mktemp -d /tmp/ktune-rate.XXXXXX)
