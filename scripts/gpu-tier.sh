@@ -6,9 +6,10 @@
 # Runs every GoogleTest binary (GPU cases run for real here), then each benchmarks/*/run.sh side by
 # side with its baseline, the capture-window benchmark, scripts/gpu-counters.sh (the counter tier
 # vs ncu), the verdicts and stall reasons vs ncu, the cost of --ops, and prints a short summary
-# last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,inprocess,gate
-# picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, runs only
-# when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries, KTUNE_GPU_TESTS=REGEX runs only the
+# last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,inprocess,gate,bat,rate,
+# inductor picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, and
+# bat, rate and inductor run only when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries,
+# KTUNE_GPU_TESTS=REGEX runs only the
 # GPU tests matching it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -84,6 +85,12 @@ picked ops &&
 # The tracer's cost inside one process on a launch-bound PyTorch block, with and without --ops.
 picked inprocess &&
   keep='SUMMARY|FAIL' step inprocess "$out/inprocess.log" "$root/benchmarks/tracer/inprocess.sh"
+# Issue 45, only when named: BAT's CAFF specs dry-run and tuned briefly; the hub convolution's
+# rate over 5 seeds beside its compile-only ceiling (KTUNE_RATE_SHARED=1 adds a shared-cache pass).
+[[ ",${KTUNE_GPU_ONLY:-}," == *",bat,"* ]] &&
+  keep='^\| |specs tuned' step bat "$out/bat.log" "$root/benchmarks/tune/bat.sh"
+[[ ",${KTUNE_GPU_ONLY:-}," == *",rate,"* ]] &&
+  keep='^\| |^cold|^shared' step rate "$out/rate.log" "$root/benchmarks/tune/convolution_rate.sh"
 # The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.
 [[ ",${KTUNE_GPU_ONLY:-}," == *",gate,"* ]] &&
   keep='^(case|unchanged|planted|environment|one check)' step gate "$out/gate.log" "$root/scripts/gpu-gate.sh"

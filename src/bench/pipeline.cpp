@@ -87,7 +87,9 @@ std::optional<std::string> parameter_problem(const std::vector<std::size_t>& par
         param_bytes.size(), args.size(), args.size() - without.size());
   }
   for (std::size_t i = 0; i < passed.size(); ++i)
-    if (param_bytes[i] != size_of(*passed[i]))
+    if (param_bytes[i] != size_of(*passed[i]) &&
+        !(passed[i]->kind == KernelArg::Kind::scalar &&
+          scalar_type_for(passed[i]->dtype, param_bytes[i])))
       return fmt::format(
           "argument '{}' ({} {}) is {} bytes but the kernel's parameter {} is {} bytes; fix its "
           "Type or MemoryType in the spec",
@@ -171,6 +173,7 @@ struct CandidatePipeline::Impl {
   std::optional<cuda::CompiledProgram> reference_program;
   std::unique_ptr<LoadedKernel> reference;
   bool reference_constants = false;
+  std::vector<cuda::DType> reference_types;  // each argument's, as the reference takes it
   std::optional<Outputs> reference_outputs;  // computed once: the inputs are the same every time
   // Verdicts of binaries that passed, by binary and launch: a configuration measured again (a
   // gate's runs) is not verified again on the same inputs. Copying a 1 GiB output to the host and
@@ -204,6 +207,8 @@ struct CandidatePipeline::Impl {
       reference = std::make_unique<LoadedKernel>(*reference_program, *base.reference);
       if (auto why = parameter_problem(reference->param_bytes(), base.args, reference_constants))
         throw Error(fmt::format("the reference kernel of {}: {}.", base.name, *why));
+      ws->pass_scalars_as(reference->param_bytes(), reference_constants);
+      for (const auto& a : ws->args()) reference_types.push_back(a.dtype);
     }
   }
 
@@ -256,6 +261,16 @@ std::variant<std::unique_ptr<LoadedKernel>, CandidateOutcome> CandidatePipeline:
   auto kernel = std::make_unique<LoadedKernel>(*compiled.program, p.launch);
   if (auto why = parameter_problem(kernel->param_bytes(), ws->args(), constants_passed))
     return failed(Status::launch_failed, *why);
+  // Scalars take the widths of this kernel's parameters; the reference runs with the same.
+  ws->pass_scalars_as(kernel->param_bytes(), constants_passed);
+  if (reference)
+    for (std::size_t i = 0; i < ws->args().size(); ++i)
+      if (ws->args()[i].dtype != reference_types[i])
+        return failed(Status::launch_failed,
+                      fmt::format("the kernel takes argument '{}' as {}, the reference kernel as "
+                                  "{}; give both the same parameter types",
+                                  ws->args()[i].name, to_string(ws->args()[i].dtype),
+                                  to_string(reference_types[i])));
   KernelAttributes attrs;
   const auto attr = [&](CUfunction_attribute a) {
     int v = 0;

@@ -143,6 +143,7 @@ void fill_constant(CUdeviceptr dst, const std::vector<std::byte>& element, std::
 
 Workspace::Workspace(const std::vector<KernelArg>& args, std::uint64_t seed)
     : args_(args), seed_(seed) {
+  for (const auto& a : args_) spec_types_.push_back(a.dtype);
   buffers_.reserve(args_.size());
   scalars_.reserve(args_.size());
   staged_.resize(args_.size());
@@ -177,6 +178,25 @@ Workspace::Workspace(const std::vector<KernelArg>& args, std::uint64_t seed)
     if (args_[i].kind != KernelArg::Kind::constant_memory)
       param_ptrs_.push_back(scalars_[i].data());
   }
+}
+
+void Workspace::pass_scalars_as(const std::vector<std::size_t>& param_bytes, bool with_constants) {
+  std::size_t param = 0;
+  for (std::size_t i = 0; i < args_.size() && param < param_bytes.size(); ++i) {
+    KernelArg& a = args_[i];
+    if (a.kind == KernelArg::Kind::constant_memory && !with_constants) continue;
+    const std::size_t bytes = param_bytes[param++];
+    if (a.kind != KernelArg::Kind::scalar || cuda::dtype_bytes(a.dtype) == bytes) continue;
+    const auto t = scalar_type_for(spec_types_[i], bytes);  // from the spec's: bf16 stays bf16
+    if (!t) continue;                                       // parameter_problem() refuses it
+    a.dtype = *t;
+    scalars_[i] = encode_scalar(a.value, a.dtype);
+    all_params_[i] = scalars_[i].data();
+  }
+  param_ptrs_.clear();
+  for (std::size_t i = 0; i < args_.size(); ++i)
+    if (args_[i].kind != KernelArg::Kind::constant_memory)
+      param_ptrs_.push_back(scalars_[i].data());
 }
 
 void Workspace::fill(CUstream s) {

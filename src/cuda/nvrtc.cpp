@@ -27,15 +27,25 @@ std::uint64_t fnv1a(std::string_view s, std::uint64_t h) {
   return h;
 }
 
-// Magic + JSON header line + cubin bytes: a truncated or foreign file fails the size check.
+// Magic + JSON header line + cubin bytes: a truncated or foreign file fails the size check. A
+// rejection has a magic of its own, so a ktune that predates it finds no binary there.
 constexpr std::string_view kCacheMagic = "KTUNE-CUBIN-1\n";
+constexpr std::string_view kRejectionMagic = "KTUNE-REJECT-1\n";
 
-std::optional<CompiledProgram> read_cache_entry(const fs::path& file) {
+// A cache entry: a binary, or NVRTC's rejection of the code (what() and log, no cubin).
+struct CacheEntry {
+  CompiledProgram program;
+  std::optional<std::string> rejection;
+};
+
+std::optional<CacheEntry> read_cache_entry(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string magic(kCacheMagic.size(), '\0');
-  if (!in.read(magic.data(), static_cast<std::streamsize>(magic.size())) || magic != kCacheMagic)
-    return std::nullopt;
+  std::string magic;
+  if (!std::getline(in, magic)) return std::nullopt;
+  magic += '\n';
+  const bool rejection = magic == kRejectionMagic;
+  if (!rejection && magic != kCacheMagic) return std::nullopt;
   std::string header;
   if (!std::getline(in, header)) return std::nullopt;
   auto meta = nlohmann::json::parse(header, nullptr, false);
@@ -48,17 +58,32 @@ std::optional<CompiledProgram> read_cache_entry(const fs::path& file) {
   const auto file_bytes = fs::file_size(file, ec);
   const auto cubin_bytes = meta["cubin_bytes"].get<std::uint64_t>();
   if (ec || cubin_bytes > file_bytes) return std::nullopt;
-  CompiledProgram p;
+  CacheEntry e;
+  CompiledProgram& p = e.program;
   p.cubin.resize(static_cast<std::size_t>(cubin_bytes));
   if (!in.read(p.cubin.data(), static_cast<std::streamsize>(p.cubin.size()))) return std::nullopt;
   try {
     p.lowered_names = meta.value("lowered_names", std::map<std::string, std::string>{});
     p.log = meta.value("log", "");
+    if (rejection) e.rejection = meta.at("rejected").get<std::string>();
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a header of other types: a foreign file
   }
+  if (!rejection && p.cubin.empty()) return std::nullopt;
   p.from_cache = true;
-  return p;
+  return e;
+}
+
+void write_cache_entry(const fs::path& file, std::string_view magic, const nlohmann::json& meta,
+                       const std::string& cubin) {
+  std::string blob(magic);
+  blob += meta.dump() + "\n" + cubin;
+  try {
+    write_file_atomic(file, blob);
+  } catch (const Error& e) {
+    // A read-only cache directory costs speed, not correctness.
+    std::fprintf(stderr, "ktune: warning: kernel cache not written: %s\n", e.what());
+  }
 }
 
 }  // namespace
@@ -106,7 +131,7 @@ CompiledProgram compile(std::string_view source, std::string_view program_name,
   while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
   if (rc != NVRTC_SUCCESS)
     throw CompileError(fmt::format("NVRTC could not compile {}: {}", name, nvrtcGetErrorString(rc)),
-                       out.log);
+                       out.log, rc == NVRTC_ERROR_COMPILATION);
 
   std::size_t cubin_size = 0;
   KTUNE_NVRTC(nvrtcGetCUBINSize(raw, &cubin_size));
@@ -137,19 +162,24 @@ CompiledProgram compile_cached(std::string_view source, std::string_view program
                                std::optional<fs::path> cache_directory) {
   const fs::path dir = cache_directory ? *cache_directory : cache_dir() / "kernels";
   const fs::path file = dir / (compile_cache_key(source, options) + ".cubin");
-  if (auto hit = read_cache_entry(file)) return *hit;
-  CompiledProgram fresh = compile(source, program_name, options);
-  const nlohmann::json meta = {{"cubin_bytes", fresh.cubin.size()},
-                               {"lowered_names", fresh.lowered_names},
-                               {"log", fresh.log}};
-  std::string blob(kCacheMagic);
-  blob += meta.dump() + "\n" + fresh.cubin;
-  try {
-    write_file_atomic(file, blob);
-  } catch (const Error& e) {
-    // A read-only cache directory costs speed, not correctness.
-    std::fprintf(stderr, "ktune: warning: kernel cache not written: %s\n", e.what());
+  if (auto hit = read_cache_entry(file)) {
+    if (hit->rejection) throw CompileError(*hit->rejection, hit->program.log);
+    return hit->program;
   }
+  CompiledProgram fresh;
+  try {
+    fresh = compile(source, program_name, options);
+  } catch (const CompileError& e) {
+    if (e.rejected())
+      write_cache_entry(file, kRejectionMagic,
+                        {{"cubin_bytes", 0}, {"rejected", e.what()}, {"log", e.log()}}, "");
+    throw;
+  }
+  write_cache_entry(file, kCacheMagic,
+                    {{"cubin_bytes", fresh.cubin.size()},
+                     {"lowered_names", fresh.lowered_names},
+                     {"log", fresh.log}},
+                    fresh.cubin);
   return fresh;
 }
 

@@ -575,6 +575,24 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
   if (const json* g = top.optional(j, "General"))
     s.name = top.child("General").string(*g, "BenchmarkName", "");
 
+  if (const json* bc = top.optional(j, "BenchmarkConfig")) {
+    if (!bc->is_object())
+      top.fail("BenchmarkConfig", "must be an object of NAME: value, e.g. {\"PRECISION\": 32}");
+    const Fields bf = top.child("BenchmarkConfig");
+    for (const auto& [name, v] : bc->items()) {
+      // The name becomes a -DNAME=VALUE option, as a parameter's does.
+      if (!is_identifier(name))
+        bf.fail(name,
+                "is not a valid identifier (letters, digits and _, not starting with a "
+                "digit); the runner defines each entry for the compiler");
+      if (!v.is_number() && !v.is_boolean() && !v.is_string())
+        bf.fail(name,
+                "must be a number, a boolean or a string, since the runner passes it to "
+                "the compiler as -DNAME=VALUE");
+      s.benchmark_config.emplace_back(name, v.get<Value>());
+    }
+  }
+
   const json& cs = top.object(j, "ConfigurationSpace");
   const Fields csf = top.child("ConfigurationSpace");
   const json* params = csf.optional(cs, "TuningParameters");
@@ -625,6 +643,7 @@ ProblemSpec ProblemSpec::parse(const json& j, std::string source,
   std::vector<std::string> known = {"ProblemSize"};
   for (const auto& p : s.parameters) known.push_back(p.name);
   for (const auto& v : s.ktune.shape) known.push_back(v.name);
+  for (const auto& [name, v] : s.benchmark_config) known.push_back(name);
   // The conditions decide the space, so they are always checked; the launch and argument
   // expressions only matter to a run, so for a spec ktune does not run (OpenCL) an unknown name
   // there is a note.
@@ -693,6 +712,8 @@ MapScope ProblemSpec::constants(const std::map<std::string, std::int64_t>& shape
   }
   while (sizes.size() < 3) sizes.push_back(Value(1));
   scope.set("ProblemSize", Value(std::move(sizes)));
+  for (const auto& [name, v] : benchmark_config)
+    if (!scope.find(name)) scope.set(name, v);
   return scope;
 }
 

@@ -192,6 +192,9 @@ KernelLaunch make_launch(const ProblemSpec& spec, const std::string& source,
   l.kernel_name = kernel;
   l.flags = spec.kernel.compiler_options;
   std::vector<std::string> defines;
+  for (const auto& [name, v] : spec.benchmark_config)
+    if (!values.count(name) && code_may_use(name, l))
+      defines.push_back(fmt::format("-D{}={}", name, define_value(v)));
   for (const auto& [name, v] : values)
     if (code_may_use(name, l)) defines.push_back(fmt::format("-D{}={}", name, define_value(v)));
   l.flags.insert(l.flags.end(), defines.begin(), defines.end());

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
+
+#include "ktune/core/paths.hpp"
 
 namespace ktune::bench {
 namespace {
@@ -57,6 +61,61 @@ TEST(CompilePool, WithoutWorkersTheFirstIsReady) {
   pool.enqueue(unrolled(1));
   EXPECT_EQ(pool.first_done({unrolled(1), unrolled(2)}), 0u);
   EXPECT_EQ(pool.first_done({}), 0u);
+}
+
+}  // namespace
+}  // namespace ktune::bench
+
+namespace ktune::bench {
+namespace {
+
+bool minimal(const KernelLaunch& l) {
+  const auto flags = compile_options(l, "sm_90").flags;
+  return std::find(flags.begin(), flags.end(), "--minimal") != flags.end();
+}
+
+KernelLaunch launch_of(std::string source) {
+  KernelLaunch l;
+  l.source = std::move(source);
+  l.program_name = "k.cu";
+  l.kernel_name = "k";
+  return l;
+}
+
+// NVRTC's --minimal mode leaves out the CUDA runtime's declarations, textures, surfaces and
+// device-side launches: code that names any of them, or includes a header ktune cannot read,
+// compiles without it.
+TEST(CompileOptions, MinimalModeOnlyForCodeThatNamesNothingItLeavesOut) {
+  EXPECT_TRUE(minimal(launch_of("extern \"C\" __global__ void k(float* x) { x[0] = __ldg(x); }")));
+  EXPECT_FALSE(minimal(
+      launch_of("extern \"C\" __global__ void k(cudaTextureObject_t t, float* x) { x[0] = 1; }")));
+  EXPECT_FALSE(
+      minimal(launch_of("__global__ void k(float* x) { x[0] = tex1Dfetch<float>(0, 0); }")));
+  EXPECT_FALSE(minimal(launch_of("__global__ void c(); __global__ void k() { c<<<1, 1>>>(); }")));
+  EXPECT_FALSE(minimal(launch_of("#include <cuda_fp16.h>\n__global__ void k() {}")));
+  KernelLaunch with_header = launch_of("#  include \"common.h\"\n__global__ void k() {}");
+  with_header.headers = {{"common.h", "#define N 4\n"}};
+  EXPECT_TRUE(minimal(with_header));
+  with_header.headers = {
+      {"common.h", "__device__ void* p() { void* q; cudaMalloc(&q, 4); return q; }"}};
+  EXPECT_FALSE(minimal(with_header));
+}
+
+// The binary is the same with and without it: the hub convolution, one configuration.
+TEST(CompileOptions, MinimalModeGivesTheSameBinary) {
+  KernelLaunch l = launch_of(read_file(std::filesystem::path(KTUNE_SOURCE_DIR) / "benchmarks" /
+                                       "search" / "hub" / "convolution_milo.cu"));
+  l.kernel_name = "convolution_kernel";
+  l.flags = {"-std=c++11",      "-Dblock_size_x=32",  "-Dblock_size_y=4",
+             "-Dtile_size_x=1", "-Dtile_size_y=2",    "-Dread_only=1",
+             "-Duse_padding=0", "-Dfilter_height=15", "-Dfilter_width=15"};
+  cuda::CompileOptions o = compile_options(l, "sm_90");
+  ASSERT_EQ(o.flags.back(), "--minimal");
+  const std::string with = cuda::compile(l.source, l.program_name, o).cubin;
+  o.flags.pop_back();
+  const std::string without = cuda::compile(l.source, l.program_name, o).cubin;
+  EXPECT_FALSE(with.empty());
+  EXPECT_EQ(with, without);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "ktune/bench/runner.hpp"
 #include "ktune/cuda/driver.hpp"
 
@@ -126,13 +128,63 @@ TEST(PipelineParameters, AMismatchNamesTheArgument) {
   const std::vector<KernelArg> args = {arg("out", KernelArg::Kind::buffer),
                                        arg("n", KernelArg::Kind::scalar, cuda::DType::i32)};
   bool passed = false;
-  auto why = parameter_problem({8, 8}, args, passed);
+  auto why = parameter_problem({8, 16}, args, passed);  // no integer is 16 bytes
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("argument 'n'"), std::string::npos) << *why;
+  why = parameter_problem({4, 4}, args, passed);  // a value where the spec gives a buffer
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("argument 'out'"), std::string::npos) << *why;
   why = parameter_problem({8, 4, 4}, args, passed);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("takes 3 parameters but the spec lists 2 arguments"), std::string::npos)
       << *why;
+}
+
+// BAT's TRIAD gives its scalar as a double while the kernel (PRECISION 32) takes a float: the value
+// is passed as the parameter takes it, as a C++ call converts it, keeping the spec's kind.
+TEST(PipelineParameters, AScalarTakesTheWidthOfItsParameter) {
+  using cuda::DType;
+  EXPECT_EQ(scalar_type_for(DType::f64, 4), DType::f32);
+  EXPECT_EQ(scalar_type_for(DType::f32, 8), DType::f64);
+  EXPECT_EQ(scalar_type_for(DType::f32, 2), DType::f16);
+  EXPECT_EQ(scalar_type_for(DType::bf16, 2), DType::bf16);  // same width: as the spec says
+  EXPECT_EQ(scalar_type_for(DType::i32, 8), DType::i64);
+  EXPECT_EQ(scalar_type_for(DType::u64, 4), DType::u32);
+  EXPECT_EQ(scalar_type_for(DType::f64, 1), std::nullopt);  // no 1-byte floating type
+  EXPECT_EQ(scalar_type_for(DType::i32, 16), std::nullopt);
+
+  const std::vector<KernelArg> args = {arg("a", KernelArg::Kind::buffer, DType::f64),
+                                       arg("s", KernelArg::Kind::scalar, DType::f64),
+                                       arg("n", KernelArg::Kind::scalar, DType::i32)};
+  bool passed = false;
+  EXPECT_EQ(parameter_problem({8, 4, 4}, args, passed), std::nullopt);  // triad(float*, float, int)
+  const auto why = parameter_problem({8, 16, 4}, args, passed);         // a 16-byte struct
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("argument 's' (f64 scalar) is 8 bytes but the kernel's parameter 1 is 16"),
+            std::string::npos)
+      << *why;
+}
+
+// The bytes a kernel gets: a workspace of scalars alone needs no GPU.
+TEST(PipelineParameters, AScalarIsEncodedAtTheWidthTheKernelTakes) {
+  using cuda::DType;
+  KernelArg s = arg("s", KernelArg::Kind::scalar, DType::f64);
+  s.value = 1.75;
+  KernelArg h = arg("h", KernelArg::Kind::scalar, DType::bf16);
+  h.value = 2;
+  KernelArg n = arg("n", KernelArg::Kind::scalar, DType::i32);
+  n.value = 4096;
+  Workspace ws({s, h, n});
+  ws.pass_scalars_as({4, 4, 8}, false);  // (float, float, long long)
+  void** p = ws.params(false);
+  EXPECT_EQ(*static_cast<float*>(p[0]), 1.75f);
+  EXPECT_EQ(*static_cast<float*>(p[1]), 2.0f);
+  EXPECT_EQ(*static_cast<std::int64_t*>(p[2]), 4096);
+  ws.pass_scalars_as({8, 2, 4}, false);  // back: the spec's own types, bf16 included
+  p = ws.params(false);
+  EXPECT_EQ(*static_cast<double*>(p[0]), 1.75);
+  EXPECT_EQ(ws.args()[1].dtype, DType::bf16);
+  EXPECT_EQ(*static_cast<std::int32_t*>(p[2]), 4096);
 }
 
 }  // namespace

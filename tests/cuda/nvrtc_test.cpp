@@ -74,5 +74,50 @@ TEST(Nvrtc, DiskCacheHitsAndSurvivesCorruption) {
   fs::remove_all(dir);
 }
 
+// A configuration that cannot compile (the hub convolution's shared array past 48 KiB when
+// use_shmem is 0) cost a whole compile in every session; NVRTC's rejection is now kept.
+TEST(Nvrtc, DiskCacheKeepsARejection) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ktune-kcache-reject-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const char* bad = "__global__ void k() { undefined_thing(); }";
+  std::string what, log;
+  try {
+    compile_cached(bad, "bad.cu", {}, dir);
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_TRUE(e.rejected());
+    what = e.what();
+    log = e.log();
+  }
+  ASSERT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  // The second time the error comes from the entry: the log it holds is what is thrown.
+  const fs::path entry = fs::directory_iterator(dir)->path();
+  std::ofstream(entry, std::ios::binary)
+      << "KTUNE-REJECT-1\n"
+      << R"({"cubin_bytes": 0, "rejected": ")" << what << R"(", "log": "from the cache"})"
+      << "\n";
+  try {
+    compile_cached(bad, "bad.cu", {}, dir);
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.what(), what);
+    EXPECT_EQ(e.log(), "from the cache");
+  }
+  // A binary's entry without a binary, or a rejection's without its sentence, is a miss: NVRTC
+  // runs and says it again.
+  for (const char* damaged : {"KTUNE-CUBIN-1\n{\"cubin_bytes\": 0}\n",
+                              "KTUNE-REJECT-1\n{\"cubin_bytes\": 0, \"log\": \"x\"}\n"}) {
+    std::ofstream(entry, std::ios::binary) << damaged;
+    try {
+      compile_cached(bad, "bad.cu", {}, dir);
+      FAIL();
+    } catch (const CompileError& e) {
+      EXPECT_EQ(e.log(), log) << damaged;
+    }
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ktune::cuda

@@ -9,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ktune/bench/problem.hpp"
+#include "ktune/core/paths.hpp"
+#include "ktune/cuda/nvrtc.hpp"
 #include "ktune/spec/space.hpp"
 #include "ktune/spec/spec.hpp"
 #include "ktune/tune/spec_problem.hpp"
@@ -98,6 +101,71 @@ TEST(BatSpecs, PnpolysArgumentsDisagreeWithItsKernel) {
   EXPECT_NE(r.out.find("problem: kernel cn_pnpoly takes 3 parameters, the spec's Arguments give 4"),
             std::string::npos)
       << r.out;
+}
+
+// Whether `launch` compiles for sm_90 with `claim` appended to its source: asks the compiler what
+// the configuration's macros mean, on a machine with no GPU.
+bool compiles_with(const bench::KernelLaunch& launch, const std::string& claim) {
+  try {
+    cuda::compile(launch.source + "\n" + claim + "\n", launch.program_name,
+                  bench::compile_options(launch, "sm_90"));
+    return true;
+  } catch (const cuda::CompileError&) {
+    return false;
+  }
+}
+
+// fft.cu picks float2 or double2 with `#if PRECISION == 32`, and FFT's spec sets PRECISION in
+// its BenchmarkConfig, which BAT's runner defines for the compiler. Left undefined, the kernel
+// read double2 over the spec's float2 buffer and faulted on the H200
+// (logs/2026-11-28-gpu-bat-h200.md).
+TEST(BatSpecs, FftsKernelComputesInTheBuffersPrecision) {
+  const ProblemSpec s = ProblemSpec::load(bat("FFT-CAFF.json"));
+  const bench::Problem p = make_problem(s, default_config(s));
+  const auto& flags = p.launch.flags;
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-DPRECISION=32"), flags.end());
+  // Entries the kernel never names are left out, as parameters are.
+  EXPECT_EQ(std::find(flags.begin(), flags.end(), "-Dnffts=256"), flags.end());
+  EXPECT_EQ(p.args[0].dtype, DType::f32);
+  EXPECT_TRUE(compiles_with(p.launch, "static_assert(sizeof(T2) == sizeof(float2), \"\");"));
+  EXPECT_FALSE(compiles_with(p.launch, "static_assert(sizeof(T2) == sizeof(double2), \"\");"));
+}
+
+// TRIAD's spec gives every argument as double; its BenchmarkConfig sets PRECISION 32, so the
+// kernel takes floats. The scalar follows the kernel's parameter (bench::scalar_type_for).
+TEST(BatSpecs, TriadsDoubleScalarIsPassedAsTheKernelsFloat) {
+  const ProblemSpec s = ProblemSpec::load(bat("TRIAD-CAFF.json"));
+  const bench::Problem p = make_problem(s, default_config(s));
+  EXPECT_TRUE(compiles_with(p.launch, "static_assert(sizeof(DATA_TYPE) == 4, \"\");"));
+  ASSERT_EQ(p.args.size(), 5u);
+  EXPECT_EQ(p.args[3].kind, bench::KernelArg::Kind::scalar);
+  EXPECT_EQ(p.args[3].dtype, DType::f64);
+  EXPECT_EQ(bench::scalar_type_for(p.args[3].dtype, sizeof(float)), DType::f32);
+  // The entries are names an expression may read, too.
+  EXPECT_EQ(s.constants().find("dataSize")->as_int(), 4096);
+}
+
+TEST(BatSpecs, AMalformedBenchmarkConfigIsRefusedInOneSentence) {
+  const nlohmann::json triad =
+      nlohmann::json::parse(read_file(bat("TRIAD-CAFF.json")), nullptr, false);
+  for (const auto& [config, says] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {nlohmann::json::array({32}), "field BenchmarkConfig: must be an object of NAME: value"},
+           {{{"PRECISION", nlohmann::json::array({32, 64})}},
+            "field BenchmarkConfig.PRECISION: must be a number, a boolean or a string"},
+           {{{"-DX=1 -I/etc", 1}},
+            "field BenchmarkConfig.-DX=1 -I/etc: is not a valid identifier"}}) {
+    SCOPED_TRACE(says);
+    nlohmann::json j = triad;
+    j["BenchmarkConfig"] = config;
+    try {
+      ProblemSpec::parse(j, "TRIAD-CAFF.json", bat(""));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("TRIAD-CAFF.json: " + says, 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(BatSpecs, EachMalformedSpecIsRefusedInOneSentence) {

@@ -60,6 +60,12 @@ struct Problem {
   double flop = 0, bytes = 0;             // per launch
 };
 
+// The type a scalar argument is passed as to a kernel parameter `param_bytes` wide: the spec's type
+// keeps its kind (floating point, signed or unsigned integer) and takes the parameter's width, as
+// a C++ call converts an argument to its parameter (a double 1.75 given to a float parameter is
+// passed as 1.75f). nullopt when that kind has no type of that width.
+std::optional<cuda::DType> scalar_type_for(cuda::DType spec_type, std::size_t param_bytes);
+
 // NVRTC options of a launch (its flags, plus the kernel as a name expression) for `arch`.
 cuda::CompileOptions compile_options(const KernelLaunch& launch, const std::string& arch);
 

@@ -58,11 +58,15 @@ class Workspace {
   void** params(bool with_constants) {
     return with_constants ? all_params_.data() : param_ptrs_.data();
   }
+  // Re-encodes each scalar as the kernel's parameter of its position takes it (scalar_type_for),
+  // for `param_bytes` that parameter_problem() accepted with `with_constants`.
+  void pass_scalars_as(const std::vector<std::size_t>& param_bytes, bool with_constants);
   std::vector<std::byte> download(std::size_t arg_index) const;
   const std::vector<KernelArg>& args() const { return args_; }
 
  private:
-  std::vector<KernelArg> args_;
+  std::vector<KernelArg> args_;          // scalars at the widths of the last kernel's parameters
+  std::vector<cuda::DType> spec_types_;  // each argument's type as the problem gave it
   std::uint64_t seed_;
   std::vector<cuda::DeviceBuffer> buffers_;      // one per buffer or constant-memory argument
   std::vector<std::vector<std::byte>> scalars_;  // parameter storage per argument

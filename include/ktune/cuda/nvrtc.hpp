@@ -25,13 +25,18 @@ inline bool warn_nvrtc(nvrtcResult r, const char* call, const char* file, int li
 }
 
 // A compilation that NVRTC rejected; what() names the program, log() is NVRTC's full log.
+// rejected(): the code itself was refused (NVRTC_ERROR_COMPILATION), so the same source, options
+// and NVRTC refuse it again; other failures (out of memory) may not recur.
 class CompileError : public Error {
  public:
-  CompileError(const std::string& what, std::string log) : Error(what), log_(std::move(log)) {}
+  CompileError(const std::string& what, std::string log, bool rejected = true)
+      : Error(what), log_(std::move(log)), rejected_(rejected) {}
   const std::string& log() const { return log_; }
+  bool rejected() const { return rejected_; }
 
  private:
   std::string log_;
+  bool rejected_;
 };
 
 struct CompileOptions {
@@ -55,7 +60,9 @@ CompiledProgram compile(std::string_view source, std::string_view program_name,
                         const CompileOptions& options);
 
 // compile() through a cache directory (default: cache_dir()/kernels). Concurrent processes may
-// share it: entries are written atomically. A corrupt entry is ignored and rewritten.
+// share it: entries are written atomically. A corrupt entry is ignored and rewritten. A rejection
+// is kept too, and thrown again from the cache: a configuration that cannot compile (a shared
+// array past the limit) costs its compile once.
 CompiledProgram compile_cached(std::string_view source, std::string_view program_name,
                                const CompileOptions& options,
                                std::optional<std::filesystem::path> cache_directory = std::nullopt);

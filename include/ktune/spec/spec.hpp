@@ -153,6 +153,9 @@ struct ProblemSpec {
   std::vector<Constraint> constraints;
   KernelSpec kernel;
   KtuneExtension ktune;
+  // BAT's "BenchmarkConfig" (NAME: value): its runner defines each for the compiler and lets the
+  // launch expressions read it, so ktune does both; a parameter of the same name wins.
+  std::vector<std::pair<std::string, Value>> benchmark_config;
   // What ktune read differently from the letter of the file, one sentence each (an ignored Default,
   // a kernel file found beside the spec's folder): shown before a run.
   std::vector<std::string> notes;
@@ -164,8 +167,8 @@ struct ProblemSpec {
   static ProblemSpec parse(const nlohmann::json& j, std::string source,
                            const std::filesystem::path& base_dir = {});
 
-  // The names every expression may read besides the parameters: ProblemSize (a list) and the
-  // shape variables (from `shape`, else their defaults).
+  // The names every expression may read besides the parameters: ProblemSize (a list), the shape
+  // variables (from `shape`, else their defaults) and the BenchmarkConfig entries.
   MapScope constants(const std::map<std::string, std::int64_t>& shape = {}) const;
   // constants() plus every parameter bound to its list of values: the scope of argument sizes.
   MapScope size_scope(const Scope& constants) const;
