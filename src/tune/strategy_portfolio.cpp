@@ -8,23 +8,24 @@
 // of results (a session's --prefetch) is spread over the members and never repeats. The start is
 // the model strategies' space-filling design, shared.
 //
-// The members: one random-forest model ranked two ways, as a portfolio of acquisition functions
-// (GP-Hedge's idea), expected improvement ("hybrid"), which exploits what the model is sure of,
-// and Thompson sampling ("thompson"), which samples the model's uncertainty a tree at a time; and
-// uniform random search ("random"), which trusts no model. Both model members share one failure
-// of kind: the forest judges a configuration it has no data near by the data it has, and where
-// that misleads (an optimum walled in by failing configurations, a basin the start missed, a
-// space unlike any the settings were chosen on) no amount of ranking by it proposes there: the
-// search stalls at a fraction of the optimum that random search would pass. Random's proposals
-// land where the model would never look; while they do not improve, its share stays at the
-// floor (a tenth of the budget); once they do, the pursuit moves the budget to it, and every
-// result it finds is the models' data too. Issue 45's held-out spaces showed the cost of having
-// no such member: `thompson` alone stalled on two of four Kernel Tuner convolution caches, and
-// the portfolio of the two model members had the better worst family
-// (logs/2026-11-28-search-replay-8.md has the tables that made this the default, judged by the
-// worst family and the worst GPU). Nothing here is read off a recorded space: the members are the
-// registered strategies as they are, the floor and the learning rate are the usual settings of
-// probability matching.
+// The members are one random-forest model ranked two ways, as a portfolio of acquisition
+// functions (GP-Hedge's idea): expected improvement ("hybrid"), which exploits what the model is
+// sure of, and Thompson sampling ("thompson"), which samples the model's uncertainty, a tree
+// at a time. Which of the two pays off differs from kernel to
+// kernel and over a search (logs/2026-11-26-search-replay-2.md: expected improvement leads at 100
+// evaluations on gemm, Thompson at 200 on pnpoly), and the pursuit finds out as it goes. Nothing
+// here is read off a recorded space: the members are the registered strategies as they are, the
+// floor and the learning rate are the usual settings of probability matching; the pair was chosen
+// over hybrid + genetic by leave-one-family-out (logs/2026-11-26-search-replay-2.md). It was the
+// default until the H100 families joined the choice (logs/2026-11-26-search-replay-3.md):
+// improvements are rare events, so both members' shares stay near half and the portfolio lands
+// between them, behind `thompson` wherever Thompson leads. It is the default again since the
+// choice is made by the worst case (issue 45, logs/2026-11-28-search-replay-8.md): on spaces
+// nobody fitted it to (held-out kernels, and needle, invalid-heavy and plateau variants of the
+// recorded ones) its worst family was the best of the strategies compared, where `thompson`
+// alone stalls on some GPUs' spaces. A third member that trusts no model ("random", a tenth of the
+// budget at least) found an optimum walled in by failures that both model members miss, but lost
+// more on those variants than it gained: it is not a member.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -115,13 +116,12 @@ class Portfolio final : public Strategy {
 }  // namespace
 
 void detail::register_portfolio_strategy() {
-  register_strategy(
-      {"portfolio",
-       "thompson, hybrid (expected improvement) and random search together on "
-       "shared results; the budget goes to whichever is improving (default)",
-       [] {
-         return std::make_unique<Portfolio>(PortfolioOptions{{"thompson", "hybrid", "random"}});
-       }});
+  register_strategy({"portfolio",
+                     "hybrid (expected improvement) and thompson search together on shared "
+                     "results; the budget goes to whichever is improving (default)",
+                     [] {
+                       return std::make_unique<Portfolio>(PortfolioOptions{{"hybrid", "thompson"}});
+                     }});
 }
 
 }  // namespace ktune::tune

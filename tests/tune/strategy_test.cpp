@@ -382,47 +382,6 @@ std::vector<std::size_t> proposals_ahead(const std::string& name, const Recorded
   return out;
 }
 
-// A broad basin around (a, b) = (3, 3), and across the space an island around (12, 12), 30 %
-// faster, walled in by failures (as a kernel's best tiles can sit beyond sizes that exceed a
-// resource). A model that learns where configurations fail learns the wall, and with it the
-// island, as slow: the configurations it would sample there are the ones it ranks last.
-T4File island_space() {
-  T4File f;
-  f.source = "island";
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> noise(0, 0.01);
-  for (int a = 0; a < 16; ++a)
-    for (int b = 0; b < 16; ++b)
-      for (int c = 0; c < 8; ++c) {
-        T4Record r;
-        r.configuration = {{"a", Value(a)}, {"b", Value(b)}, {"c", Value(c)}};
-        const int ring = std::max(std::abs(a - 12), std::abs(b - 12));
-        const double basin =
-            ring <= 1 ? 0.7 * (1 + 0.05 * ring) : 1 + 0.05 * std::hypot(a - 3, b - 3);
-        r.time_ns = 1e6 * (basin + 0.02 * std::abs(c - 4)) * (1 + noise(rng));
-        if (ring == 2 || ring == 3) r.status = Status::resources_exceeded;
-        f.results.push_back(r);
-      }
-  return f;
-}
-
-TEST(Strategy, TheDefaultFindsWhatItsModelRulesOut) {
-  // The portfolio's random member: once its proposals are the ones that improve, its share of
-  // the budget grows. Counted: seeds whose search ends on the island (within 10 % of the best).
-  const auto space = RecordedSpace::from_records(island_space());
-  std::map<std::string, int> found;
-  for (const std::string name : {std::string(default_strategy_name()), std::string("thompson")})
-    for (std::uint64_t seed = 0; seed < 10; ++seed) {
-      double best = INFINITY;
-      for (std::size_t i : proposals_ahead(name, *space, seed, 150, 1)) {
-        const auto e = space->evaluate(i);
-        if (e.status == Status::ok) best = std::min(best, e.time_ns);
-      }
-      found[name] += best < 1.1 * space->best_time_ns();
-    }
-  EXPECT_GE(found[default_strategy_name()], 8) << "thompson alone: " << found["thompson"];
-}
-
 TEST(Strategy, TheDefaultIsReproducibleAheadOfItsResultsAndKeepsToItsBudget) {
   // Sixteen proposals ahead of their results, as a session compiles ahead: the same seed gives
   // the same proposals, none repeated, exactly the budget evaluated; a space smaller than the
