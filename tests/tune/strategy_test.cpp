@@ -382,10 +382,11 @@ std::vector<std::size_t> proposals_ahead(const std::string& name, const Recorded
   return out;
 }
 
-TEST(Strategy, TheDefaultIsReproducibleAheadOfItsResultsAndKeepsToItsBudget) {
-  // Sixteen proposals ahead of their results, as a session compiles ahead: the same seed gives
-  // the same proposals, none repeated, exactly the budget evaluated; a space smaller than the
-  // budget is searched whole and no further.
+TEST(Strategy, TheDefaultIsReproducibleAheadOfItsResultsAndNeverRepeats) {
+  // Sixteen proposals ahead of their results, as a session compiles ahead (members propose
+  // while others' proposals are pending): the same seed gives the same proposals, another seed
+  // others, none repeated; the whole budget is proposed, and a space smaller than the budget is
+  // searched whole, each configuration once, before the strategy says it has no more.
   const auto space = RecordedSpace::from_records(synthetic_space(6));
   const std::string name = default_strategy_name();
   const auto a = proposals_ahead(name, *space, 7, 120, 16);
