@@ -23,7 +23,7 @@
 // choice is made by the worst case (issue 45, logs/2026-11-28-search-replay-8.md): on spaces
 // nobody fitted it to (held-out kernels, and needle, invalid-heavy and plateau variants of the
 // recorded ones) its worst family was the best of the strategies compared at window 1, and tied
-// with `thompson`'s at window 16, where `thompson` alone stalls on some GPUs' spaces. A third
+// with `thompson`'s at window 16; `thompson` alone stalls on some GPUs' held-out spaces. A third
 // member that trusts no model ("random", a tenth of the budget at least) found an optimum walled in
 // by failures that both model members miss, but lost more on those variants than it gained: it is
 // not a member.
