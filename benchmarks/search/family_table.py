@@ -26,8 +26,11 @@ def load(path):
     t = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     per_seed = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     seeds, windows, default = set(), set(), None
+    spaces = defaultdict(dict)  # (strategy, budget) -> {(family, space): mean}
     for r in rows:
         t[r["family"]][r["strategy"]][r["budget"]].append(r["mean_fraction_of_optimum"])
+        spaces[(r["strategy"], r["budget"])][(r["family"], r["space"])] = \
+            r["mean_fraction_of_optimum"]
         if "fractions" in r:
             per_seed[r["family"]][r["strategy"]][r["budget"]].append(r["fractions"])
         seeds.add(r["seeds"])
@@ -35,7 +38,7 @@ def load(path):
             windows.add(r["window"])
         if r.get("default"):
             default = r["strategy"]
-    return t, per_seed, seeds, windows, default
+    return t, per_seed, seeds, windows, default, spaces
 
 
 def mean(xs):
@@ -83,9 +86,38 @@ def compare_default(default, families, strategies, budgets, fam, per_seed):
                   f"{dm:+.4f} ± {dh:.4f} | {verdict} |")
 
 
+def worst_case(strategies, budgets, fam, spaces, default):
+    """Each strategy's worst family (its mean over the family's spaces) and worst single space, at
+    each budget, and whether the default meets issue 45's targets on its worst family."""
+    print("\nWorst case: each strategy's worst family (mean over its spaces) and worst single "
+          "space (GPU), at each budget:\n")
+    head = [f"worst family @{b}" for b in budgets] + [f"worst space @{b}" for b in budgets]
+    print("| strategy | " + " | ".join(head) + " |")
+    print("|---" * (len(head) + 1) + "|")
+    worst = {}
+    for s in strategies:
+        cells = []
+        for b in budgets:
+            f, v = min(((f, v) for (f, bb), v in fam[s].items() if bb == b), key=lambda x: x[1])
+            worst[(s, b)] = (f, v)
+            cells.append(f"{f} {v:.4f}")
+        for b in budgets:
+            (f, sp), v = min(spaces[(s, b)].items(), key=lambda x: x[1])
+            cells.append(f"{f}/{sp} {v:.4f}")
+        print(f"| {'**' + s + '**' if s == default else s} | " + " | ".join(cells) + " |")
+    targets = {100: 0.95, 200: 0.98}
+    if default in strategies:
+        for b in budgets:
+            if b in targets:
+                f, v = worst[(default, b)]
+                verdict = "met" if v >= targets[b] else "NOT met"
+                print(f"\n- default `{default}`, worst family at {b}: {f} {v:.4f} "
+                      f"(target >= {targets[b]}): {verdict}")
+
+
 def main():
     for path in sys.argv[1:]:
-        t, per_seed, seeds, windows, default = load(path)
+        t, per_seed, seeds, windows, default, spaces = load(path)
         m = re.search(r"w(\d+)", path.split("/")[-1])
         window = (", ".join(map(str, sorted(windows))) if windows else
                   int(m.group(1)) if m else 1)
@@ -122,6 +154,7 @@ def main():
                   f"{' + '.join(rest)}); on {held} it scores {held_scores[pick]:.4f}, "
                   f"rank {rank} of {len(held_scores)} (best there: "
                   f"{max(held_scores, key=held_scores.get)} {max(held_scores.values()):.4f})")
+        worst_case(strategies, budgets, fam, spaces, default)
         if default in strategies:
             compare_default(default, families, strategies, budgets, fam, per_seed)
 

@@ -164,7 +164,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 }
 
 const char* default_strategy_name() {
-  return "thompson";
+  return "portfolio";
 }
 
 }  // namespace ktune::tune

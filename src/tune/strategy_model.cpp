@@ -330,7 +330,7 @@ void detail::register_model_strategy() {
                      }});
   register_strategy({"thompson",
                      "the hybrid with Thompson sampling: each proposal the best by one tree of the "
-                     "random forest drawn at random (default)",
+                     "random forest drawn at random",
                      [] {
                        ModelOptions o;
                        o.local_every = 3;

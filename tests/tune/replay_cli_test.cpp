@@ -72,7 +72,7 @@ TEST(ReplayCli, WarmFromKeepsTheShapeAndNamesItsSources) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 3);
-  EXPECT_EQ(j["strategy"], "thompson");
+  EXPECT_EQ(j["strategy"], "portfolio");
   EXPECT_EQ(j["warm_from"], nlohmann::json::array({kFixture}));
   // Its own recording as the source: the first proposal is the optimum.
   EXPECT_DOUBLE_EQ(j["results"][0]["mean_fraction_of_optimum"].get<double>(), 1.0);

@@ -60,7 +60,7 @@ TEST(Strategy, RegistryListsEveryStrategyAndRejectsUnknownNames) {
   for (const auto& s : registered_strategies()) names.insert(s.name);
   EXPECT_EQ(names, (std::set<std::string>{"annealing", "exhaustive", "genetic", "hybrid", "model",
                                           "portfolio", "random", "thompson"}));
-  EXPECT_STREQ(default_strategy_name(), "thompson");
+  EXPECT_STREQ(default_strategy_name(), "portfolio");
   EXPECT_TRUE(names.count(default_strategy_name()));
   try {
     make_strategy("bayes");
@@ -359,6 +359,45 @@ TEST(Strategy, AStalledLocalStepLooksAroundTheFewFastest) {
         << name << ": of " << stalled << " stalled local steps, " << near_others
         << " next to one of the other four fastest only, " << near_best << " next to the incumbent";
   }
+}
+
+// Proposals made up to `window` ahead of their results (a session's --prefetch), in the order
+// made; each result fed back first in, first out, until `budget` have been evaluated.
+std::vector<std::size_t> proposals_ahead(const std::string& name, const RecordedSpace& space,
+                                         std::uint64_t seed, std::size_t budget,
+                                         std::size_t window) {
+  auto s = make_strategy(name);
+  s->begin(space.index(), seed, budget);
+  std::vector<std::size_t> out;
+  std::size_t evaluated = 0;
+  while (evaluated < budget) {
+    while (out.size() < std::min(budget, evaluated + window)) {
+      const auto i = s->propose();
+      if (!i) break;
+      out.push_back(*i);
+    }
+    if (evaluated == out.size()) break;  // the space ran out
+    s->observe(space.evaluate(out[evaluated++]));
+  }
+  return out;
+}
+
+TEST(Strategy, TheDefaultIsReproducibleAheadOfItsResultsAndNeverRepeats) {
+  // Sixteen proposals ahead of their results, as a session compiles ahead (members propose
+  // while others' proposals are pending): the same seed gives the same proposals, another seed
+  // others, none repeated; the whole budget is proposed, and a space smaller than the budget is
+  // searched whole, each configuration once, before the strategy says it has no more.
+  const auto space = RecordedSpace::from_records(synthetic_space(6));
+  const std::string name = default_strategy_name();
+  const auto a = proposals_ahead(name, *space, 7, 120, 16);
+  EXPECT_EQ(a, proposals_ahead(name, *space, 7, 120, 16));
+  EXPECT_NE(a, proposals_ahead(name, *space, 8, 120, 16));
+  EXPECT_EQ(a.size(), 120u);
+  EXPECT_EQ(std::set<std::size_t>(a.begin(), a.end()).size(), a.size());
+  const auto small = RecordedSpace::from_records(cliff_space());
+  const auto all = proposals_ahead(name, *small, 7, 1000, 16);
+  EXPECT_EQ(all.size(), small->index().size());
+  EXPECT_EQ(std::set<std::size_t>(all.begin(), all.end()).size(), all.size());
 }
 
 TEST(Strategy, ProposeFirstLeadsThenTheStrategyTakesOver) {
