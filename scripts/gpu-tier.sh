@@ -9,8 +9,7 @@
 # last. KTUNE_GPU_ONLY=calibrate,tracer,windows,counters,verdicts,ops,inprocess,gate,bat,rate,
 # inductor picks steps (gate, scripts/gpu-gate.sh, which also writes the gate's noise fixture, and
 # bat, rate and inductor run only when named); KTUNE_GPU_SKIP_TESTS=1 skips the test binaries,
-# KTUNE_GPU_TESTS=REGEX runs only the
-# GPU tests matching it.
+# KTUNE_GPU_TESTS=REGEX runs only the GPU tests matching it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:-$root/.gpu-carry}" && pwd)
@@ -91,6 +90,10 @@ picked inprocess &&
   keep='^\| |specs tuned' step bat "$out/bat.log" "$root/benchmarks/tune/bat.sh"
 [[ ",${KTUNE_GPU_ONLY:-}," == *",rate,"* ]] &&
   keep='^\| |^cold|^shared' step rate "$out/rate.log" "$root/benchmarks/tune/convolution_rate.sh"
+# Issue 42, only when named: torch.compile programs' Triton kernels profiled, queued, tuned on every
+# GPU and served to Inductor, against its default and max-autotune (scripts/gpu-inductor.sh).
+[[ ",${KTUNE_GPU_ONLY:-}," == *",inductor,"* ]] &&
+  keep='^(infer|graphs|train):|^tuning|winners stored' step inductor "$out/inductor.log" "$root/scripts/gpu-inductor.sh"
 # The gate's logged run (docs/gate.md), which also writes its noise fixture; only when named.
 [[ ",${KTUNE_GPU_ONLY:-}," == *",gate,"* ]] &&
   keep='^(case|unchanged|planted|environment|one check)' step gate "$out/gate.log" "$root/scripts/gpu-gate.sh"
