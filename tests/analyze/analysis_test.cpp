@@ -471,8 +471,8 @@ TEST(Analysis, ProfiledCuBlasKernelGetsTheTuneCommandOfItsProblem) {
   b.launched(nvjet, 1, 2, 10, 400, 1);
   for (const auto& [metric, value] :
        {std::pair<std::string, double>{"gpu__time_duration.sum", 390'000},
-        {"smsp__issue_active.avg.pct_of_peak_sustained_active", 30},
-        {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 45}})
+        {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 30},
+        {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 45}})
     b.t.counters.push_back({0, 1, metric, value});
   MemorySource source(b.t);
   const Analysis a = analyze(source);

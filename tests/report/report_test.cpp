@@ -44,7 +44,7 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 9);
+  EXPECT_EQ(j["schema_version"], 10);
   EXPECT_EQ(j["kind"], "ktune.report");
   EXPECT_EQ(keys(j), (Keys{"api", "backlog", "baseline", "copies", "counters", "devices", "gaps",
                            "gemm_calls", "group_by", "kernels", "kind", "notes", "nvtx",
@@ -316,7 +316,7 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
       test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
-  EXPECT_EQ(json::parse(r.out)["schema_version"], 9);
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 10);
 }
 
 // A PyTorch profiler trace is reported like a .ktrace, its op column and the note on what it lacks

@@ -27,7 +27,10 @@ namespace ktune::report {
 // 8: the counter tier's stalls ("stalls", "stall_cause", "warp_cycles_per_issue"), "library" and
 //    "tune_command", the time of the profiled shape ("shape_launches", "shape_total_ns"), the
 //    "issue-bound" verdict, and the ceilings' "kind" and "origin".
-inline constexpr int kReportSchemaVersion = 9;
+// 10: a kernel without the throughput pair is "not measured" ("measure_with" names the flag);
+//     "near_line"; each opportunity's "bound"; "steady_state" (warm-up cut) and the gap causes
+//     "setup", "counter_replay" and "host"; "op_advice".
+inline constexpr int kReportSchemaVersion = 10;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all
