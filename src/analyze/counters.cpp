@@ -817,7 +817,8 @@ DeviceFacts device_facts(const trace::TraceMetadata& metadata, std::uint32_t dev
   return f;
 }
 
-CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings) {
+CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings,
+                                 TraceSource* timed) {
   CounterAnalysis out;
   out.ceilings = ceilings;
   // Only profiled launches carry counters: few, so they are held by correlation id.
@@ -858,7 +859,7 @@ CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings) 
   // The time each profiled shape owns: every launch of the kernel with that shape.
   std::unordered_map<std::string, std::vector<std::size_t>> by_name;
   for (std::size_t i = 0; i < groups.size(); ++i) by_name[groups[i].name].push_back(i);
-  source.kernels([&](const trace::KernelRecord& k) {
+  (timed ? *timed : source).kernels([&](const trace::KernelRecord& k) {
     const auto it = by_name.find(display_name(k));
     if (it == by_name.end()) return;
     const LaunchShape shape = launch_shape(k);

@@ -19,10 +19,10 @@ namespace d = detail;
 namespace {
 
 constexpr EnumName<GapCause> kCauseColors[] = {
-    {GapCause::launch_bound, "#e8a33d"},
-    {GapCause::synchronization, "#d9534f"},
-    {GapCause::copies, "#5b8dd6"},
-    {GapCause::unattributed, "#b0b0b0"},
+    {GapCause::launch_bound, "#e8a33d"}, {GapCause::synchronization, "#d9534f"},
+    {GapCause::copies, "#5b8dd6"},       {GapCause::counter_replay, "#8c6bb1"},
+    {GapCause::setup, "#c7a27c"},        {GapCause::allocation, "#6fb7b7"},
+    {GapCause::host, "#f2d05e"},         {GapCause::unattributed, "#b0b0b0"},
 };
 
 const char* cause_color(GapCause c) {

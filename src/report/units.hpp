@@ -59,11 +59,19 @@ inline std::string shape_text(const analyze::KernelGroup& g) {
 inline std::string cause_text(analyze::GapCause c) {
   switch (c) {
     case analyze::GapCause::launch_bound:
-      return "launch-bound host";
+      return "launch-bound host (launching back to back)";
     case analyze::GapCause::synchronization:
       return "host synchronization";
     case analyze::GapCause::copies:
       return "memory copies";
+    case analyze::GapCause::counter_replay:
+      return "ktune's counter replay";
+    case analyze::GapCause::setup:
+      return "first-call set-up (library, module load)";
+    case analyze::GapCause::allocation:
+      return "memory allocation";
+    case analyze::GapCause::host:
+      return "host work between launches (Python, CPU)";
     case analyze::GapCause::unattributed:
       return "unattributed";
   }

@@ -121,8 +121,14 @@ void check_invariants(const fs::path& path) {
   SCOPED_TRACE(path.string());
   analyze::KtraceSource source(path);
   const trace::TraceCounts& n = source.counts();
-  const analyze::Analysis a = analyze::analyze(source);
+  analyze::AnalysisOptions whole;
+  whole.from_ns = 0;  // the file's row counts are of the whole trace
+  const analyze::Analysis a = analyze::analyze(source, whole);
   EXPECT_EQ(a.kernel_count + source.skipped().count, n.kernels);
+  // The steady state and its warm-up add up to the whole.
+  const analyze::Analysis steady = analyze::analyze(source);
+  EXPECT_EQ(steady.kernel_count + steady.steady.warmup_kernels, a.kernel_count);
+  EXPECT_EQ(steady.kernel_total_ns + steady.steady.warmup_kernel_ns, a.kernel_total_ns);
   std::int64_t total = 0;
   std::size_t count = 0;
   double share = 0;

@@ -46,9 +46,15 @@ TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
   EXPECT_EQ(j["schema_version"], 10);
   EXPECT_EQ(j["kind"], "ktune.report");
-  EXPECT_EQ(keys(j), (Keys{"api", "backlog", "baseline", "copies", "counters", "devices", "gaps",
-                           "gemm_calls", "group_by", "kernels", "kind", "notes", "nvtx",
-                           "schema_version", "storms", "streams", "timeline", "totals", "trace"}));
+  EXPECT_EQ(keys(j), (Keys{"api",     "backlog", "baseline",   "copies",         "counters",
+                           "devices", "gaps",    "gemm_calls", "group_by",       "kernels",
+                           "kind",    "notes",   "nvtx",       "schema_version", "steady_state",
+                           "storms",  "streams", "timeline",   "totals",         "trace"}));
+  EXPECT_EQ(keys(j["steady_state"]), (Keys{"cut", "reason", "start_ns", "warmup"}));
+  EXPECT_EQ(keys(j["steady_state"]["warmup"]),
+            (Keys{"busy_ns", "by_cause", "idle_ns", "kernel_count", "kernel_time_ns", "largest",
+                  "window_ns"}));
+  EXPECT_EQ(j["steady_state"]["cut"], "none");  // a few kernels: read whole
   EXPECT_EQ(keys(j["api"][0]), (Keys{"api", "count", "max_ns", "mean_ns", "median_ns", "min_ns",
                                      "name", "share", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["streams"][0]), (Keys{"busy_ns", "copies", "copy_bytes", "copy_ns", "device",
@@ -78,7 +84,8 @@ TEST(ReportJson, ShapeIsPinned) {
                   "kernels", "timeline", "window_end_ns", "window_start_ns"}));
   EXPECT_EQ(keys(j["gaps"]), (Keys{"by_cause", "count", "idle_ns", "largest"}));
   EXPECT_EQ(keys(j["gaps"]["by_cause"]),
-            (Keys{"copies", "launch_bound", "synchronization", "unattributed"}));
+            (Keys{"allocation", "copies", "counter_replay", "host", "launch_bound", "setup",
+                  "synchronization", "unattributed"}));
   EXPECT_EQ(keys(j["gaps"]["largest"][0]),
             (Keys{"cause", "device", "duration_ns", "end_ns", "next_kernel", "start_ns"}));
   EXPECT_EQ(keys(j["storms"]), (Keys{"count", "longest"}));
@@ -319,11 +326,44 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
   EXPECT_EQ(json::parse(r.out)["schema_version"], 10);
 }
 
+// The recorded H200 layer: the report reads its steady state by default, the warm-up (cuBLAS's
+// first-call set-up before the first GEMM, 86 ms) apart; --from and --skip cut where the user says.
+TEST(ReportCli, SteadyStateByDefaultWarmUpApartAndTheUsersCut) {
+  const std::string fixture =
+      (std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace")
+          .string();
+  const auto text = test::run_ktune("report " + fixture);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* want : {"Steady state from", "Warm-up, left out", "first-call set-up",
+                           "Warm-up's largest gaps", "--from 0 reads the whole trace"})
+    EXPECT_NE(text.out.find(want), std::string::npos) << want << "\n" << text.out;
+  const json steady = json::parse(test::run_ktune("report --format json " + fixture).out);
+  EXPECT_EQ(steady["steady_state"]["cut"], "detected");
+  const json whole = json::parse(test::run_ktune("report --format json --from 0 " + fixture).out);
+  EXPECT_EQ(whole["steady_state"]["cut"], "none");
+  EXPECT_EQ(steady["totals"]["kernel_count"].get<int>() +
+                steady["steady_state"]["warmup"]["kernel_count"].get<int>(),
+            whole["totals"]["kernel_count"].get<int>());
+  EXPECT_GT(steady["totals"]["busy_pct"].get<double>(), whole["totals"]["busy_pct"].get<double>());
+  const json skip = json::parse(test::run_ktune("report --format json --skip 100 " + fixture).out);
+  EXPECT_EQ(skip["steady_state"]["cut"], "skip");
+  EXPECT_EQ(skip["totals"]["kernel_count"].get<int>() + 100,
+            whole["totals"]["kernel_count"].get<int>());
+  const json from =
+      json::parse(test::run_ktune("report --format json --from 160ms " + fixture).out);
+  EXPECT_EQ(from["steady_state"]["cut"], "from");
+  for (const char* bad : {"--from soon", "--from 1h", "--from 1s --skip 3"}) {
+    const auto r = test::run_ktune(std::string("report ") + bad + " " + fixture);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_FALSE(r.err.empty()) << bad;
+  }
+}
+
 // A PyTorch profiler trace is reported like a .ktrace, its op column and the note on what it lacks
 // included; a damaged one is one sentence and exit 1, in every format.
 TEST(ReportCli, ReadsAPyTorchProfilerTraceAndRefusesADamagedOne) {
   const auto fixtures = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch";
-  const auto text = test::run_ktune("report " + (fixtures / "torch_block.json").string());
+  const auto text = test::run_ktune("report --from 0 " + (fixtures / "torch_block.json").string());
   EXPECT_EQ(text.exit_code, 0) << text.err;
   for (const char* want :
        {"a PyTorch profiler trace", "45 kernels (14 names)", "Op", "aten::native_layer_norm",

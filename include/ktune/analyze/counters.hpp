@@ -244,8 +244,10 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
                         const DeviceFacts& device);
 
 // Joins the source's counter values to their launches, groups them by (name, launch shape) and
-// derives each group. A source without counters gives an empty analysis.
-CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings);
+// derives each group. A source without counters gives an empty analysis. The time each shape owns
+// is counted over `timed` (the report's steady state), the whole source when null.
+CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings,
+                                 TraceSource* timed = nullptr);
 
 // Gives each library kernel whose GEMM problem the trace recorded (--gemm-shapes) the command
 // that tunes it: the problem with the most GPU time among those whose calls launched it.
