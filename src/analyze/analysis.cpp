@@ -692,7 +692,8 @@ class Analyzer {
 
     const Launch* launch = find_launch(k.correlation_id);
     const bool first_launch = seen_.insert(display_name(k)).second;
-    const int gi = group_index(k, launch_shape(k), launch);
+    const LaunchShape shape = launch_shape(k);
+    const int gi = group_index(k, shape, launch);
     GroupState& g = groups_[gi];
     add_to(g.group.total_ns, duration);
     g.durations_ns.push_back(static_cast<double>(duration));
@@ -703,6 +704,10 @@ class Analyzer {
     }
     if (launch && launch->gemm_event >= 0) gemm_.on_kernel(launch->gemm_event, k, duration);
     if (launch && launch->op >= 0 && opt_.group_by != GroupBy::op) ++g.ops[launch->op];
+    patterns_.on_kernel(k, shape,
+                        launch && launch->op >= 0 ? std::string_view(op_names_[launch->op])
+                                                  : std::string_view(),
+                        duration);
 
     StreamState& st = stream_state(static_cast<int>(k.device_id), k.stream_id);
     ++st.usage.kernels;
@@ -755,6 +760,8 @@ class Analyzer {
     }
     trim_storms();
     out_.storms = std::move(storms_);
+    out_.ops = patterns_.ops(out_.kernel_total_ns);
+    out_.op_advice = patterns_.advice(out_.kernel_total_ns);
 
     for (auto& [key, st] : streams_) {
       if (st.busy_end > st.busy_start) add_to(st.usage.busy_ns, st.busy_end - st.busy_start);
@@ -829,6 +836,7 @@ class Analyzer {
   std::priority_queue<Gap, std::vector<Gap>, LongerGap> largest_gaps_;  // shortest on top
   std::vector<Storm> storms_;
   GemmTimer gemm_;  // --gemm-shapes: each call and the kernels it launched
+  ProgramPatterns patterns_;
 };
 
 }  // namespace

@@ -227,6 +227,27 @@ json streams_json(const Analysis& a) {
   return streams;
 }
 
+json ops_json(const Analysis& a) {
+  json ops = json::array();
+  for (const auto& g : a.ops)
+    ops.push_back(
+        {{"name", g.name}, {"kernels", g.kernels}, {"total_ns", g.total_ns}, {"share", g.share}});
+  return ops;
+}
+
+json op_advice_json(const Analysis& a) {
+  json advice = json::array();
+  for (const auto& x : a.op_advice)
+    advice.push_back({{"pattern", analyze::to_string(x.pattern)},
+                      {"action", x.action},
+                      {"evidence", x.evidence},
+                      {"launches", x.launches},
+                      {"gpu_ns", x.gpu_ns},
+                      {"share", x.share},
+                      {"saving", x.saving}});
+  return advice;
+}
+
 json copies_json(const Analysis& a) {
   json copies = json::array();
   for (const auto& c : a.copies)
@@ -290,6 +311,8 @@ json to_json(const Analysis& a) {
           {"storms", storms_json(a)},
           {"nvtx", nvtx_json(a)},
           {"copies", copies_json(a)},
+          {"ops", ops_json(a)},
+          {"op_advice", op_advice_json(a)},
           {"api", api_json(a)},
           {"streams", streams_json(a)},
           {"notes", a.notes},
@@ -496,6 +519,27 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool wi
   for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i)
     k.rows.push_back(kernel_row(a.kernels[i], names, with_op));
   out.push_back(k);
+
+  if (!a.ops.empty() && a.group_by != analyze::GroupBy::op) {
+    Section ops{"GPU time by PyTorch op",
+                "The kernels each op launched (the innermost op around the launch call), most GPU "
+                "time first; --by op groups the kernel table the same way."};
+    ops.header = {"Time", "GPU time", "Kernels", "Op"};
+    for (std::size_t i = 0; i < a.ops.size() && i < o.top_kernels; ++i)
+      ops.rows.push_back({d::percent(a.ops[i].share), d::duration(double(a.ops[i].total_ns)),
+                          std::to_string(a.ops[i].kernels), a.ops[i].name});
+    out.push_back(ops);
+  }
+  if (!a.op_advice.empty()) {
+    Section adv{"What to change in the program",
+                "Patterns a change of the program removes, largest saving first; at most: the "
+                "share of all GPU time the pattern's own model says could go (docs/report.md)."};
+    adv.header = {"Pattern", "Time", "At most", "Change", "Evidence"};
+    for (const auto& x : a.op_advice)
+      adv.rows.push_back({analyze::to_string(x.pattern), d::percent(x.share),
+                          x.saving > 0 ? d::percent(x.saving) : "-", x.action, x.evidence});
+    out.push_back(adv);
+  }
   for (Section& s : counter_sections(a, o)) out.push_back(std::move(s));
 
   Section gaps{"Idle gaps by cause",

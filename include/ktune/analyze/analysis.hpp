@@ -12,6 +12,7 @@
 #include "ktune/analyze/counters.hpp"
 #include "ktune/analyze/gemm_calls.hpp"
 #include "ktune/analyze/launch_shape.hpp"
+#include "ktune/analyze/op_advice.hpp"
 #include "ktune/analyze/source.hpp"
 #include "ktune/analyze/timeline.hpp"
 #include "ktune/core/stats.hpp"
@@ -217,6 +218,8 @@ struct Analysis {
   std::vector<Storm> storms;      // most kernels first
   std::vector<NvtxGroup> nvtx;    // by total_ns, descending
   std::vector<CopyGroup> copies;  // by total_ns, descending
+  std::vector<OpGroup> ops;       // GPU time by PyTorch op, descending; empty without ops
+  std::vector<OpAdvice> op_advice;  // program-level advice, largest saving first
   std::size_t api_call_count = 0;
   std::vector<ApiGroup> api;         // by total_ns, descending
   std::vector<StreamUsage> streams;  // by device, then stream
