@@ -189,8 +189,13 @@ TEST(ReportHtml, IsOneSelfContainedFile) {
   EXPECT_NE(h.find("<svg"), std::string::npos);
   EXPECT_NE(h.find("relu&lt;float&gt;"), std::string::npos);  // names are escaped
   EXPECT_EQ(h.find("relu<float>"), std::string::npos);
-  for (const char* external : {"<script", "<link", "src=", "href=", "@import", "url("})
+  // One inline script (the timeline's zoom), nothing fetched.
+  for (const char* external :
+       {"<script src", "<link", "src=", "href=", "@import", "url(", "fetch(", "https:"})
     EXPECT_EQ(h.find(external), std::string::npos) << external;
+  EXPECT_NE(h.find("<script>"), std::string::npos);
+  EXPECT_NE(h.find("class=\"timeline\""), std::string::npos);
+  EXPECT_NE(h.find("class=\"tick\""), std::string::npos);  // the time axis
   EXPECT_NE(h.find("</html>"), std::string::npos);
 }
 

@@ -289,7 +289,10 @@ TEST(ReportCounters, HtmlDrawsTheRooflineBesideTheTimeline) {
       << h;
   EXPECT_NE(h.find("attention_fwd&lt;128, 64&gt;(Params)"), std::string::npos);  // in titles
   EXPECT_LT(h.find("<h2>Timeline</h2>"), h.find("<h2>Roofline</h2>"));
-  EXPECT_EQ(h.find("<script"), std::string::npos);
+  EXPECT_EQ(h.find("<script src"), std::string::npos);
+  // Points coloured by verdict: the copy is not plotted (no FLOPs), the locality GEMM is.
+  EXPECT_NE(h.find(std::string("fill=\"") + verdict_color(analyze::Bottleneck::locality)),
+            std::string::npos);
 }
 
 // A kernel profiled at two launch shapes is two points; the legend tells them apart by launch.

@@ -62,6 +62,8 @@ std::string render_contract(const analyze::Analysis& analysis, const RenderOptio
 // The roofline as HTML: one inline SVG (calibrated roofs, a numbered point per kernel with FLOPs),
 // the legend table naming each number, and the kernels left off the chart; empty without counters
 // or ceilings.
+// Points sized by the time their launch shape owns and coloured by verdict (verdict_color).
 std::string roofline_html(const analyze::Analysis& analysis, const analyze::NameTable& names);
+const char* verdict_color(analyze::Bottleneck b);
 
 }  // namespace ktune::report
