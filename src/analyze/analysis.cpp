@@ -704,10 +704,10 @@ class Analyzer {
     }
     if (launch && launch->gemm_event >= 0) gemm_.on_kernel(launch->gemm_event, k, duration);
     if (launch && launch->op >= 0 && opt_.group_by != GroupBy::op) ++g.ops[launch->op];
-    patterns_.on_kernel(k, shape,
-                        launch && launch->op >= 0 ? std::string_view(op_names_[launch->op])
-                                                  : std::string_view(),
-                        duration);
+    patterns_.on_kernel(
+        k, shape,
+        launch && launch->op >= 0 ? std::string_view(op_names_[launch->op]) : std::string_view(),
+        duration);
 
     StreamState& st = stream_state(static_cast<int>(k.device_id), k.stream_id);
     ++st.usage.kernels;

@@ -175,7 +175,7 @@ std::string render_html(const Analysis& a, const RenderOptions& o) {
       "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}"
       "table{border-collapse:collapse;margin:.5em 0 1.5em}"
       "th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;"
-      "overflow-wrap:anywhere}th{background:#f3f3f3}"
+      "overflow-wrap:anywhere}th{background:#f3f3f3;white-space:nowrap}"
       "table{max-width:100%}.tick{font:10px sans-serif}svg.timeline{cursor:grab;"
       "max-width:100%}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}"
       ".lbl{font:12px monospace}.legend span{display:inline-block;width:12px;height:12px;"

@@ -215,10 +215,10 @@ struct Analysis {
   std::size_t gap_count = 0;
   std::vector<Gap> largest_gaps;  // longest first
   std::size_t storm_count = 0;
-  std::vector<Storm> storms;      // most kernels first
-  std::vector<NvtxGroup> nvtx;    // by total_ns, descending
-  std::vector<CopyGroup> copies;  // by total_ns, descending
-  std::vector<OpGroup> ops;       // GPU time by PyTorch op, descending; empty without ops
+  std::vector<Storm> storms;        // most kernels first
+  std::vector<NvtxGroup> nvtx;      // by total_ns, descending
+  std::vector<CopyGroup> copies;    // by total_ns, descending
+  std::vector<OpGroup> ops;         // GPU time by PyTorch op, descending; empty without ops
   std::vector<OpAdvice> op_advice;  // program-level advice, largest saving first
   std::size_t api_call_count = 0;
   std::vector<ApiGroup> api;         // by total_ns, descending
