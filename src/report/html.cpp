@@ -108,8 +108,11 @@ std::string timelines(const Analysis& a) {
       const double x = width * (t - offset) / span;
       svg += fmt::format(
           "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\"/>"
-          "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\" class=\"tick\">{4}</text>",
-          x, strip_h, strip_h + 4, strip_h + 16, d::duration(t));
+          "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"{5}\" class=\"tick\">{4}</text>",
+          x, strip_h, strip_h + 4, strip_h + 16, d::duration(t),
+          x < 30           ? "start"
+          : x > width - 30 ? "end"
+                           : "middle");  // edge labels stay inside
     }
     svg += "\n</svg>\n";
   }
