@@ -1,13 +1,17 @@
 #include "ktune/analyze/analysis.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "ktune/analyze/kernel_name.hpp"
+#include "ktune/analyze/window.hpp"
 #include "ktune/core/enum_names.hpp"
 #include "ktune/core/error.hpp"
 
@@ -29,6 +33,13 @@ ApiRole api_role(std::string_view name) {
   if (has("Synchronize")) return ApiRole::synchronize;
   if (has("Launch")) return ApiRole::launch;  // kernels, cooperative kernels, graphs
   if (has("Memcpy") || has("Memset") || has("memcpy") || has("memset")) return ApiRole::copy;
+  if (has("Malloc") || has("MemAlloc") || has("Free") || has("HostAlloc") || has("MemCreate") ||
+      has("MemMap") || has("MemRelease") || has("HostRegister"))
+    return ApiRole::allocation;
+  if (has("Module") || has("Library") || has("cuInit") || has("CtxCreate") || has("PrimaryCtx") ||
+      has("GetDeviceProperties") || has("FuncGetAttributes") || has("FuncSetAttribute") ||
+      has("GetFunction") || has("GetKernel") || has("SetDevice"))
+    return ApiRole::setup;
   return ApiRole::other;
 }
 
@@ -57,6 +68,10 @@ constexpr EnumName<GapCause> kGapCauseNames[] = {
     {GapCause::launch_bound, "launch_bound"},
     {GapCause::synchronization, "synchronization"},
     {GapCause::copies, "copies"},
+    {GapCause::counter_replay, "counter_replay"},
+    {GapCause::setup, "setup"},
+    {GapCause::allocation, "allocation"},
+    {GapCause::host, "host"},
     {GapCause::unattributed, "unattributed"},
 };
 }  // namespace
@@ -176,7 +191,41 @@ struct Launch {
   int op;          // innermost PyTorch op around the call (Analyzer::op_names_), -1: none
   // The cuBLASLt GEMM call (GemmTimer's event) this launch followed on its thread, -1: none.
   std::int64_t gemm_event = -1;
+  // Host time on its thread since the thread's previous launch or copy call ended (INT64_MAX:
+  // none before): short when the host launches back to back.
+  std::int64_t host_gap_ns = std::numeric_limits<std::int64_t>::max();
 };
+
+// What the full trace says about its warm-up: the set-up gaps that ended at a kernel's first
+// launch, and the program's repeated steps (a non-op range name seen at least kMinSteps times).
+struct WarmupEvidence {
+  struct FirstCall {
+    std::int64_t at_ns;  // the first launch's start
+    std::string kernel;
+    std::size_t kernels_before = 0;  // kernels read before it
+  };
+  std::vector<FirstCall> first_calls;  // in time order per device
+  struct Step {
+    std::string name;
+    std::size_t count = 0;
+    std::int64_t first_ns = std::numeric_limits<std::int64_t>::max();
+    std::int64_t second_ns = std::numeric_limits<std::int64_t>::max();
+  };
+  std::optional<Step> step;             // the name repeated most (at least kMinSteps times)
+  std::size_t kernels_before_step = 0;  // kernels starting before its second instance
+  std::size_t kernels = 0;
+};
+constexpr std::size_t kMinSteps = 3;
+constexpr std::size_t kMinKernelsToCut = 20;
+
+// "ProfilerStep#12" -> "ProfilerStep": torch.profiler numbers its steps.
+std::string step_name(std::string name) {
+  const std::size_t hash = name.rfind('#');
+  if (hash != std::string::npos && hash + 1 < name.size() &&
+      name.find_first_not_of("0123456789", hash + 1) == std::string::npos)
+    name.resize(hash);
+  return name;
+}
 
 struct ThreadKey {
   std::uint32_t pid;
@@ -296,6 +345,7 @@ class Analyzer {
     out_.metadata = src_.metadata();
     out_.origin_ns = ns(src_.origin_ns().value_or(0));
     out_.notes = src_.notes();
+    src_.counters([&](const trace::CounterRecord& c) { profiled_.insert(c.correlation_id); });
     read_nvtx();
     read_gemm_events();
     read_api_calls();
@@ -308,6 +358,12 @@ class Analyzer {
     return std::move(out_);
   }
 
+  // After run(): what the trace says about its warm-up.
+  WarmupEvidence evidence() && {
+    evidence_.kernels = out_.kernel_count;
+    return std::move(evidence_);
+  }
+
  private:
   void read_nvtx() {
     std::unordered_map<std::string, int> index;
@@ -315,6 +371,18 @@ class Analyzer {
     std::vector<std::vector<double>> durations;
     src_.nvtx_ranges([&](const trace::NvtxRangeRecord& r) {
       std::string name = range_name(r);
+      if (!is_op_range(r)) {
+        auto& step = steps_[step_name(name)];
+        step.name = step_name(name);
+        ++step.count;
+        const std::int64_t at = ns(r.start_ns);
+        if (at < step.first_ns) {
+          step.second_ns = step.first_ns;
+          step.first_ns = at;
+        } else if (at < step.second_ns) {
+          step.second_ns = at;
+        }
+      }
       if (is_op_range(r)) {
         auto [op, fresh] = ops.emplace(name, static_cast<int>(op_names_.size()));
         if (fresh) op_names_.push_back(name);
@@ -334,6 +402,15 @@ class Analyzer {
     });
     for (std::size_t i = 0; i < out_.nvtx.size(); ++i)
       out_.nvtx[i].duration_ns = summarize(durations[i]);
+    // The steps: the name repeated most (then the latest second start: a GPU-side annotation
+    // starts after the host's range of the same step).
+    for (const auto& [name, step] : steps_) {
+      const auto& best = evidence_.step;
+      if (step.count >= kMinSteps &&
+          (!best || step.count > best->count ||
+           (step.count == best->count && step.second_ns > best->second_ns)))
+        evidence_.step = step;
+    }
     // Ops that start together (a profiler trace's microseconds): the longer one encloses.
     for (auto& [key, thread] : op_threads_)
       std::stable_sort(thread.ranges.begin(), thread.ranges.end(), [](auto& a, auto& b) {
@@ -353,7 +430,9 @@ class Analyzer {
     };
     std::unordered_map<std::string, Function> functions;
     std::vector<std::vector<double>> durations;
-    std::vector<Interval> sync;
+    std::vector<Interval> sync, setup, allocation;
+    std::map<ThreadKey, std::int64_t>
+        last_submit;  // per thread: its last launch or copy call's end
     std::int64_t api_ns = 0;
     src_.api_calls([&](const trace::ApiRecord& a) {
       ++out_.api_call_count;
@@ -369,6 +448,16 @@ class Analyzer {
       add_to(api_ns, d);
       durations[it->second.group].push_back(static_cast<double>(d));
       if (role == ApiRole::synchronize) sync.push_back({ns(a.start_ns), ns(a.end_ns)});
+      if (role == ApiRole::setup) setup.push_back({ns(a.start_ns), ns(a.end_ns)});
+      if (role == ApiRole::allocation) allocation.push_back({ns(a.start_ns), ns(a.end_ns)});
+      std::int64_t host_gap = std::numeric_limits<std::int64_t>::max();
+      if (role == ApiRole::launch || role == ApiRole::copy) {
+        auto [last, fresh] = last_submit.try_emplace({a.process_id, a.thread_id}, ns(a.end_ns));
+        if (!fresh) {
+          host_gap = std::max<std::int64_t>(0, ns(a.start_ns) - last->second);
+          last->second = std::max(last->second, ns(a.end_ns));
+        }
+      }
       if ((role == ApiRole::launch || role == ApiRole::copy) && a.correlation_id != 0) {
         int nvtx = -1, op = -1;
         if (auto t = nvtx_threads_.find({a.process_id, a.thread_id}); t != nvtx_threads_.end())
@@ -378,7 +467,8 @@ class Analyzer {
         launches_.push_back({a.correlation_id, ns(a.start_ns), ns(a.end_ns), nvtx, op,
                              role == ApiRole::launch && !gemm_.empty()
                                  ? gemm_.on_launch(a.process_id, a.thread_id, a.start_ns)
-                                 : -1});
+                                 : -1,
+                             host_gap});
       }
     });
     // Correlation ids grow with call order in CUPTI, so this is usually already sorted.
@@ -388,6 +478,8 @@ class Analyzer {
     if (!std::is_sorted(launches_.begin(), launches_.end(), by_id))
       std::sort(launches_.begin(), launches_.end(), by_id);
     sync_ = std::move(sync);
+    setup_ = merge(std::move(setup));
+    allocation_ = merge(std::move(allocation));
     for (std::size_t i = 0; i < out_.api.size(); ++i) {
       out_.api[i].duration_ns = summarize(durations[i]);
       out_.api[i].share =
@@ -482,38 +574,63 @@ class Analyzer {
     return it->second;
   }
 
-  // Splits the gap [a, b) by time, so a cause is credited only with the idle time it explains:
-  // what a copy on this device covers is copies; of the rest, what a host sync call covers is
-  // synchronization; what remains is launch-bound when the next kernel's launch call was still
-  // running as the GPU ran dry (the queue was empty), else unattributed. The pieces tile the gap.
-  std::vector<GapPiece> split_gap(int device, std::int64_t a, std::int64_t b,
-                                  const Launch* launch) const {
-    const GapCause rest =
-        launch && launch->end_ns > a ? GapCause::launch_bound : GapCause::unattributed;
+  // Splits the gap [a, b) by time, so a cause is credited only with the idle time it explains,
+  // in this order: what a copy on this device covers is copies; of the rest, what a host
+  // synchronize call covers is synchronization, a set-up call set-up, an allocation call
+  // allocation. What remains is read from the next kernel's launch call:
+  // - from the call's start to the gap's end, the host was submitting the kernel: ktune's counter
+  //   replay when the launch was profiled, set-up when a first launch's call took kLazyLoadNs or
+  //   more (lazy module loading), else launch-bound;
+  // - before the call, the host did other work: set-up when it was kFirstCallNs or more before a
+  //   kernel's first launch, launch-bound when the thread launched back to back (kBackToBackNs),
+  //   else host work;
+  // - unattributed when there is no launch call, or the kernel was queued before the GPU ran dry.
+  // The pieces tile the gap.
+  std::vector<GapPiece> split_gap(int device, std::int64_t a, std::int64_t b, const Launch* launch,
+                                  bool first_launch, bool profiled) const {
+    const bool late = launch && launch->end_ns > a;
+    const std::int64_t call_start = late ? std::max(a, launch->start_ns) : b;
+    const GapCause call =
+        profiled ? GapCause::counter_replay
+        : first_launch && launch && launch->end_ns - launch->start_ns >= kLazyLoadNs
+            ? GapCause::setup
+            : GapCause::launch_bound;
+    const GapCause before = !late ? GapCause::unattributed
+                            : first_launch && call_start - a >= kFirstCallNs ? GapCause::setup
+                            : launch->host_gap_ns <= kBackToBackNs ? GapCause::launch_bound
+                                                                   : GapCause::host;
     std::vector<GapPiece> pieces;
-    auto without_copies = [&](std::int64_t x, std::int64_t y) {
-      std::int64_t t = x;
-      for (const Interval& s : covered(sync_, x, y)) {
-        if (t < s.start_ns) pieces.push_back({rest, t, s.start_ns});
-        pieces.push_back({GapCause::synchronization, s.start_ns, s.end_ns});
-        t = s.end_ns;
-      }
-      if (t < y) pieces.push_back({rest, t, y});
+    const auto rest = [&](std::int64_t x, std::int64_t y) {
+      if (x < std::min(y, call_start)) pieces.push_back({before, x, std::min(y, call_start)});
+      if (std::max(x, call_start) < y) pieces.push_back({call, std::max(x, call_start), y});
     };
-    std::int64_t t = a;
-    if (auto c = copies_by_device_.find(device); c != copies_by_device_.end())
-      for (const Interval& copy : covered(c->second, a, b)) {
-        if (t < copy.start_ns) without_copies(t, copy.start_ns);
-        pieces.push_back({GapCause::copies, copy.start_ns, copy.end_ns});
-        t = copy.end_ns;
-      }
-    if (t < b) without_copies(t, b);
+    // Each layer credits what its intervals cover and hands the uncovered stretches down.
+    using Uncovered = std::function<void(std::int64_t, std::int64_t)>;
+    const auto layer = [&](const std::vector<Interval>& cover, GapCause cause,
+                           const Uncovered& next) -> Uncovered {
+      return [&cover, cause, next, &pieces](std::int64_t x, std::int64_t y) {
+        std::int64_t t = x;
+        for (const Interval& c : covered(cover, x, y)) {
+          if (t < c.start_ns) next(t, c.start_ns);
+          pieces.push_back({cause, c.start_ns, c.end_ns});
+          t = c.end_ns;
+        }
+        if (t < y) next(t, y);
+      };
+    };
+    static const std::vector<Interval> kNone;
+    const auto c = copies_by_device_.find(device);
+    const Uncovered after_allocation = rest;
+    const Uncovered after_setup = layer(allocation_, GapCause::allocation, after_allocation);
+    const Uncovered after_sync = layer(setup_, GapCause::setup, after_setup);
+    const Uncovered after_copies = layer(sync_, GapCause::synchronization, after_sync);
+    layer(c == copies_by_device_.end() ? kNone : c->second, GapCause::copies, after_copies)(a, b);
     return pieces;
   }
 
   // A gap's time goes to each cause by its pieces; the gap counts once under every cause that got
   // some of it, and Gap::cause names the one with the largest share (ties: kGapCauses order).
-  void record_gap(DeviceState& d, Gap gap, const std::vector<GapPiece>& pieces) {
+  void record_gap(DeviceState& d, Gap gap, const std::vector<GapPiece>& pieces, bool first_launch) {
     std::int64_t by_cause[std::size(kGapCauses)] = {};
     for (const GapPiece& p : pieces) {
       add_to(by_cause[static_cast<std::size_t>(p.cause)], p.end_ns - p.start_ns);
@@ -528,6 +645,8 @@ class Analyzer {
     }
     gap.cause = kGapCauses[std::max_element(std::begin(by_cause), std::end(by_cause)) -
                            std::begin(by_cause)];
+    if (gap.cause == GapCause::setup && first_launch)
+      evidence_.first_calls.push_back({gap.end_ns, gap.next_kernel, out_.kernel_count - 1});
     ++out_.gap_count;
     if (opt_.top_gaps == 0) return;
     largest_gaps_.push(gap);
@@ -566,12 +685,15 @@ class Analyzer {
           "in start order; re-record it with this ktune.",
           display_name(k), dev));
     d.last_start = start;
+    if (evidence_.step && start < evidence_.step->second_ns) ++evidence_.kernels_before_step;
     const std::int64_t duration = end - start;
     ++out_.kernel_count;
     add_to(out_.kernel_total_ns, duration);
 
     const Launch* launch = find_launch(k.correlation_id);
-    const int gi = group_index(k, launch_shape(k), launch);
+    const bool first_launch = seen_.insert(display_name(k)).second;
+    const LaunchShape shape = launch_shape(k);
+    const int gi = group_index(k, shape, launch);
     GroupState& g = groups_[gi];
     add_to(g.group.total_ns, duration);
     g.durations_ns.push_back(static_cast<double>(duration));
@@ -582,6 +704,10 @@ class Analyzer {
     }
     if (launch && launch->gemm_event >= 0) gemm_.on_kernel(launch->gemm_event, k, duration);
     if (launch && launch->op >= 0 && opt_.group_by != GroupBy::op) ++g.ops[launch->op];
+    patterns_.on_kernel(
+        k, shape,
+        launch && launch->op >= 0 ? std::string_view(op_names_[launch->op]) : std::string_view(),
+        duration);
 
     StreamState& st = stream_state(static_cast<int>(k.device_id), k.stream_id);
     ++st.usage.kernels;
@@ -599,7 +725,9 @@ class Analyzer {
       add_to(d.util.busy_ns, d.busy_end - d.busy_start);
       d.timeline.add_busy(d.busy_start, d.busy_end);
       record_gap(d, {dev, d.busy_end, start, GapCause::unattributed, g.group.name},
-                 split_gap(dev, d.busy_end, start, launch));
+                 split_gap(dev, d.busy_end, start, launch, first_launch,
+                           profiled_.count(k.correlation_id) > 0),
+                 first_launch);
       d.busy_start = start;
       d.busy_end = end;
     } else {
@@ -632,6 +760,8 @@ class Analyzer {
     }
     trim_storms();
     out_.storms = std::move(storms_);
+    out_.ops = patterns_.ops(out_.kernel_total_ns);
+    out_.op_advice = patterns_.advice(out_.kernel_total_ns);
 
     for (auto& [key, st] : streams_) {
       if (st.busy_end > st.busy_start) add_to(st.usage.busy_ns, st.busy_end - st.busy_start);
@@ -694,24 +824,147 @@ class Analyzer {
   std::vector<std::string> op_names_;
   std::map<std::pair<int, std::uint32_t>, StreamState> streams_;
   std::vector<Launch> launches_;
-  std::vector<Interval> sync_;
+  std::vector<Interval> sync_, setup_, allocation_;  // merged host intervals
   std::map<int, std::vector<Interval>> copies_by_device_;
+  std::unordered_set<std::uint32_t> profiled_;  // correlation ids with counters
+  std::unordered_set<std::string> seen_;        // kernel names launched so far
+  std::map<std::string, WarmupEvidence::Step> steps_;
+  WarmupEvidence evidence_;
   std::unordered_map<std::string, int> group_index_;
   std::vector<GroupState> groups_;
   std::map<int, DeviceState> devices_;
   std::priority_queue<Gap, std::vector<Gap>, LongerGap> largest_gaps_;  // shortest on top
   std::vector<Storm> storms_;
   GemmTimer gemm_;  // --gemm-shapes: each call and the kernels it launched
+  ProgramPatterns patterns_;
 };
 
 }  // namespace
 
+namespace {
+
+constexpr EnumName<Cut> kCutNames[] = {
+    {Cut::none, "none"}, {Cut::detected, "detected"}, {Cut::from, "from"}, {Cut::skip, "skip"}};
+
+struct CutChoice {
+  Cut cut = Cut::none;
+  std::int64_t start_ns = 0;
+  std::string reason;
+};
+
+// The first kernel start and the last kernel end over every device; {0, 0} without kernels.
+std::pair<std::int64_t, std::int64_t> kernel_window(const Analysis& a) {
+  std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
+  for (const DeviceUtilization& d : a.devices) {
+    first = std::min(first, d.window_start_ns);
+    last = std::max(last, d.window_end_ns);
+  }
+  return a.devices.empty() ? std::pair<std::int64_t, std::int64_t>{0, 0} : std::pair{first, last};
+}
+
+// The user's cut (--from, --skip), else the detected warm-up: the later of the last first-call
+// set-up gap and the start of the program's second step, within the first half of the kernels'
+// window (first-call work later than that stays in the steady state, as a set-up gap).
+CutChoice choose_cut(TraceSource& source, const Analysis& full, const WarmupEvidence& e,
+                     const AnalysisOptions& o) {
+  const auto [first, last] = kernel_window(full);  // NOLINT: last is --from's bound
+  if (full.kernel_count == 0) return {};
+  if (o.from_ns) {
+    if (*o.from_ns <= 0) return {};
+    const std::int64_t at = full.origin_ns + *o.from_ns;
+    if (at >= last)
+      throw Error(fmt::format(
+          "--from {:.6g} s is past the trace's last kernel ({:.6g} s after its first record); "
+          "give an earlier time, or --from 0 for the whole trace.",
+          double(*o.from_ns) * 1e-9, double(last - full.origin_ns) * 1e-9));
+    return {Cut::from, at,
+            fmt::format("--from {:.6g} s: the report starts that long after the trace's first "
+                        "record",
+                        double(*o.from_ns) * 1e-9)};
+  }
+  if (o.skip_kernels) {
+    if (*o.skip_kernels == 0) return {};
+    if (*o.skip_kernels >= full.kernel_count)
+      throw Error(fmt::format(
+          "--skip {} leaves no kernel: the trace has {}; give a smaller count, or --skip 0 for "
+          "the whole trace.",
+          *o.skip_kernels, full.kernel_count));
+    std::vector<std::int64_t> starts;
+    starts.reserve(full.kernel_count);
+    source.kernels([&](const trace::KernelRecord& k) { starts.push_back(ns(k.start_ns)); });
+    const auto nth = starts.begin() + static_cast<std::ptrdiff_t>(*o.skip_kernels);
+    std::nth_element(starts.begin(), nth, starts.end());
+    return {Cut::skip, *nth,
+            fmt::format("--skip {}: the first {} kernels launched are left out", *o.skip_kernels,
+                        *o.skip_kernels)};
+  }
+  // The steady state keeps at least half of the kernels: first-call work later than that (an
+  // evaluation at the end) stays in it, as a set-up gap. A trace of a few kernels is read whole.
+  if (e.kernels < kMinKernelsToCut) return {};
+  const std::size_t cap = e.kernels / 2;
+  CutChoice c;
+  c.start_ns = first;
+  for (const WarmupEvidence::FirstCall& f : e.first_calls)
+    if (f.kernels_before <= cap && f.at_ns > c.start_ns) {
+      c.start_ns = f.at_ns;
+      c.reason = fmt::format("first-call set-up ended at the first launch of {}",
+                             shown_name(f.kernel, NameStyle::middle));
+    }
+  if (e.step && e.kernels_before_step <= cap && e.step->second_ns > c.start_ns) {
+    c.start_ns = e.step->second_ns;
+    c.reason = fmt::format("{}the first of {} '{}' steps is warm-up",
+                           c.reason.empty() ? "" : c.reason + "; ", e.step->count, e.step->name);
+  }
+  if (c.start_ns <= first) return {};
+  c.cut = Cut::detected;
+  return c;
+}
+
+constexpr std::size_t kWarmupGaps = 5;
+
+SteadyState steady_state(const CutChoice& cut, const Analysis& warm) {
+  SteadyState s;
+  s.cut = cut.cut;
+  s.start_ns = cut.start_ns;
+  s.reason = cut.reason;
+  s.warmup_kernels = warm.kernel_count;
+  s.warmup_kernel_ns = warm.kernel_total_ns;
+  s.warmup_window_ns = warm.window_ns();
+  s.warmup_busy_ns = warm.busy_ns();
+  s.warmup_idle_by_cause = warm.idle_by_cause;
+  s.warmup_gaps.assign(warm.largest_gaps.begin(),
+                       warm.largest_gaps.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                       kWarmupGaps, warm.largest_gaps.size())));
+  return s;
+}
+
+}  // namespace
+
+const char* to_string(Cut cut) {
+  return name_of(kCutNames, cut);
+}
+
 Analysis analyze(TraceSource& source, const AnalysisOptions& options) {
-  Analysis a = Analyzer(source, options).run();
-  // The trace's own ceilings first: the report then reads the same on every machine.
-  a.counters = analyze_counters(source, trace_ceilings(a.metadata).value_or(options.ceilings));
+  Analyzer whole(source, options);
+  Analysis a = whole.run();
+  const CutChoice cut = choose_cut(source, a, std::move(whole).evidence(), options);
+  std::optional<WindowSource> steady;
+  if (cut.cut != Cut::none) {
+    const auto at = static_cast<std::uint64_t>(std::max<std::int64_t>(0, cut.start_ns));
+    WindowSource warm(source, 0, at);
+    const Analysis warm_analysis = Analyzer(warm, options).run();
+    steady.emplace(source, at);
+    a = Analyzer(*steady, options).run();
+    a.steady = steady_state(cut, warm_analysis);
+  }
+  TraceSource& timed = steady ? static_cast<TraceSource&>(*steady) : source;
+  // The trace's own ceilings first: the report then reads the same on every machine. Counters
+  // are joined over the whole trace (the first launch, in the warm-up, is the one usually
+  // profiled); the time each profiled shape owns is the steady state's.
+  a.counters =
+      analyze_counters(source, trace_ceilings(a.metadata).value_or(options.ceilings), &timed);
   attach_gemm_problems(a.counters, a.gemm);
-  a.timeline = analyze_timeline(source);
+  a.timeline = analyze_timeline(timed);
   return a;
 }
 

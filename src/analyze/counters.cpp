@@ -164,46 +164,6 @@ void place_on_roofline(KernelDerivation& d, const Ceilings& c) {
   d.roofline = p;
 }
 
-// The verdict a stall profile gives when no memory throughput was collected: what the dominant
-// reason says about the unit the warps wait on.
-void decide_from_stalls(KernelDerivation& d, Reader& r, bool no_math) {
-  const StallShare* top = top_stall(d);
-  switch (d.stall_cause) {
-    case StallCause::compute_pipe:
-      d.bottleneck = no_math ? Bottleneck::issue : Bottleneck::compute;
-      return;
-    case StallCause::shared_memory:
-      // The MIO queue full is a throughput limit; waiting on its results (short scoreboard) is
-      // latency.
-      d.bottleneck =
-          top && top->reason == "mio_throttle" ? Bottleneck::memory : Bottleneck::latency;
-      return;
-    case StallCause::memory_queue:
-      d.bottleneck = Bottleneck::memory;
-      return;
-    case StallCause::issue:
-      d.bottleneck = Bottleneck::issue;
-      return;
-    case StallCause::memory_latency:
-      d.bottleneck = Bottleneck::latency;
-      r.cannot(
-          "memory latency-bound from the stalls; whether DRAM bandwidth is saturated "
-          "(memory-bound) is not known",
-          metric::kDramThroughputPct);
-      return;
-    case StallCause::synchronisation:
-    case StallCause::dependency:
-    case StallCause::instruction_fetch:
-    case StallCause::other:
-      d.bottleneck = Bottleneck::latency;
-      return;
-    case StallCause::none:
-      r.cannot("no stall reason dominates and no memory throughput, so no verdict",
-               metric::kDramThroughputPct);
-      return;
-  }
-}
-
 void decide(KernelDerivation& d, Reader& r) {
   using namespace threshold;
   const bool tiny = d.duration_ns > 0 && d.duration_ns < kLaunchBoundNs;
@@ -214,43 +174,38 @@ void decide(KernelDerivation& d, Reader& r) {
                "the trace identity block");
     return;
   }
-  // Nsight Compute's rule on its speed-of-light pair: both units below kBoundPct of their peak over
-  // the elapsed cycles is latency, else the busier one bounds. sm__throughput already holds the
-  // tensor pipe; the stand-ins (issue activity, tensor pipe) count only the SMs' active cycles and
-  // read high on a kernel whose SMs idle part of the time (a small grid, a tail).
+  // Nsight Compute's rule on its speed-of-light pair, over the elapsed cycles: both units below
+  // kBoundPct of their peak is latency, else the busier one bounds. Without the pair there is no
+  // verdict: issue activity and the tensor pipe count only the SMs' active cycles and read high on
+  // a kernel whose SMs idle part of the time, DRAM alone misses an L1- or L2-bound kernel, and a
+  // stall reason says what warps wait on, not whether a unit is saturated. Each once turned a
+  // memory-bound launch into "latency-bound" depending on the set collected.
   const std::optional<double> compute =
-      d.sm_pct_is_speed_of_light ? d.sm_pct
-      : d.sm_pct || d.tensor_pct
-          ? std::optional<double>(std::max(d.sm_pct.value_or(0), d.tensor_pct.value_or(0)))
-          : std::nullopt;
-  const std::optional<double> memory =
-      d.dram_pct || d.memory_pct
-          ? std::optional<double>(std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0)))
-          : std::nullopt;
+      d.sm_pct_is_speed_of_light ? d.sm_pct : std::optional<double>();
+  const std::optional<double> memory = d.memory_pct;
+  if (!compute || !memory) {
+    d.bottleneck = Bottleneck::not_measured;
+    d.measure_with = verdict_metrics_flag();
+    if (!compute) r.cannot("no verdict without SM throughput", metric::kSmThroughputPct);
+    if (!memory) r.cannot("no verdict without memory throughput", metric::kMemoryThroughputPct);
+    return;
+  }
   // Counted FLOP of zero (a copy, a conversion): whatever keeps the SM busy, it is not math. A
   // busy tensor pipe is math even where no ceiling turned it into FLOP.
   const bool no_math = d.flop && *d.flop <= 0 && !d.tensor_math;
-  if (!memory && !d.stalls.empty()) {
-    // A stall profile: issue activity stands for the SM, the stalls for the rest.
-    if (compute && *compute >= kBoundPct)
-      d.bottleneck = !no_math && d.stall_cause == StallCause::compute_pipe ? Bottleneck::compute
-                                                                           : Bottleneck::issue;
-    else
-      decide_from_stalls(d, r, no_math);
-    return;
-  }
-  if (!compute) r.cannot("no compute throughput, so no verdict", metric::kSmThroughputPct);
-  if (!memory) r.cannot("no memory throughput, so no verdict", metric::kDramThroughputPct);
-  if (!compute || !memory) return;
-  if (*compute < kBoundPct && *memory < kBoundPct) {
+  const double busiest = std::max(*compute, *memory);
+  const bool compute_side = *compute >= *memory;
+  const Bottleneck bound_by =
+      compute_side ? (no_math ? Bottleneck::issue : Bottleneck::compute) : Bottleneck::memory;
+  if (std::abs(busiest - kBoundPct) < kNearLinePts)
+    d.near_line = NearLine{compute_side ? "SM" : "memory", busiest,
+                           busiest < kBoundPct ? bound_by : Bottleneck::latency};
+  if (busiest < kBoundPct) {
     d.bottleneck = Bottleneck::latency;
     return;
   }
-  if (*compute >= *memory) {
-    d.bottleneck = no_math ? Bottleneck::issue : Bottleneck::compute;
-    return;
-  }
-  d.bottleneck = Bottleneck::memory;
+  d.bottleneck = bound_by;
+  if (compute_side) return;
   // Locality: DRAM is the busy unit, the data is reused, yet L2 misses most of it.
   if (!d.l2_hit_pct) {
     r.cannot("cannot tell a locality problem from plain memory-bound", metric::kL2HitRatePct);
@@ -260,6 +215,7 @@ void decide(KernelDerivation& d, Reader& r) {
   } else if (*d.l2_hit_pct < kLowL2HitPct && *d.arithmetic_intensity >= kReuseFlopPerByte &&
              d.dram_pct.value_or(0) >= d.memory_pct.value_or(0) * 0.9) {
     d.bottleneck = Bottleneck::locality;
+    if (d.near_line) d.near_line->other = Bottleneck::latency;
   }
 }
 
@@ -359,13 +315,6 @@ void explain(KernelDerivation& d, const Ceilings& c) {
           static_cast<double>(d.shape.grid.x) * d.shape.grid.y * d.shape.grid.z);
       break;
     case Bottleneck::memory:
-      if (!memory_side) {
-        // From the stalls alone: the queue of a memory unit is full.
-        d.key_issue = top_cause.empty() ? "memory" : top_cause;
-        d.root_cause = with_stalls(
-            "The warps wait for a memory unit's queue, which is throughput, not latency.");
-        break;
-      }
       d.key_issue =
           d.stall_cause == StallCause::shared_memory || d.stall_cause == StallCause::memory_queue
               ? top_cause
@@ -373,7 +322,7 @@ void explain(KernelDerivation& d, const Ceilings& c) {
       d.root_cause = with_stalls(fmt::format(
           "Memory throughput is at {}% of peak{}, with {}{}. The kernel waits on data: only "
           "moving fewer bytes (fusion, narrower types, reuse) makes it much faster.",
-          pct(*memory_side),
+          pct(memory_side.value_or(0)),
           d.dram_bytes_per_s && c.dram_bytes_per_s > 0
               ? fmt::format(" ({}B/s of the calibrated {}B/s)", si(*d.dram_bytes_per_s),
                             si(c.dram_bytes_per_s))
@@ -414,67 +363,85 @@ void explain(KernelDerivation& d, const Ceilings& c) {
                     : d.waves_per_sm && *d.waves_per_sm < 1 ? "small grid"
                     : !top_cause.empty()                    ? top_cause
                                                             : "latency";
-      const std::string lead =
-          memory_side
-              ? fmt::format(
-                    "Neither the SM ({}) nor memory ({}%) reaches {:.0f}% of peak, so the kernel "
-                    "is latency-bound.",
-                    percent_or_unknown(d.sm_pct), pct(*memory_side), threshold::kBoundPct)
-              : fmt::format(
-                    "Instruction issue is at {} of peak and the warps wait on latency, not on a "
-                    "busy unit.",
-                    percent_or_unknown(d.sm_pct));
+      const std::string lead = fmt::format(
+          "Neither the SM ({}) nor memory ({}) reaches {:.0f}% of peak, so the kernel is "
+          "latency-bound.",
+          percent_or_unknown(d.sm_pct), percent_or_unknown(memory_side), threshold::kBoundPct);
       std::string occupancy = occupancy_clause(d);
       d.root_cause = with_stalls(occupancy.empty() ? lead : lead + " " + occupancy);
       break;
     }
-    case Bottleneck::unknown:
-      d.key_issue = "not enough counters";
-      d.root_cause = with_stalls(
-          "The counters collected do not decide the bottleneck. Profile with --metrics "
-          "roofline,stalls.");
+    case Bottleneck::not_measured:
+      d.key_issue = top_cause.empty() ? "not measured" : "not measured; stalls: " + top_cause;
+      d.root_cause = with_stalls(fmt::format(
+          "A verdict needs the SM and memory throughput of the launch (Nsight Compute's speed of "
+          "light), which this profile did not collect: profile with {} to measure them.",
+          d.measure_with));
       break;
   }
+  if (d.near_line)
+    d.root_cause += fmt::format(
+        " The {} throughput ({}%) is within {:.0f} points of the {:.0f}% line, where a profiler "
+        "measuring another cache state reads a few points apart: it may as well be {}.",
+        d.near_line->side, pct(d.near_line->pct), threshold::kNearLinePts, threshold::kBoundPct,
+        to_string(d.near_line->other));
+}
+
+// What a change can save at most, given the measured pair (docs/analysis.md, "the gain model").
+struct Bounds {
+  double busiest = 0;     // % of peak of the busier of SM and memory
+  double latency = 1;     // a latency fix: until the busiest unit saturates, 1 - busiest / 100
+  double work = 1;        // less work for the bounding unit: until the other bounds, 1 - other / it
+  double memory_pct = 0;  // the memory side, 0 when not collected
+  double sm_pct = 0;
+};
+
+Bounds bounds_of(const KernelDerivation& d) {
+  Bounds b;
+  b.sm_pct = d.sm_pct_is_speed_of_light ? d.sm_pct.value_or(0) : 0;
+  b.memory_pct = d.memory_pct.value_or(0);
+  b.busiest = std::max(b.sm_pct, b.memory_pct);
+  b.latency = std::clamp(1 - b.busiest / 100, 0.0, 1.0);
+  if (b.busiest > 0)
+    b.work = std::clamp(1 - std::min(b.sm_pct, b.memory_pct) / b.busiest, 0.0, 1.0);
+  return b;
+}
+
+// Adds a change with its estimate, capped by its bound.
+void add(std::vector<Opportunity>& all, std::string action, std::string trigger, double gain,
+         double bound) {
+  bound = std::clamp(bound, 0.0, 1.0);
+  all.push_back({std::move(action), std::move(trigger), std::clamp(gain, 0.0, bound), bound});
 }
 
 // The one thing a user can change about a library's kernel: which algorithm runs. Its gain is
-// what the bounding unit leaves below a practical 90 % (no tuned kernel runs a unit at its peak);
-// without throughput counters, the cycles the top stall takes.
-void library_opportunity(const KernelDerivation& d, double busiest, std::vector<Opportunity>& all) {
-  const StallShare* top = top_stall(d);
-  if (busiest > 0)
-    all.push_back({std::string(library_advice(d.library)),
-                   fmt::format("library={} busiest_unit={:.3g}%", d.library, busiest),
-                   std::clamp(1 - busiest / 90, 0.0, 1.0)});
-  else if (top)
-    all.push_back({std::string(library_advice(d.library)),
-                   fmt::format("library={} {}={:.3g}", d.library, top->reason, top->share),
-                   top->share});
+// what the bounding unit leaves below a practical 90 % (no tuned kernel runs a unit at its peak).
+void library_opportunity(const KernelDerivation& d, const Bounds& b,
+                         std::vector<Opportunity>& all) {
+  if (b.busiest <= 0) return;
+  add(all, std::string(library_advice(d.library)),
+      fmt::format("library={} busiest_unit={:.3g}%", d.library, b.busiest), 1 - b.busiest / 90,
+      b.latency);
 }
 
 // The source change the dominant stall reason calls for, on the user's own kernels. Its gain:
-// the reason's share of warp cycles, bounded by what the busiest unit leaves idle.
-void stall_opportunities(const KernelDerivation& d, double headroom,
+// the reason's share of warp cycles, within what the busiest unit leaves idle.
+void stall_opportunities(const KernelDerivation& d, const Bounds& b,
                          std::vector<Opportunity>& all) {
   const StallShare* top = top_stall(d);
   if (d.bottleneck == Bottleneck::issue) {
-    // What-if: half the instructions; the memory side (when known) then bounds the time.
-    const double issue = d.sm_pct.value_or(0);
-    const double memory = std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(0));
-    const double after = issue > 0 ? std::max(0.5, memory / issue) : 1;
-    all.push_back(
-        {"Fewer instructions per element: wider (128-bit) loads and stores, less index "
-         "arithmetic and fewer conversions per value",
-         trigger(d.sm_pct_is_speed_of_light ? metric::kSmThroughputPct : metric::kIssueActivePct,
-                 issue),
-         std::clamp(1 - after, 0.0, 1.0)});
+    // What-if: half the instructions; the memory side then bounds the time.
+    const double after = b.sm_pct > 0 ? std::max(0.5, b.memory_pct / b.sm_pct) : 1;
+    add(all,
+        "Fewer instructions per element: wider (128-bit) loads and stores, less index "
+        "arithmetic and fewer conversions per value",
+        trigger(metric::kSmThroughputPct, b.sm_pct), 1 - after, b.work);
   }
   if (!top || d.stall_cause == StallCause::none) return;
-  const bool fits =
-      d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::unknown ||
-      (d.bottleneck == Bottleneck::memory &&
-       (d.stall_cause == StallCause::shared_memory || d.stall_cause == StallCause::memory_queue));
-  if (!fits) return;
+  const bool memory_queue =
+      d.bottleneck == Bottleneck::memory &&
+      (d.stall_cause == StallCause::shared_memory || d.stall_cause == StallCause::memory_queue);
+  if (d.bottleneck != Bottleneck::latency && !memory_queue) return;
   const char* action = nullptr;
   switch (d.stall_cause) {
     case StallCause::memory_latency:
@@ -514,17 +481,15 @@ void stall_opportunities(const KernelDerivation& d, double headroom,
     case StallCause::none:
       return;  // issue-bound has its own; the rest name no change
   }
-  const double room = d.bottleneck == Bottleneck::memory ? 1.0 : headroom;
-  all.push_back({action, fmt::format("{}={:.3g}", top->reason, top->share), top->share * room});
+  // A queue that is full is the bounding unit's work; a wait is latency.
+  add(all, action, fmt::format("{}={:.3g}", top->reason, top->share),
+      top->share * (memory_queue ? 1 : b.latency), memory_queue ? b.work : b.latency);
 }
 
 void find_opportunities(KernelDerivation& d, const Ceilings& c) {
   using namespace threshold;
   std::vector<Opportunity> all;
-  const double busiest = std::max({d.sm_pct.value_or(0), d.tensor_pct.value_or(0),
-                                   d.dram_pct.value_or(0), d.memory_pct.value_or(0)});
-  // The share of time a latency fix can win: what the busiest unit leaves idle.
-  const double headroom = std::clamp(1 - busiest / 100, 0.0, 1.0);
+  const Bounds b = bounds_of(d);
   // A library's kernel: its code is not the user's to edit. What the user controls is which of
   // the library's algorithms runs, and the fusion around it.
   const bool own_code = d.library.empty();
@@ -533,21 +498,24 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
     // Fusing removes one launch's host cost: the launch overhead the analysis assumes where a
     // trace has no host call to measure it by (4 us, within the 2-5 us of kLaunchBoundNs).
     const auto overhead = static_cast<double>(AnalysisOptions{}.default_launch_overhead_ns);
-    all.push_back({"Fuse with neighbouring kernels or launch the sequence as a CUDA graph",
-                   trigger(metric::kDuration, d.duration_ns),
-                   overhead / (overhead + d.duration_ns)});
+    add(all, "Fuse with neighbouring kernels or launch the sequence as a CUDA graph",
+        trigger(metric::kDuration, d.duration_ns), overhead / (overhead + d.duration_ns), 1);
+  }
+  // Without the throughput pair nothing bounds a gain: none is estimated.
+  if (d.bottleneck == Bottleneck::not_measured || d.bottleneck == Bottleneck::launch) {
+    d.opportunities = std::move(all);
+    return;
   }
   if (!own_code) {
-    library_opportunity(d, busiest, all);
-  } else if (d.waves_per_sm && *d.waves_per_sm < 1 && d.bottleneck != Bottleneck::launch)
-    all.push_back({"Launch more, smaller blocks (or split the work, e.g. split-K) to fill every SM",
-                   trigger("waves_per_sm", *d.waves_per_sm), 1 - *d.waves_per_sm});
-  else if (d.waves_per_sm && *d.waves_per_sm >= 1 && *d.waves_per_sm < 4) {
+    library_opportunity(d, b, all);
+  } else if (d.waves_per_sm && *d.waves_per_sm < 1) {
+    add(all, "Launch more, smaller blocks (or split the work, e.g. split-K) to fill every SM",
+        trigger("waves_per_sm", *d.waves_per_sm), 1 - *d.waves_per_sm, b.latency);
+  } else if (d.waves_per_sm && *d.waves_per_sm >= 1 && *d.waves_per_sm < 4) {
     // The last, partial wave runs with idle SMs; it matters while waves are few.
     const double waves = *d.waves_per_sm;
-    const double tail = 1 - waves / std::ceil(waves);
-    all.push_back({"Resize the grid or the blocks so the last wave is full (tail effect)",
-                   trigger("waves_per_sm", waves), tail});
+    add(all, "Resize the grid or the blocks so the last wave is full (tail effect)",
+        trigger("waves_per_sm", waves), 1 - waves / std::ceil(waves), b.latency);
   }
   if (own_code && d.theoretical && d.theoretical->occupancy_pct < kLowOccupancyPct &&
       (d.bottleneck == Bottleneck::latency || d.bottleneck == Bottleneck::locality)) {
@@ -567,33 +535,35 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
             ? fmt::format("use less shared memory per block ({} bytes now)",
                           d.shape.shared_mem_bytes)
             : "use larger blocks";
-    all.push_back({"Raise theoretical occupancy: " + how,
-                   fmt::format("theoretical_occupancy={:.4g}% (limited by {})", o.occupancy_pct,
-                               to_string(o.limiter)),
-                   (1 - o.occupancy_pct / 100) * headroom});
+    add(all, "Raise theoretical occupancy: " + how,
+        fmt::format("theoretical_occupancy={:.4g}% (limited by {})", o.occupancy_pct,
+                    to_string(o.limiter)),
+        (1 - o.occupancy_pct / 100) * b.latency, b.latency);
   }
   if (own_code && d.achieved_occupancy_pct && d.theoretical && d.theoretical->occupancy_pct > 0 &&
       *d.achieved_occupancy_pct < 0.8 * d.theoretical->occupancy_pct &&
       d.bottleneck == Bottleneck::latency && d.waves_per_sm && *d.waves_per_sm >= 1)
-    all.push_back({"Balance work across blocks so achieved occupancy nears the theoretical",
-                   trigger(metric::kAchievedOccupancyPct, *d.achieved_occupancy_pct),
-                   (1 - *d.achieved_occupancy_pct / d.theoretical->occupancy_pct) * headroom});
+    add(all, "Balance work across blocks so achieved occupancy nears the theoretical",
+        trigger(metric::kAchievedOccupancyPct, *d.achieved_occupancy_pct),
+        (1 - *d.achieved_occupancy_pct / d.theoretical->occupancy_pct) * b.latency, b.latency);
   if (d.bottleneck == Bottleneck::memory) {
-    const double dram = d.dram_pct.value_or(d.memory_pct.value_or(0));
-    // What-if: half the bytes (fp32 -> bf16 storage, or fusing away one pass of two).
-    all.push_back({"Move fewer bytes: fuse with the producer or consumer, or store narrower types",
-                   trigger(metric::kDramThroughputPct, dram), 0.5 * dram / 100});
+    // What-if: half the bytes (fp32 -> bf16 storage, or fusing away one pass of two); the SM
+    // side then bounds the time.
+    const double after = std::max(0.5, b.memory_pct > 0 ? b.sm_pct / b.memory_pct : 0.5);
+    add(all, "Move fewer bytes: fuse with the producer or consumer, or store narrower types",
+        trigger(metric::kMemoryThroughputPct, b.memory_pct), 1 - after, b.work);
+    const double dram = d.dram_pct.value_or(b.memory_pct);
     if (dram < 90 && own_code)
-      all.push_back({"Coalesce and vectorise accesses to reach the DRAM roof",
-                     trigger(metric::kDramThroughputPct, dram), 1 - dram / 90});
+      add(all, "Coalesce and vectorise accesses to reach the DRAM roof",
+          trigger(metric::kDramThroughputPct, dram), 1 - dram / 90, b.work);
   }
   if (own_code && d.bottleneck == Bottleneck::locality && d.l2_hit_pct) {
     // If L2 hit kGoodL2HitPct, DRAM traffic (and the time it bounds) would shrink by this much.
     const double miss = 1 - *d.l2_hit_pct / 100, target_miss = 1 - kGoodL2HitPct / 100;
     const double gain =
         miss > target_miss ? (1 - target_miss / miss) * d.dram_pct.value_or(0) / 100 : 0;
-    all.push_back({"Tile for reuse (shared memory, thread-block swizzle) so L2 serves the re-reads",
-                   trigger(metric::kL2HitRatePct, *d.l2_hit_pct), gain});
+    add(all, "Tile for reuse (shared memory, thread-block swizzle) so L2 serves the re-reads",
+        trigger(metric::kL2HitRatePct, *d.l2_hit_pct), gain, b.work);
   }
   if (own_code && d.bottleneck == Bottleneck::compute) {
     const double fp32 = d.fp32_flop.value_or(0);
@@ -601,17 +571,16 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
     const double tensor_peak = std::max(c.bf16_flop_per_s, c.fp16_flop_per_s);
     if (fp32 > d.tensor_flop.value_or(0) && tensor_pct < 10 && c.fp32_flop_per_s > 0 &&
         tensor_peak > c.fp32_flop_per_s)
-      all.push_back({"Move the math to tensor cores (TF32/BF16 MMA)",
-                     trigger(metric::kFp32Fma, d.metrics.count(metric::kFp32Fma)
-                                                   ? d.metrics.find(metric::kFp32Fma)->second
-                                                   : 0),
-                     1 - c.fp32_flop_per_s / tensor_peak});
+      add(all, "Move the math to tensor cores (TF32/BF16 MMA)",
+          trigger(metric::kFp32Fma,
+                  d.metrics.count(metric::kFp32Fma) ? d.metrics.find(metric::kFp32Fma)->second : 0),
+          1 - c.fp32_flop_per_s / tensor_peak, b.work);
     if (d.roofline && d.roofline->fraction_of_roof < 0.9)
-      all.push_back(
-          {"Close the gap to the compute roof: more work per instruction, fewer "
-           "non-math instructions, pipelined loads",
-           fmt::format("fraction_of_roof={:.3g}", d.roofline->fraction_of_roof),
-           1 - d.roofline->fraction_of_roof / 0.9});
+      add(all,
+          "Close the gap to the compute roof: more work per instruction, fewer "
+          "non-math instructions, pipelined loads",
+          fmt::format("fraction_of_roof={:.3g}", d.roofline->fraction_of_roof),
+          1 - d.roofline->fraction_of_roof / 0.9, b.work);
   }
   // Spills: each spilled byte is stored and loaded at least once per thread.
   const double threads = static_cast<double>(d.shape.grid.x) * d.shape.grid.y * d.shape.grid.z *
@@ -621,20 +590,18 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
   if (own_code && spill_traffic > 0) {
     const double memory_side = d.dram_bytes.value_or(0) + spill_traffic;
     const double share = d.dram_bytes ? spill_traffic / memory_side : 0.25;
-    const double gain = share * std::max(d.dram_pct.value_or(0), d.memory_pct.value_or(50)) / 100;
-    all.push_back({"Remove register spills: fewer live values, or allow more registers",
-                   d.local_memory_bytes
-                       ? trigger("local_memory_bytes", *d.local_memory_bytes)
-                       : trigger("local_memory_per_thread_bytes", d.local_memory_per_thread_bytes),
-                   gain});
+    add(all, "Remove register spills: fewer live values, or allow more registers",
+        d.local_memory_bytes
+            ? trigger("local_memory_bytes", *d.local_memory_bytes)
+            : trigger("local_memory_per_thread_bytes", d.local_memory_per_thread_bytes),
+        share * b.memory_pct / 100, d.bottleneck == Bottleneck::memory ? b.work : b.latency);
   }
-  if (own_code) stall_opportunities(d, headroom, all);
-  std::stable_sort(all.begin(), all.end(), [](const Opportunity& a, const Opportunity& b) {
-    return a.estimated_gain > b.estimated_gain;
+  if (own_code) stall_opportunities(d, b, all);
+  std::stable_sort(all.begin(), all.end(), [](const Opportunity& x, const Opportunity& y) {
+    return x.estimated_gain > y.estimated_gain;
   });
   for (Opportunity& o : all) {
     if (d.opportunities.size() == 3 || o.estimated_gain < kMinGain) break;
-    o.estimated_gain = std::min(o.estimated_gain, 1.0);
     d.opportunities.push_back(std::move(o));
   }
 }
@@ -643,10 +610,10 @@ void find_opportunities(KernelDerivation& d, const Ceilings& c) {
 
 namespace {
 constexpr EnumName<Bottleneck> kBottleneckNames[] = {
-    {Bottleneck::memory, "memory-bound"},   {Bottleneck::compute, "compute-bound"},
-    {Bottleneck::latency, "latency-bound"}, {Bottleneck::locality, "locality"},
-    {Bottleneck::launch, "launch-bound"},   {Bottleneck::issue, "issue-bound"},
-    {Bottleneck::unknown, "unknown"},
+    {Bottleneck::memory, "memory-bound"},       {Bottleneck::compute, "compute-bound"},
+    {Bottleneck::latency, "latency-bound"},     {Bottleneck::locality, "locality"},
+    {Bottleneck::launch, "launch-bound"},       {Bottleneck::issue, "issue-bound"},
+    {Bottleneck::not_measured, "not measured"},
 };
 constexpr EnumName<StallCause> kStallCauseNames[] = {
     {StallCause::none, "none"},
@@ -724,6 +691,17 @@ StallCause stall_cause_of(std::string_view reason) {
   for (const auto& [name, cause] : kStallCauses)
     if (name == reason) return cause;
   return StallCause::other;
+}
+
+std::string verdict_metrics_flag() {
+  for (const metric::MetricSet& set : metric::metric_sets()) {
+    const auto has = [&](std::string_view m) {
+      return std::find(set.metrics.begin(), set.metrics.end(), m) != set.metrics.end();
+    };
+    if (has(metric::kSmThroughputPct) && has(metric::kMemoryThroughputPct))
+      return fmt::format("--metrics {}", set.name);
+  }
+  return fmt::format("--metrics {},{}", metric::kSmThroughputPct, metric::kMemoryThroughputPct);
 }
 
 const char* to_string(Bottleneck b) {
@@ -839,7 +817,8 @@ DeviceFacts device_facts(const trace::TraceMetadata& metadata, std::uint32_t dev
   return f;
 }
 
-CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings) {
+CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings,
+                                 TraceSource* timed) {
   CounterAnalysis out;
   out.ceilings = ceilings;
   // Only profiled launches carry counters: few, so they are held by correlation id.
@@ -880,7 +859,7 @@ CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings) 
   // The time each profiled shape owns: every launch of the kernel with that shape.
   std::unordered_map<std::string, std::vector<std::size_t>> by_name;
   for (std::size_t i = 0; i < groups.size(); ++i) by_name[groups[i].name].push_back(i);
-  source.kernels([&](const trace::KernelRecord& k) {
+  (timed ? *timed : source).kernels([&](const trace::KernelRecord& k) {
     const auto it = by_name.find(display_name(k));
     if (it == by_name.end()) return;
     const LaunchShape shape = launch_shape(k);

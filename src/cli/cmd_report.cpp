@@ -15,6 +15,7 @@
 #include "ktune/core/paths.hpp"
 #include "ktune/report/ceilings.hpp"
 #include "ktune/report/report.hpp"
+#include "ktune/trace/options.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -25,6 +26,8 @@ struct ReportOptions {
   std::string inductor;  // a scan of Inductor's kernels; "": the one beside the trace, if any
   std::size_t top = 25;
   bool merge = false;
+  std::string from;                 // --from DURATION; "" when not given
+  std::optional<std::size_t> skip;  // --skip N
 };
 
 // Ties Inductor's Triton kernels to the trace's: from `scan`, else the scan ktune profile kept
@@ -100,6 +103,23 @@ const bool registered = register_command(
        app.add_option("--inductor", o->inductor,
                       "The scan of torch.compile's Triton kernels (python3 -m ktune.inductor scan; "
                       "default: OUT.inductor.json beside the trace, which ktune profile writes)");
+       auto* from =
+           app.add_option("--from", o->from,
+                          "Report from this long after the trace's first record on (\"2.5s\", "
+                          "\"300ms\", bare seconds), the times the report's At columns show; "
+                          "0: the whole trace. Default: from the end of the detected warm-up")
+               ->check(parsed_by([](const std::string& v) {
+                 if (!trace::parse_duration_s(v))
+                   throw Error(
+                       fmt::format("--from '{}' is not a duration; give one such "
+                                   "as 2.5s, 300ms or 0.",
+                                   v));
+               }));
+       app.add_option("--skip", o->skip,
+                      "Leave out the first N kernels launched as warm-up (0: the whole trace); "
+                      "default: the detected warm-up")
+           ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000'000'000}))
+           ->excludes(from);
        add_output_option(app, o->output, "Write the report to this file instead of stdout");
        return [o, &globals] {
          for (const std::string& trace : o->traces) refuse_stdin(trace, "a .ktrace (SQLite)");
@@ -111,6 +131,9 @@ const bool registered = register_command(
          render.names = analyze::parse_name_style(o->names);
          analyze::AnalysisOptions options;
          options.group_by = analyze::parse_group_by(o->by);
+         if (!o->from.empty())
+           options.from_ns = static_cast<std::int64_t>(*trace::parse_duration_s(o->from) * 1e9);
+         options.skip_kernels = o->skip;
          if (o->merge) {
            std::vector<std::unique_ptr<analyze::TraceSource>> ranks;
            for (const std::string& path : o->traces)

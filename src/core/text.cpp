@@ -103,4 +103,12 @@ std::optional<double> parse_double(std::string_view text) {
   return v;
 }
 
+std::string duration_text(double ns) {
+  const double a = ns < 0 ? -ns : ns;
+  if (a < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (a < 1e6) return fmt::format("{:.2f} us", ns / 1e3);
+  if (a < 1e9) return fmt::format("{:.3f} ms", ns / 1e6);
+  return fmt::format("{:.3f} s", ns / 1e9);
+}
+
 }  // namespace ktune

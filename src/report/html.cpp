@@ -1,6 +1,7 @@
-// One self-contained HTML file: inline CSS and SVG, no scripts, fonts or images from elsewhere, so
-// it can be attached to a ticket or opened offline.
+// One self-contained HTML file: inline CSS, SVG and one small script (the timeline's zoom), no
+// fonts, images or scripts from elsewhere, so it can be attached to a ticket or opened offline.
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -19,10 +20,10 @@ namespace d = detail;
 namespace {
 
 constexpr EnumName<GapCause> kCauseColors[] = {
-    {GapCause::launch_bound, "#e8a33d"},
-    {GapCause::synchronization, "#d9534f"},
-    {GapCause::copies, "#5b8dd6"},
-    {GapCause::unattributed, "#b0b0b0"},
+    {GapCause::launch_bound, "#e8a33d"}, {GapCause::synchronization, "#d9534f"},
+    {GapCause::copies, "#5b8dd6"},       {GapCause::counter_replay, "#8c6bb1"},
+    {GapCause::setup, "#c7a27c"},        {GapCause::allocation, "#6fb7b7"},
+    {GapCause::host, "#f2d05e"},         {GapCause::unattributed, "#b0b0b0"},
 };
 
 const char* cause_color(GapCause c) {
@@ -77,10 +78,11 @@ std::string timelines(const Analysis& a) {
     used = std::max<std::size_t>(used, 1);
     const double bw = static_cast<double>(width) / static_cast<double>(used);
     svg += fmt::format(
-        "<p>Device {}: {} window, busy {}</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+        "<p>Device {}: {} window, busy {} (wheel: zoom, drag: pan, double-click: reset)</p>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\" viewBox=\"0 0 {} {}\" "
         "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"device {} timeline\">\n",
         u.device, d::duration(static_cast<double>(u.window_ns())), d::percent(u.busy_fraction()),
-        width, strip_h, u.device);
+        width, strip_h + 22, width, strip_h + 22, u.device);
     for (std::size_t i = 0; i < used; ++i) {
       const double full = static_cast<double>(u.bin_ns);
       double y = 0;
@@ -96,6 +98,22 @@ std::string timelines(const Analysis& a) {
       for (GapCause c : analyze::kGapCauses)
         stack(u.bin_idle_ns[static_cast<int>(c)][i], cause_color(c));
     }
+    // The time axis: about eight ticks at 1, 2 or 5 times a power of ten, in the times the
+    // tables show (from the trace's first record).
+    const double span = static_cast<double>(used) * static_cast<double>(u.bin_ns);
+    const double raw = span / 8, decade = std::pow(10.0, std::floor(std::log10(raw)));
+    const double step = raw / decade < 2 ? decade : raw / decade < 5 ? 2 * decade : 5 * decade;
+    const double offset = static_cast<double>(u.window_start_ns - a.origin_ns);
+    for (double t = std::ceil(offset / step) * step; t <= offset + span; t += step) {
+      const double x = width * (t - offset) / span;
+      svg += fmt::format(
+          "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\"/>"
+          "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"{5}\" class=\"tick\">{4}</text>",
+          x, strip_h, strip_h + 4, strip_h + 16, d::duration(t),
+          x < 30           ? "start"
+          : x > width - 30 ? "end"
+                           : "middle");  // edge labels stay inside
+    }
     svg += "\n</svg>\n";
   }
   if (svg.empty()) return svg;
@@ -105,6 +123,33 @@ std::string timelines(const Analysis& a) {
                           d::cause_text(c));
   return svg + legend + "</p>\n";
 }
+
+// The timeline's zoom: the wheel narrows or widens the strip's viewBox around the pointer, a drag
+// pans it, a double-click restores it. Inline, so the file stays self-contained.
+constexpr const char* kZoomScript = R"(<script>
+for (const svg of document.querySelectorAll('svg.timeline')) {
+  const full = svg.viewBox.baseVal, W = full.width, H = full.height;
+  let x0 = 0, w = W, drag = null;
+  const set = () => svg.setAttribute('viewBox', x0 + ' 0 ' + w + ' ' + H);
+  svg.addEventListener('wheel', e => {
+    e.preventDefault();
+    const r = svg.getBoundingClientRect(), at = x0 + w * (e.clientX - r.left) / r.width;
+    w = Math.min(W, Math.max(W / 1000, w * (e.deltaY < 0 ? 0.8 : 1.25)));
+    x0 = Math.min(W - w, Math.max(0, at - w * (e.clientX - r.left) / r.width));
+    set();
+  });
+  svg.addEventListener('mousedown', e => drag = {x: e.clientX, x0});
+  window.addEventListener('mouseup', () => drag = null);
+  window.addEventListener('mousemove', e => {
+    if (!drag) return;
+    const r = svg.getBoundingClientRect();
+    x0 = Math.min(W - w, Math.max(0, drag.x0 - (e.clientX - drag.x) * w / r.width));
+    set();
+  });
+  svg.addEventListener('dblclick', () => { x0 = 0; w = W; set(); });
+}
+</script>
+)";
 
 // One section as an HTML table.
 std::string section_html(const d::Section& s) {
@@ -132,8 +177,10 @@ std::string render_html(const Analysis& a, const RenderOptions& o) {
       "<title>ktune report</title>\n<style>\n"
       "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}"
       "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-      "th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;white-space:nowrap}"
-      "td:last-child{white-space:normal}th{background:#f3f3f3}"
+      "th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;"
+      "overflow-wrap:anywhere}th{background:#f3f3f3;white-space:nowrap}"
+      "table{max-width:100%}.tick{font:10px sans-serif}svg.timeline{cursor:grab;"
+      "max-width:100%}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}"
       ".lbl{font:12px monospace}.legend span{display:inline-block;width:12px;height:12px;"
       "margin:0 4px 0 12px;vertical-align:middle}code{background:#f3f3f3}"
       ".row{display:flex;flex-wrap:wrap;gap:2em;align-items:flex-start}.axis{font:13px "
@@ -153,7 +200,7 @@ std::string render_html(const Analysis& a, const RenderOptions& o) {
   }
   out += "<h2>Top kernels</h2>\n" + kernel_bars(a, std::min<std::size_t>(o.top_kernels, 20), names);
   for (const d::Section& s : d::sections(a, o, false)) out += section_html(s);
-  return out + "</body></html>\n";
+  return out + kZoomScript + "</body></html>\n";
 }
 
 }  // namespace ktune::report

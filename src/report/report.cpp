@@ -139,20 +139,41 @@ json kernels_json(const Analysis& a, const analyze::NameTable& names) {
   return kernels;
 }
 
-json gaps_json(const Analysis& a) {
-  const std::int64_t idle = a.window_ns() - a.busy_ns();
+json gap_list_json(const std::vector<analyze::Gap>& gaps) {
   json largest = json::array();
-  for (const auto& g : a.largest_gaps)
+  for (const auto& g : gaps)
     largest.push_back({{"device", g.device},
                        {"start_ns", g.start_ns},
                        {"end_ns", g.end_ns},
                        {"duration_ns", g.duration_ns()},
                        {"cause", analyze::to_string(g.cause)},
                        {"next_kernel", g.next_kernel}});
+  return largest;
+}
+
+json gaps_json(const Analysis& a) {
+  const std::int64_t idle = a.window_ns() - a.busy_ns();
   return {{"count", a.gap_count},
           {"idle_ns", idle},
           {"by_cause", causes_json(a.idle_by_cause, idle)},
-          {"largest", largest}};
+          {"largest", gap_list_json(a.largest_gaps)}};
+}
+
+// The cut between warm-up and steady state, and the warm-up's own numbers.
+json steady_json(const Analysis& a) {
+  const analyze::SteadyState& s = a.steady;
+  const std::int64_t idle = s.warmup_window_ns - s.warmup_busy_ns;
+  return {{"cut", analyze::to_string(s.cut)},
+          {"start_ns", s.start_ns},
+          {"reason", s.reason},
+          {"warmup",
+           {{"kernel_count", s.warmup_kernels},
+            {"kernel_time_ns", s.warmup_kernel_ns},
+            {"window_ns", s.warmup_window_ns},
+            {"busy_ns", s.warmup_busy_ns},
+            {"idle_ns", idle},
+            {"by_cause", causes_json(s.warmup_idle_by_cause, idle)},
+            {"largest", gap_list_json(s.warmup_gaps)}}}};
 }
 
 json storms_json(const Analysis& a) {
@@ -204,6 +225,27 @@ json streams_json(const Analysis& a) {
                        {"copy_bytes", s.copy_bytes},
                        {"copy_ns", s.copy_ns}});
   return streams;
+}
+
+json ops_json(const Analysis& a) {
+  json ops = json::array();
+  for (const auto& g : a.ops)
+    ops.push_back(
+        {{"name", g.name}, {"kernels", g.kernels}, {"total_ns", g.total_ns}, {"share", g.share}});
+  return ops;
+}
+
+json op_advice_json(const Analysis& a) {
+  json advice = json::array();
+  for (const auto& x : a.op_advice)
+    advice.push_back({{"pattern", analyze::to_string(x.pattern)},
+                      {"action", x.action},
+                      {"evidence", x.evidence},
+                      {"launches", x.launches},
+                      {"gpu_ns", x.gpu_ns},
+                      {"share", x.share},
+                      {"saving", x.saving}});
+  return advice;
 }
 
 json copies_json(const Analysis& a) {
@@ -262,6 +304,7 @@ json to_json(const Analysis& a) {
           {"kind", "ktune.report"},
           {"trace", trace_json(a)},
           {"group_by", analyze::to_string(a.group_by)},
+          {"steady_state", steady_json(a)},
           {"totals", totals_json(a)},
           {"devices", devices_json(a)},
           {"kernels", kernels_json(a, names)},
@@ -269,6 +312,8 @@ json to_json(const Analysis& a) {
           {"storms", storms_json(a)},
           {"nvtx", nvtx_json(a)},
           {"copies", copies_json(a)},
+          {"ops", ops_json(a)},
+          {"op_advice", op_advice_json(a)},
           {"api", api_json(a)},
           {"streams", streams_json(a)},
           {"notes", a.notes},
@@ -419,6 +464,40 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool wi
     for (Section& s : comparison_sections(a, o, names)) out.push_back(std::move(s));
   const std::int64_t busy = a.busy_ns(), window = a.window_ns();
 
+  if (a.steady.cut != analyze::Cut::none) {
+    const analyze::SteadyState& st = a.steady;
+    const std::int64_t idle = st.warmup_window_ns - st.warmup_busy_ns;
+    Section w{"Warm-up, left out",
+              fmt::format("The report reads the steady state, from {} on ({}). --from 0 reads "
+                          "the whole trace; --from TIME or --skip N sets your own cut.",
+                          d::duration(double(st.start_ns - a.origin_ns)), st.reason)};
+    w.header = {"Kernels", "GPU time", "Window", "Busy", "Idle", "Where the idle time went"};
+    std::vector<analyze::GapCauseTotal> causes = st.warmup_idle_by_cause;
+    std::stable_sort(causes.begin(), causes.end(),
+                     [](auto& x, auto& y) { return x.total_ns > y.total_ns; });
+    std::string where;
+    for (const auto& c : causes)
+      if (c.total_ns > 0)
+        where += fmt::format("{}{} {}", where.empty() ? "" : ", ", d::cause_text(c.cause),
+                             d::duration(double(c.total_ns)));
+    w.rows.push_back({std::to_string(st.warmup_kernels), d::duration(double(st.warmup_kernel_ns)),
+                      d::duration(double(st.warmup_window_ns)),
+                      d::percent(d::fraction(st.warmup_busy_ns, st.warmup_window_ns)),
+                      d::percent(d::fraction(idle, st.warmup_window_ns)),
+                      where.empty() ? "-" : where});
+    out.push_back(w);
+    if (!st.warmup_gaps.empty()) {
+      Section g{"Warm-up's largest gaps", "Times count from the first record of the trace."};
+      g.header = {"Device", "At", "Length", "Cause", "Next kernel"};
+      for (const auto& gap : st.warmup_gaps)
+        g.rows.push_back({std::to_string(gap.device),
+                          d::duration(static_cast<double>(gap.start_ns - a.origin_ns)),
+                          d::duration(static_cast<double>(gap.duration_ns())),
+                          d::cause_text(gap.cause), names(gap.next_kernel)});
+      out.push_back(g);
+    }
+  }
+
   Section util{"GPU busy and idle",
                "Busy is the union of kernel intervals on a device; the window "
                "runs from its first kernel start to its last kernel end."};
@@ -442,15 +521,37 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool wi
   for (std::size_t i = 0; i < a.kernels.size() && i < o.top_kernels; ++i)
     k.rows.push_back(kernel_row(a.kernels[i], names, with_op));
   out.push_back(k);
+
+  if (!a.ops.empty() && a.group_by != analyze::GroupBy::op) {
+    Section ops{"GPU time by PyTorch op",
+                "The kernels each op launched (the innermost op around the launch call), most GPU "
+                "time first; --by op groups the kernel table the same way."};
+    ops.header = {"Time", "GPU time", "Kernels", "Op"};
+    for (std::size_t i = 0; i < a.ops.size() && i < o.top_kernels; ++i)
+      ops.rows.push_back({d::percent(a.ops[i].share), d::duration(double(a.ops[i].total_ns)),
+                          std::to_string(a.ops[i].kernels), a.ops[i].name});
+    out.push_back(ops);
+  }
+  if (!a.op_advice.empty()) {
+    Section adv{"What to change in the program",
+                "Patterns a change of the program removes, largest saving first; at most: the "
+                "share of all GPU time the pattern's own model says could go (docs/report.md)."};
+    adv.header = {"Pattern", "Time", "At most", "Change", "Evidence"};
+    for (const auto& x : a.op_advice)
+      adv.rows.push_back({analyze::to_string(x.pattern), d::percent(x.share),
+                          x.saving > 0 ? d::percent(x.saving) : "-", x.action, x.evidence});
+    out.push_back(adv);
+  }
   for (Section& s : counter_sections(a, o)) out.push_back(std::move(s));
 
   Section gaps{"Idle gaps by cause",
                fmt::format("{} gaps, {} idle.", a.gap_count, d::duration(double(window - busy)))};
   gaps.header = {"Cause", "Gaps", "Idle time", "Share of idle"};
   for (const auto& t : a.idle_by_cause)
-    gaps.rows.push_back({d::cause_text(t.cause), std::to_string(t.count),
-                         d::duration(static_cast<double>(t.total_ns)),
-                         d::percent(d::fraction(t.total_ns, window - busy))});
+    if (t.count > 0)  // every cause, none left out, is in JSON
+      gaps.rows.push_back({d::cause_text(t.cause), std::to_string(t.count),
+                           d::duration(static_cast<double>(t.total_ns)),
+                           d::percent(d::fraction(t.total_ns, window - busy))});
   out.push_back(gaps);
 
   if (!a.largest_gaps.empty()) {
@@ -577,10 +678,15 @@ std::vector<Section> sections(const Analysis& a, const RenderOptions& o, bool wi
 
 std::string headline(const Analysis& a) {
   const std::int64_t busy = a.busy_ns(), window = a.window_ns();
-  return fmt::format("{} kernels ({} names), {} of GPU time; GPU busy {}, idle {}.", a.kernel_count,
-                     a.kernels.size(), d::duration(static_cast<double>(a.kernel_total_ns)),
-                     d::percent(d::fraction(busy, window)),
-                     d::percent(d::fraction(window - busy, window)));
+  std::string line = fmt::format(
+      "{} kernels ({} names), {} of GPU time; GPU busy {}, idle {}.", a.kernel_count,
+      a.kernels.size(), d::duration(static_cast<double>(a.kernel_total_ns)),
+      d::percent(d::fraction(busy, window)), d::percent(d::fraction(window - busy, window)));
+  if (a.steady.cut != analyze::Cut::none)
+    line = fmt::format("Steady state from {} on (warm-up of {} kernels left out): {}",
+                       d::duration(double(a.steady.start_ns - a.origin_ns)),
+                       a.steady.warmup_kernels, line);
+  return line;
 }
 
 }  // namespace detail

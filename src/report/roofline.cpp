@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "ktune/core/enum_names.hpp"
 #include "ktune/core/text.hpp"
 #include "ktune/report/report.hpp"
 #include "units.hpp"
@@ -66,6 +67,22 @@ std::vector<Roof> roofs_of(const analyze::Ceilings& c) {
   std::sort(out.begin(), out.end(), [](const Roof& a, const Roof& b) { return a.peak > b.peak; });
   return out;
 }
+
+// Each verdict's colour on the chart and in its legend.
+constexpr EnumName<analyze::Bottleneck> kVerdictColors[] = {
+    {analyze::Bottleneck::memory, "#d62728"},       {analyze::Bottleneck::compute, "#1f77b4"},
+    {analyze::Bottleneck::latency, "#ff7f0e"},      {analyze::Bottleneck::locality, "#9467bd"},
+    {analyze::Bottleneck::launch, "#8c564b"},       {analyze::Bottleneck::issue, "#17becf"},
+    {analyze::Bottleneck::not_measured, "#7f7f7f"},
+};
+
+}  // namespace
+
+const char* verdict_color(analyze::Bottleneck b) {
+  return name_of(kVerdictColors, b, "#7f7f7f");
+}
+
+namespace {
 
 bool plotted(const KernelDerivation& k) {
   return k.arithmetic_intensity && *k.arithmetic_intensity > 0 && k.flop_per_s && *k.flop_per_s > 0;
@@ -139,14 +156,19 @@ std::string roofline_html(const Analysis& a, const analyze::NameTable& names) {
     std::size_t number;
     const KernelDerivation* kernel;
     double x, y;
+    double r;  // 4 to 8 px: the square root of the time its launch shape owns, of the largest
   };
   std::vector<Point> points;
   std::vector<const KernelDerivation*> no_flop, flop_unknown;
+  std::int64_t most = 1;
+  for (const auto& k : c.kernels) most = std::max(most, k.shape_total_ns);
   for (const auto& k : c.kernels) {
     if (plotted(k)) {
-      points.push_back({points.size() + 1, &k, px(*k.arithmetic_intensity), py(*k.flop_per_s)});
-      taken.push_back(
-          {points.back().x - 6, points.back().y - 6, points.back().x + 6, points.back().y + 6});
+      const double r =
+          4 + 4 * std::sqrt(double(std::max<std::int64_t>(0, k.shape_total_ns)) / double(most));
+      points.push_back({points.size() + 1, &k, px(*k.arithmetic_intensity), py(*k.flop_per_s), r});
+      taken.push_back({points.back().x - r - 1, points.back().y - r - 1, points.back().x + r + 1,
+                       points.back().y + r + 1});
     } else {
       (k.flop && *k.flop == 0 ? no_flop : flop_unknown).push_back(&k);
     }
@@ -237,10 +259,11 @@ std::string roofline_html(const Analysis& a, const analyze::NameTable& names) {
   }
   for (const Point& p : points)
     svg += fmt::format(
-        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"#d62728\" class=\"kernel\"><title>{}: "
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\" class=\"kernel\"><title>{}: "
         "{}, {} at {:.3g} FLOP/byte</title></circle>\n",
-        p.x, p.y, xml_escape(p.kernel->name), analyze::to_string(p.kernel->bottleneck),
-        detail::rate(*p.kernel->flop_per_s, "FLOP/s"), *p.kernel->arithmetic_intensity);
+        p.x, p.y, p.r, verdict_color(p.kernel->bottleneck), xml_escape(p.kernel->name),
+        analyze::to_string(p.kernel->bottleneck), detail::rate(*p.kernel->flop_per_s, "FLOP/s"),
+        *p.kernel->arithmetic_intensity);
   svg += "</svg>\n";
 
   std::string legend =
@@ -260,12 +283,12 @@ std::string roofline_html(const Analysis& a, const analyze::NameTable& names) {
   for (const Point& p : points) {
     const KernelDerivation& k = *p.kernel;
     legend += fmt::format(
-        "<tr><td>{}</td><td title=\"{}\">{}</td><td>{:.3g}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "</tr>\n",
+        "<tr><td>{}</td><td title=\"{}\">{}</td><td>{:.3g}</td><td>{}</td><td>{}</td><td><span "
+        "class=\"swatch\" style=\"background:{}\"></span>{}</td></tr>\n",
         p.number, xml_escape(k.name), xml_escape(label(k)), *k.arithmetic_intensity,
         detail::rate(*k.flop_per_s, "FLOP/s"),
         k.roofline ? detail::percent(k.roofline->fraction_of_roof) : std::string("-"),
-        analyze::to_string(k.bottleneck));
+        verdict_color(k.bottleneck), analyze::to_string(k.bottleneck));
   }
   legend += "</table>\n";
   const auto listed = [&](const std::vector<const KernelDerivation*>& ks) {

@@ -8,16 +8,13 @@
 #include <fmt/format.h>
 
 #include "ktune/analyze/analysis.hpp"
+#include "ktune/core/text.hpp"
 
 namespace ktune::report::detail {
 
 // 450 ns, 12.3 us, 4.567 ms, 1.234 s: three or four significant figures.
 inline std::string duration(double ns) {
-  const double a = ns < 0 ? -ns : ns;
-  if (a < 1e3) return fmt::format("{:.0f} ns", ns);
-  if (a < 1e6) return fmt::format("{:.2f} us", ns / 1e3);
-  if (a < 1e9) return fmt::format("{:.3f} ms", ns / 1e6);
-  return fmt::format("{:.3f} s", ns / 1e9);
+  return duration_text(ns);
 }
 
 inline std::string percent(double fraction) {
@@ -59,11 +56,19 @@ inline std::string shape_text(const analyze::KernelGroup& g) {
 inline std::string cause_text(analyze::GapCause c) {
   switch (c) {
     case analyze::GapCause::launch_bound:
-      return "launch-bound host";
+      return "launch-bound host (launching back to back)";
     case analyze::GapCause::synchronization:
       return "host synchronization";
     case analyze::GapCause::copies:
       return "memory copies";
+    case analyze::GapCause::counter_replay:
+      return "ktune's counter replay";
+    case analyze::GapCause::setup:
+      return "first-call set-up (library, module load)";
+    case analyze::GapCause::allocation:
+      return "memory allocation";
+    case analyze::GapCause::host:
+      return "host work between launches (Python, CPU)";
     case analyze::GapCause::unattributed:
       return "unattributed";
   }

@@ -64,10 +64,17 @@ std::string profiled_launch_cell(const KernelDerivation& k) {
       k.shape_launches, d::duration(double(k.shape_total_ns)));
 }
 
+// "memory-bound (memory latency)"; "latency-bound, near the line (memory 57.0 %: else
+// memory-bound)"; "not measured (--metrics roofline)".
 std::string verdict_cell(const KernelDerivation& k) {
   std::string out = analyze::to_string(k.bottleneck);
+  if (k.bottleneck == analyze::Bottleneck::not_measured)
+    return out + fmt::format(" ({})", k.measure_with);
   if (k.stall_cause != analyze::StallCause::none)
     out += fmt::format(" ({})", analyze::to_string(k.stall_cause));
+  if (k.near_line)
+    out += fmt::format(", near the line ({} {:.1f} %: else {})", k.near_line->side,
+                       k.near_line->pct, analyze::to_string(k.near_line->other));
   return out;
 }
 
@@ -77,20 +84,17 @@ std::string ceilings_line(const analyze::Ceilings& c) {
   return fmt::format("{}; from the {}", c.source, analyze::to_string(c.origin));
 }
 
-// The group of the kernel table a derivation belongs to (its share of all GPU time). Grouped by
-// name, a kernel's group goes with the shape that owns most of its time only.
-double share_of(const Analysis& a, const KernelDerivation& k) {
-  if (a.group_by == analyze::GroupBy::name && a.counters.owning(k.name) != &k) return 0;
-  for (const auto& g : a.kernels)
-    if (g.name == k.name && (a.group_by == analyze::GroupBy::name || g.shape == k.shape))
-      return g.share;
-  return 0;
+// The share of all GPU time that the launches a derivation was measured on own: its launch
+// shape's launches, not the kernel's others (a shape owning a third of a kernel's time once
+// carried its 50 % estimate over all of it).
+double measured_share(const Analysis& a, const KernelDerivation& k) {
+  return d::fraction(k.shape_total_ns, a.kernel_total_ns);
 }
 
 struct RankedOpportunity {
   const KernelDerivation* kernel;
   const analyze::Opportunity* opportunity;
-  double run_gain;  // the kernel's estimated gain x its share of all GPU time
+  double run_gain;  // the estimated gain x the share of GPU time its launch shape owns
 };
 
 // The run's opportunities, largest estimated saving of total GPU time first.
@@ -98,7 +102,7 @@ std::vector<RankedOpportunity> ranked_opportunities(const Analysis& a) {
   std::vector<RankedOpportunity> all;
   for (const auto& k : a.counters.kernels)
     for (const auto& o : k.opportunities)
-      all.push_back({&k, &o, o.estimated_gain * share_of(a, k)});
+      all.push_back({&k, &o, o.estimated_gain * measured_share(a, k)});
   std::stable_sort(all.begin(), all.end(),
                    [](const auto& x, const auto& y) { return x.run_gain > y.run_gain; });
   return all;
@@ -170,12 +174,14 @@ std::vector<Section> counter_sections(const Analysis& a, const RenderOptions& o)
   }
   out.push_back(v);
 
-  Section w{"What to change", "Per kernel, largest estimated gain (share of its time) first."};
-  w.header = {"Kernel", "Gain", "Change", "Trigger"};
+  Section w{"What to change",
+            "Per kernel, largest estimated gain (share of its time) first; at most: what the "
+            "measured SM and memory throughput leave for a change of its kind."};
+  w.header = {"Kernel", "Gain", "At most", "Change", "Trigger"};
   for (std::size_t i = 0; i < c.kernels.size() && i < o.top_kernels; ++i)
     for (const auto& op : c.kernels[i].opportunities)
       w.rows.push_back({analyze::shown_name(c.kernels[i].name, o.names), percent(op.estimated_gain),
-                        op.action, op.trigger});
+                        percent(op.bound), op.action, op.trigger});
   if (!w.rows.empty()) out.push_back(w);
 
   Section u{"Not concluded", "A metric that was not collected leaves its conclusion open."};
@@ -250,6 +256,11 @@ json counters_json(const analyze::CounterAnalysis& c, const analyze::NameTable& 
               {"shape_launches", k.shape_launches},
               {"shape_total_ns", k.shape_total_ns},
               {"bottleneck", analyze::to_string(k.bottleneck)},
+              {"measure_with", k.measure_with},
+              {"near_line", k.near_line ? json{{"side", k.near_line->side},
+                                               {"pct", k.near_line->pct},
+                                               {"other", analyze::to_string(k.near_line->other)}}
+                                        : json(nullptr)},
               {"stall_cause", analyze::to_string(k.stall_cause)},
               {"warp_cycles_per_issue", optional_json(k.warp_cycles_per_issue)},
               {"library", k.library},
@@ -273,8 +284,10 @@ json counters_json(const analyze::CounterAnalysis& c, const analyze::NameTable& 
                                : json(nullptr);
     json ops = json::array();
     for (const auto& o : k.opportunities)
-      ops.push_back(
-          {{"action", o.action}, {"trigger", o.trigger}, {"estimated_gain", o.estimated_gain}});
+      ops.push_back({{"action", o.action},
+                     {"trigger", o.trigger},
+                     {"estimated_gain", o.estimated_gain},
+                     {"bound", o.bound}});
     j["opportunities"] = ops;
     json stalls = json::array();
     for (const auto& st : k.stalls)
@@ -372,14 +385,15 @@ std::string render_contract(const Analysis& a, const RenderOptions& o) {
           k = &x;
           break;
         }
-    stages.push_back({std::to_string(i + 1), analyze::shown_name(g.name, o.names),
-                      d::percent(g.share), std::to_string(g.duration_ns.count),
-                      d::duration(g.duration_ns.median),
-                      k && k->flop_per_s ? rate(*k->flop_per_s, "FLOP/s") : "-",
-                      k && k->dram_bytes_per_s ? rate(*k->dram_bytes_per_s, "B/s") : "-",
-                      k ? pct_cell(k->tensor_pct) : "-", k ? pct_cell(k->dram_pct) : "-",
-                      k ? occupancy_cell(*k) : "-", k ? verdict_cell(*k) : "not profiled",
-                      k ? stalls_cell(*k) : "-"});
+    stages.push_back(
+        {std::to_string(i + 1), analyze::shown_name(g.name, o.names), d::percent(g.share),
+         std::to_string(g.duration_ns.count), d::duration(g.duration_ns.median),
+         k && k->flop_per_s ? rate(*k->flop_per_s, "FLOP/s") : "-",
+         k && k->dram_bytes_per_s ? rate(*k->dram_bytes_per_s, "B/s") : "-",
+         k ? pct_cell(k->tensor_pct) : "-", k ? pct_cell(k->dram_pct) : "-",
+         k ? occupancy_cell(*k) : "-",
+         k ? verdict_cell(*k) : fmt::format("not measured ({})", analyze::verdict_metrics_flag()),
+         k ? stalls_cell(*k) : "-"});
   }
   out += d::md_table({"#", "Kernel", "Time", "Launches", "Median", "FLOP/s", "DRAM B/s", "TC %",
                       "DRAM %", "Occupancy", "Bottleneck", "Top stalls"},
@@ -413,8 +427,11 @@ std::string render_contract(const Analysis& a, const RenderOptions& o) {
       rows.push_back({std::to_string(i + 1), analyze::shown_name(ranked[i].kernel->name, o.names),
                       ranked[i].opportunity->action, "`" + ranked[i].opportunity->trigger + "`",
                       d::percent(ranked[i].opportunity->estimated_gain),
+                      d::percent(measured_share(a, *ranked[i].kernel)),
                       d::percent(ranked[i].run_gain)});
-    out += d::md_table({"#", "Kernel", "Change", "Trigger", "Kernel gain", "Run gain"}, rows);
+    out += "Run gain = kernel gain x the share of GPU time of the launches it was measured on.\n\n";
+    out += d::md_table(
+        {"#", "Kernel", "Change", "Trigger", "Kernel gain", "Measured on", "Run gain"}, rows);
   }
 
   std::vector<d::Section> compared = d::comparison_sections(a, o, d::report_names(a, o));

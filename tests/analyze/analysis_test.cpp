@@ -107,8 +107,8 @@ TEST(Analysis, AttributesEachGapToItsCause) {
   // Synchronization: another host thread syncs 45..80; k3 was queued early yet waited (gap 50..80).
   b.api("cudaDeviceSynchronize", 45, 80, 0, 12);
   b.launched("k3", 9, 10, 80, 90, 4);
-  // Launch-bound: k4's launch call ends at 129, after the GPU went idle at 90 (gap 90..130).
-  b.launched("k4", 100, 129, 130, 140, 5);
+  // Launch-bound: k4's launch call runs 90..129, while the GPU idles (gap 90..130).
+  b.launched("k4", 90, 129, 130, 140, 5);
   // Unattributed: k5 was launched long before (call ends at 131) yet starts at 200 (gap 140..200).
   b.launched("k5", 130, 131, 200, 210, 6);
   const Analysis a = run(b);
@@ -123,7 +123,9 @@ TEST(Analysis, AttributesEachGapToItsCause) {
   EXPECT_EQ(a.largest_gaps[0].next_kernel, "k5");
   EXPECT_EQ(a.largest_gaps[0].duration_ns(), 60'000);
   EXPECT_EQ(a.largest_gaps[3].cause, GapCause::copies);
-  for (GapCause c : kGapCauses) EXPECT_EQ(a.idle_by_cause[static_cast<int>(c)].count, 1u);
+  for (GapCause c : {GapCause::copies, GapCause::synchronization, GapCause::launch_bound,
+                     GapCause::unattributed})
+    EXPECT_EQ(a.idle_by_cause[static_cast<int>(c)].count, 1u);
   ASSERT_EQ(a.copies.size(), 1u);
   EXPECT_EQ(a.copies[0].kind, "HtoD");
   EXPECT_EQ(a.copies[0].bytes, 1u << 20);
@@ -154,7 +156,8 @@ TEST(Analysis, TinyMemsetInsideALongGapIsCreditedOnlyItsOwnTime) {
 }
 
 // One gap 100..200 with all three kinds of evidence: a copy 110..120, a host sync 115..140 (the
-// copy keeps 115..120: copies come first), and k's launch call still running at 100.
+// copy keeps 115..120: copies come first), and k's launch call 150..190, 145 us after the thread's
+// previous launch: the host was busy elsewhere before it (host work), then launching.
 TEST(Analysis, OneGapIsSplitAcrossItsCausesByTime) {
   TraceBuilder b;
   b.launched("first", 0, 5, 10, 100, 1);
@@ -165,12 +168,156 @@ TEST(Analysis, OneGapIsSplitAcrossItsCausesByTime) {
   EXPECT_EQ(a.gap_count, 1u);
   EXPECT_EQ(idle_of(a, GapCause::copies), 10'000);
   EXPECT_EQ(idle_of(a, GapCause::synchronization), 20'000);
-  EXPECT_EQ(idle_of(a, GapCause::launch_bound), 70'000);  // 100..110 and 140..200
+  EXPECT_EQ(idle_of(a, GapCause::launch_bound), 50'000);  // 150..200: submitting k
+  EXPECT_EQ(idle_of(a, GapCause::host), 20'000);          // 100..110 and 140..150
   EXPECT_EQ(idle_of(a, GapCause::unattributed), 0);
   EXPECT_EQ(a.idle_by_cause[static_cast<int>(GapCause::unattributed)].count, 0u);
   EXPECT_EQ(a.devices[0].idle_ns, 100'000);
   ASSERT_EQ(a.largest_gaps.size(), 1u);
   EXPECT_EQ(a.largest_gaps[0].cause, GapCause::launch_bound);
+}
+
+// "Launch-bound" is kept for a host that launches back to back: the gap 20..100 before b (its call
+// at 80..85) is launch-bound when the thread's previous launch call ended at 70, 10 us before, and
+// host work (Python, CPU) up to the call when it ended at 5, 75 us before.
+TEST(Analysis, LaunchBoundOnlyWhenTheHostLaunchesBackToBack) {
+  for (const bool back_to_back : {true, false}) {
+    TraceBuilder b;
+    b.launched("a", 0, 5, 10, 20, 1);
+    if (back_to_back) b.api("cudaLaunchKernel", 65, 70);  // another launch, its kernel elsewhere
+    b.launched("b", 80, 85, 100, 110, 2);
+    const Analysis a = run(b);
+    EXPECT_EQ(idle_of(a, GapCause::launch_bound), back_to_back ? 80'000 : 20'000);
+    EXPECT_EQ(idle_of(a, GapCause::host), back_to_back ? 0 : 60'000);
+  }
+}
+
+// First calls: the long stretch before a kernel's first launch is set-up, as is a first launch's
+// call that loads its module lazily (300 us); the launch call of a profiled kernel is ktune's own
+// counter replay; set-up and allocation calls cover their own time.
+TEST(Analysis, FirstCallSetUpReplayAndAllocationHaveTheirOwnCauses) {
+  TraceBuilder b;
+  b.launched("a", 0, 5, 10, 20, 1);
+  // 5 ms of host time, then the first launch of "gemm", whose call loads its module: 5020..5330.
+  b.launched("gemm", 5020, 5320, 5330, 5400, 2);
+  // A profiled launch: its call replays the kernel 5410..5900.
+  b.launched("gemm", 5405, 5900, 5910, 5980, 3);
+  b.t.counters.push_back({0, 3, "gpu__time_duration.sum", 70'000});
+  // A cudaMalloc 6000..6100 and a module load 6100..6150 while the GPU idles 5980..6200.
+  b.api("cudaMalloc", 6000, 6100);
+  b.api("cuModuleLoadData", 6100, 6150);
+  b.launched("gemm", 6190, 6195, 6200, 6210, 4);
+  AnalysisOptions whole;
+  whole.from_ns = 0;  // no warm-up cut: the gaps of the whole trace
+  const Analysis a = run(b, whole);
+  // Set-up: 20..5020 before gemm's first call, its 300 us call with module loading, and the load.
+  EXPECT_EQ(idle_of(a, GapCause::setup), 5'000'000 + 310'000 + 50'000);
+  EXPECT_EQ(idle_of(a, GapCause::counter_replay), 505'000);  // 5405..5910
+  EXPECT_EQ(idle_of(a, GapCause::allocation), 100'000);
+  EXPECT_EQ(a.largest_gaps.at(0).cause, GapCause::setup);
+}
+
+TEST(Analysis, ApiRolesFromTheirNames) {
+  EXPECT_EQ(api_role("cudaMalloc"), ApiRole::allocation);
+  EXPECT_EQ(api_role("cuMemAlloc_v2"), ApiRole::allocation);
+  EXPECT_EQ(api_role("cudaFreeAsync"), ApiRole::allocation);
+  EXPECT_EQ(api_role("cudaHostAlloc"), ApiRole::allocation);
+  EXPECT_EQ(api_role("cuModuleLoadData"), ApiRole::setup);
+  EXPECT_EQ(api_role("cuLibraryLoadData"), ApiRole::setup);
+  EXPECT_EQ(api_role("cudaGetDeviceProperties_v2"), ApiRole::setup);
+  EXPECT_EQ(api_role("cudaFuncGetAttributes"), ApiRole::setup);
+  EXPECT_EQ(api_role("cudaMemcpyAsync"), ApiRole::copy);
+  EXPECT_EQ(api_role("cudaLaunchKernelExC"), ApiRole::launch);
+  EXPECT_EQ(api_role("cudaStreamSynchronize"), ApiRole::synchronize);
+  EXPECT_EQ(api_role("cudaEventRecord"), ApiRole::other);
+}
+
+// A program's life: "init" at 0, 5 ms of set-up (library handles, model build), then the first
+// launch of "gemm", then `steps` iterations of gemm + add launched back to back, 100 us apart.
+TraceBuilder program(int steps, bool step_ranges = false) {
+  TraceBuilder b;
+  std::uint32_t corr = 1;
+  b.launched("init", 0, 5, 10, 20, corr++);
+  double t = 5000;
+  for (int i = 0; i < steps; ++i) {
+    if (step_ranges) b.nvtx("ProfilerStep#" + std::to_string(i + 1), t, t + 95);
+    b.launched("gemm", t, t + 5, t + 20, t + 60, corr++);
+    b.launched("add", t + 6, t + 10, t + 61, t + 70, corr++);
+    t += 100;
+  }
+  return b;
+}
+
+// The first-call set-up is warm-up: the report starts at gemm's first launch, and the warm-up's
+// own numbers (one kernel, 5 ms of set-up) are kept apart.
+TEST(Analysis, DetectsTheWarmUpAndReportsTheSteadyState) {
+  TraceBuilder b = program(100);
+  const Analysis a = run(b);
+  EXPECT_EQ(a.steady.cut, Cut::detected);
+  EXPECT_EQ(a.steady.start_ns, static_cast<std::int64_t>(TraceBuilder::at(5020)));
+  EXPECT_NE(a.steady.reason.find("first-call set-up ended at the first launch of gemm"),
+            std::string::npos)
+      << a.steady.reason;
+  EXPECT_EQ(a.kernel_count, 200u);
+  EXPECT_EQ(idle_of(a, GapCause::setup), 0);
+  EXPECT_EQ(a.steady.warmup_kernels, 1u);
+  EXPECT_EQ(a.steady.warmup_kernel_ns, 10'000);
+  // The warm-up ends at its last kernel: its gaps were read in the whole trace, and its set-up
+  // gap is the one before gemm (shown with the warm-up, not in the steady state).
+  const Analysis whole = run(b, [] {
+    AnalysisOptions o;
+    o.from_ns = 0;
+    return o;
+  }());
+  EXPECT_EQ(whole.steady.cut, Cut::none);
+  EXPECT_EQ(whole.kernel_count, 201u);
+  EXPECT_EQ(idle_of(whole, GapCause::setup), 4'980'000);  // 20..5000, before gemm's first call
+  EXPECT_LT(whole.devices[0].busy_fraction(), a.devices[0].busy_fraction());
+}
+
+// With repeated step ranges (torch.profiler's ProfilerStep#N), the first step is warm-up too.
+TEST(Analysis, TheFirstStepIsWarmUp) {
+  TraceBuilder b = program(10, true);
+  const Analysis a = run(b);
+  EXPECT_EQ(a.steady.cut, Cut::detected);
+  EXPECT_EQ(a.steady.start_ns, static_cast<std::int64_t>(TraceBuilder::at(5100)));
+  EXPECT_NE(a.steady.reason.find("the first of 10 'ProfilerStep' steps is warm-up"),
+            std::string::npos)
+      << a.steady.reason;
+  EXPECT_EQ(a.kernel_count, 18u);
+  EXPECT_EQ(a.steady.warmup_kernels, 3u);
+}
+
+// First-call work late in the run (with fewer than half of the kernels after it) stays in the
+// steady state: a cut there would leave most of the run out.
+TEST(Analysis, LateFirstCallsDoNotMoveTheWarmUp) {
+  TraceBuilder b = program(100);
+  b.launched("eval", 20000, 20005, 20010, 20020, 9999);  // after 10 ms of host work
+  const Analysis a = run(b);
+  EXPECT_EQ(a.steady.start_ns, static_cast<std::int64_t>(TraceBuilder::at(5020)));
+  EXPECT_GT(idle_of(a, GapCause::setup), 0);
+}
+
+TEST(Analysis, TheUsersCutFromATimeOrACountOfKernels) {
+  TraceBuilder b = program(100);
+  AnalysisOptions from;
+  from.from_ns = 10'000'000;  // 10 ms after the first record (the init launch call at 0)
+  const Analysis f = run(b, from);
+  EXPECT_EQ(f.steady.cut, Cut::from);
+  EXPECT_EQ(f.steady.start_ns, static_cast<std::int64_t>(TraceBuilder::at(10000)));
+  EXPECT_EQ(f.kernel_count, 100u);  // iterations 50..99
+  AnalysisOptions skip;
+  skip.skip_kernels = 11;  // init and 5 iterations
+  const Analysis k = run(b, skip);
+  EXPECT_EQ(k.steady.cut, Cut::skip);
+  EXPECT_EQ(k.kernel_count, 190u);
+  EXPECT_EQ(k.steady.warmup_kernels, 11u);
+  AnalysisOptions too_late;
+  too_late.from_ns = 60'000'000;
+  EXPECT_THROW(run(b, too_late), Error);
+  AnalysisOptions too_many;
+  too_many.skip_kernels = 201;
+  EXPECT_THROW(run(b, too_many), Error);
 }
 
 // A copy on another device explains nothing here; copies overlapping each other count once.
@@ -471,8 +618,8 @@ TEST(Analysis, ProfiledCuBlasKernelGetsTheTuneCommandOfItsProblem) {
   b.launched(nvjet, 1, 2, 10, 400, 1);
   for (const auto& [metric, value] :
        {std::pair<std::string, double>{"gpu__time_duration.sum", 390'000},
-        {"smsp__issue_active.avg.pct_of_peak_sustained_active", 30},
-        {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 45}})
+        {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 30},
+        {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 45}})
     b.t.counters.push_back({0, 1, metric, value});
   MemorySource source(b.t);
   const Analysis a = analyze(source);

@@ -44,10 +44,28 @@ std::string event(const std::string& fields) {
   return R"({"traceEvents": [)" + fields + "]}";
 }
 
+// The whole trace, warm-up included.
+Analysis whole(TraceSource& source) {
+  AnalysisOptions o;
+  o.from_ns = 0;
+  return analyze(source, o);
+}
+
+// The block's 3 "step" record_function ranges: the first step is warm-up, the report reads the
+// other two.
+TEST(KinetoSource, TheFirstOfTheBlocksStepsIsWarmUp) {
+  const auto source = open_trace(kFixtures / "torch_block.json");
+  const Analysis a = analyze(*source);
+  EXPECT_EQ(a.steady.cut, Cut::detected);
+  EXPECT_NE(a.steady.reason.find("the first of 3"), std::string::npos) << a.steady.reason;
+  EXPECT_EQ(a.kernel_count, 30u);
+  EXPECT_EQ(a.steady.warmup_kernels, 15u);
+}
+
 TEST(KinetoSource, ReadsTheRealBlockTraceWithEveryKernelAndItsOp) {
   const auto source = open_trace(kFixtures / "torch_block.json");
   ASSERT_NE(dynamic_cast<KinetoSource*>(source.get()), nullptr);
-  const Analysis a = analyze(*source);
+  const Analysis a = whole(*source);
   EXPECT_EQ(a.kernel_count, 45u);
   EXPECT_EQ(a.kernels.size(), 14u);
   // What the trace's own cpu_op nesting says (innermost op around the launch call on its thread),

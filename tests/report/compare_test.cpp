@@ -101,7 +101,7 @@ TEST(ReportCompare, AChangeBeyondTheNoiseIsNamedAndNewAndGoneKernelsListed) {
   EXPECT_EQ(by_name["old_only"]["verdict"], "gone");
   EXPECT_TRUE(by_name["old_only"]["now"].is_null());
   // The shape of the comparison (schema_version 8).
-  EXPECT_EQ(j["schema_version"], 10);
+  EXPECT_EQ(j["schema_version"], 11);
   std::vector<std::string> keys;
   for (auto it = gemm.begin(); it != gemm.end(); ++it) keys.push_back(it.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"baseline", "display_name", "median_change", "name",

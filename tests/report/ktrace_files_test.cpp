@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "ktune/core/paths.hpp"
 #include "ktune/report/chrome_trace.hpp"
 #include "ktune/report/report.hpp"
+#include "ktune/trace/metrics.hpp"
 #include "run_ktune.hpp"
 #include "trace_builder.hpp"
 
@@ -119,8 +121,14 @@ void check_invariants(const fs::path& path) {
   SCOPED_TRACE(path.string());
   analyze::KtraceSource source(path);
   const trace::TraceCounts& n = source.counts();
-  const analyze::Analysis a = analyze::analyze(source);
+  analyze::AnalysisOptions whole;
+  whole.from_ns = 0;  // the file's row counts are of the whole trace
+  const analyze::Analysis a = analyze::analyze(source, whole);
   EXPECT_EQ(a.kernel_count + source.skipped().count, n.kernels);
+  // The steady state and its warm-up add up to the whole.
+  const analyze::Analysis steady = analyze::analyze(source);
+  EXPECT_EQ(steady.kernel_count + steady.steady.warmup_kernels, a.kernel_count);
+  EXPECT_EQ(steady.kernel_total_ns + steady.steady.warmup_kernel_ns, a.kernel_total_ns);
   std::int64_t total = 0;
   std::size_t count = 0;
   double share = 0;
@@ -262,6 +270,54 @@ TEST(Cli, ReportMergesTracesWithContextSynchronizations) {
   ASSERT_EQ(both.exit_code, 0) << both.err;
   EXPECT_EQ(json::parse(both.out)["totals"]["kernel_count"].get<std::int64_t>(),
             2 * json::parse(alone.out)["totals"]["kernel_count"].get<std::int64_t>());
+}
+
+// Old traces never get a guessed verdict. The recorded H200 layer (no counters) reads "not
+// measured" with the flag in every stage; the same trace with the counters an older
+// `--metrics roofline` or `--metrics stalls` left (issue activity, DRAM %, stall reasons: once
+// read as compute- or latency-bound) reads the same, through the ktune binary.
+TEST(Cli, OldTracesReadAsNotMeasuredNeverAGuessedVerdict) {
+  TempDir dir;
+  const fs::path fixture =
+      fs::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace";
+  const std::string env = "KTUNE_HOME=" + (dir.path / "home").string();
+  const auto plain = test::run_ktune("report --format contract " + fixture.string(), env);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("not measured (--metrics roofline)"), std::string::npos) << plain.out;
+  for (const char* verdict : {"memory-bound", "compute-bound", "latency-bound", "issue-bound"})
+    EXPECT_EQ(plain.out.find(verdict), std::string::npos) << verdict;
+
+  trace::Trace t = trace::read_ktrace(fixture);
+  std::size_t profiled = 0;
+  for (const trace::KernelRecord& k : t.kernels) {
+    if (k.correlation_id == 0 || profiled++ % 40 != 0) continue;
+    namespace m = trace::metric;
+    for (const auto& [metric, value] :
+         {std::pair{std::string(m::kIssueActivePct), 81.0},
+          std::pair{std::string(m::kDramThroughputPct), 24.0},
+          std::pair{std::string(m::kDuration), double(k.duration_ns())},
+          std::pair{std::string(m::kStallPrefix) + "long_scoreboard" + std::string(m::kStallSuffix),
+                    6.0},
+          std::pair{std::string(m::kStallPrefix) + "selected" + std::string(m::kStallSuffix), 1.0}})
+      t.counters.push_back({k.device_id, k.correlation_id, metric, value});
+  }
+  std::sort(t.counters.begin(), t.counters.end(),
+            [](auto& a, auto& b) { return a.correlation_id < b.correlation_id; });
+  const fs::path old = dir.path / "old-counters.ktrace";
+  trace::write_ktrace(old, t);
+  const auto r = test::run_ktune("report --format json " + old.string(), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_FALSE(j["counters"]["kernels"].empty());
+  for (const json& k : j["counters"]["kernels"]) {
+    // Short kernels are launch-bound by their measured duration and waves; no other verdict.
+    const std::string v = k["bottleneck"];
+    EXPECT_TRUE(v == "not measured" || v == "launch-bound") << k["name"] << ": " << v;
+    if (v == "not measured") {
+      EXPECT_EQ(k["measure_with"], "--metrics roofline");
+      EXPECT_TRUE(k["opportunities"].empty()) << k["name"];
+    }
+  }
 }
 
 TEST(Cli, BadInputFailsWithOneLine) {

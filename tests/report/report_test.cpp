@@ -44,12 +44,19 @@ using Keys = std::vector<std::string>;
 // Pins the JSON shape: a change here is a schema change and needs a new schema_version.
 TEST(ReportJson, ShapeIsPinned) {
   const json j = json::parse(render_json(sample(), {}));
-  EXPECT_EQ(j["schema_version"], 10);
+  EXPECT_EQ(j["schema_version"], 11);
   EXPECT_EQ(j["kind"], "ktune.report");
-  EXPECT_EQ(keys(j), (Keys{"api",   "backlog",        "baseline", "copies",  "counters", "devices",
-                           "gaps",  "gemm_calls",     "group_by", "kernels", "kind",     "notes",
-                           "nvtx",  "schema_version", "storms",   "streams", "timeline", "totals",
-                           "trace", "triton_kernels"}));
+  EXPECT_EQ(keys(j),
+            (Keys{"api",        "backlog",  "baseline",       "copies",       "counters",
+                  "devices",    "gaps",     "gemm_calls",     "group_by",     "kernels",
+                  "kind",       "notes",    "nvtx",           "op_advice",    "ops",
+                  "schema_version", "steady_state", "storms", "streams",      "timeline",
+                  "totals",     "trace",    "triton_kernels"}));
+  EXPECT_EQ(keys(j["steady_state"]), (Keys{"cut", "reason", "start_ns", "warmup"}));
+  EXPECT_EQ(keys(j["steady_state"]["warmup"]),
+            (Keys{"busy_ns", "by_cause", "idle_ns", "kernel_count", "kernel_time_ns", "largest",
+                  "window_ns"}));
+  EXPECT_EQ(j["steady_state"]["cut"], "none");  // a few kernels: read whole
   EXPECT_EQ(keys(j["api"][0]), (Keys{"api", "count", "max_ns", "mean_ns", "median_ns", "min_ns",
                                      "name", "share", "stddev_ns", "total_ns"}));
   EXPECT_EQ(keys(j["streams"][0]), (Keys{"busy_ns", "copies", "copy_bytes", "copy_ns", "device",
@@ -79,7 +86,8 @@ TEST(ReportJson, ShapeIsPinned) {
                   "kernels", "timeline", "window_end_ns", "window_start_ns"}));
   EXPECT_EQ(keys(j["gaps"]), (Keys{"by_cause", "count", "idle_ns", "largest"}));
   EXPECT_EQ(keys(j["gaps"]["by_cause"]),
-            (Keys{"copies", "launch_bound", "synchronization", "unattributed"}));
+            (Keys{"allocation", "copies", "counter_replay", "host", "launch_bound", "setup",
+                  "synchronization", "unattributed"}));
   EXPECT_EQ(keys(j["gaps"]["largest"][0]),
             (Keys{"cause", "device", "duration_ns", "end_ns", "next_kernel", "start_ns"}));
   EXPECT_EQ(keys(j["storms"]), (Keys{"count", "longest"}));
@@ -184,8 +192,13 @@ TEST(ReportHtml, IsOneSelfContainedFile) {
   EXPECT_NE(h.find("<svg"), std::string::npos);
   EXPECT_NE(h.find("relu&lt;float&gt;"), std::string::npos);  // names are escaped
   EXPECT_EQ(h.find("relu<float>"), std::string::npos);
-  for (const char* external : {"<script", "<link", "src=", "href=", "@import", "url("})
+  // One inline script (the timeline's zoom), nothing fetched.
+  for (const char* external :
+       {"<script src", "<link", "src=", "href=", "@import", "url(", "fetch(", "https:"})
     EXPECT_EQ(h.find(external), std::string::npos) << external;
+  EXPECT_NE(h.find("<script>"), std::string::npos);
+  EXPECT_NE(h.find("class=\"timeline\""), std::string::npos);
+  EXPECT_NE(h.find("class=\"tick\""), std::string::npos);  // the time axis
   EXPECT_NE(h.find("</html>"), std::string::npos);
 }
 
@@ -319,14 +332,47 @@ TEST(ReportCli, AStoreFileNotCreatedYetIsNoError) {
       test::run_ktune("--db " + missing.string() + " report --format json " + trace.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader creates nothing";
-  EXPECT_EQ(json::parse(r.out)["schema_version"], 10);
+  EXPECT_EQ(json::parse(r.out)["schema_version"], 11);
+}
+
+// The recorded H200 layer: the report reads its steady state by default, the warm-up (cuBLAS's
+// first-call set-up before the first GEMM, 86 ms) apart; --from and --skip cut where the user says.
+TEST(ReportCli, SteadyStateByDefaultWarmUpApartAndTheUsersCut) {
+  const std::string fixture =
+      (std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/traces/torch_layer_h200.ktrace")
+          .string();
+  const auto text = test::run_ktune("report " + fixture);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* want : {"Steady state from", "Warm-up, left out", "first-call set-up",
+                           "Warm-up's largest gaps", "--from 0 reads the whole trace"})
+    EXPECT_NE(text.out.find(want), std::string::npos) << want << "\n" << text.out;
+  const json steady = json::parse(test::run_ktune("report --format json " + fixture).out);
+  EXPECT_EQ(steady["steady_state"]["cut"], "detected");
+  const json whole = json::parse(test::run_ktune("report --format json --from 0 " + fixture).out);
+  EXPECT_EQ(whole["steady_state"]["cut"], "none");
+  EXPECT_EQ(steady["totals"]["kernel_count"].get<int>() +
+                steady["steady_state"]["warmup"]["kernel_count"].get<int>(),
+            whole["totals"]["kernel_count"].get<int>());
+  EXPECT_GT(steady["totals"]["busy_pct"].get<double>(), whole["totals"]["busy_pct"].get<double>());
+  const json skip = json::parse(test::run_ktune("report --format json --skip 100 " + fixture).out);
+  EXPECT_EQ(skip["steady_state"]["cut"], "skip");
+  EXPECT_EQ(skip["totals"]["kernel_count"].get<int>() + 100,
+            whole["totals"]["kernel_count"].get<int>());
+  const json from =
+      json::parse(test::run_ktune("report --format json --from 160ms " + fixture).out);
+  EXPECT_EQ(from["steady_state"]["cut"], "from");
+  for (const char* bad : {"--from soon", "--from 1h", "--from 1s --skip 3"}) {
+    const auto r = test::run_ktune(std::string("report ") + bad + " " + fixture);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_FALSE(r.err.empty()) << bad;
+  }
 }
 
 // A PyTorch profiler trace is reported like a .ktrace, its op column and the note on what it lacks
 // included; a damaged one is one sentence and exit 1, in every format.
 TEST(ReportCli, ReadsAPyTorchProfilerTraceAndRefusesADamagedOne) {
   const auto fixtures = std::filesystem::path(KTUNE_SOURCE_DIR) / "tests/fixtures/torch";
-  const auto text = test::run_ktune("report " + (fixtures / "torch_block.json").string());
+  const auto text = test::run_ktune("report --from 0 " + (fixtures / "torch_block.json").string());
   EXPECT_EQ(text.exit_code, 0) << text.err;
   for (const char* want :
        {"a PyTorch profiler trace", "45 kernels (14 names)", "Op", "aten::native_layer_norm",

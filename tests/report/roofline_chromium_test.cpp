@@ -233,17 +233,20 @@ TEST(ReportHtmlChromium, RooflinePointsAndLabelsAreWhereTheDataPutsThem) {
   EXPECT_NEAR(y1 - y0, 360, 3);
   const double dx = x0 - 72.5, dy = y0 - 16.5;
 
-  // Every kernel's point: red (#d62728) within a few pixels of the centre the SVG gives.
-  const std::regex circle("<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"");
+  // Every kernel's point: its verdict's colour within a few pixels of the centre the SVG gives.
+  const std::regex circle(
+      "<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\" r=\"[0-9.]+\" fill=\"#([0-9a-f]{6})\"");
   std::size_t points = 0;
   for (auto it = std::sregex_iterator(html.begin(), html.end(), circle);
        it != std::sregex_iterator(); ++it) {
     const double cx = std::stod((*it)[1]) + dx, cy = std::stod((*it)[2]) + dy;
+    const long rgb = std::stol((*it)[3], nullptr, 16);
+    const std::array<int, 3> colour = {int(rgb >> 16), int((rgb >> 8) & 255), int(rgb & 255)};
     bool red = false;
     for (int y = int(cy) - 3; y <= int(cy) + 3 && !red; ++y)
       for (int x = int(cx) - 3; x <= int(cx) + 3 && !red; ++x)
         red = x >= 0 && y >= 0 && x < image.width && y < image.height &&
-              near_colour(image.at(x, y), {0xd6, 0x27, 0x28}, 24);
+              near_colour(image.at(x, y), colour, 24);
     EXPECT_TRUE(red) << "no point drawn at (" << cx << ", " << cy << ")";
     ++points;
   }

@@ -72,7 +72,7 @@ TEST(ReportCounters, WithoutCountersThereIsNoVerdictTable) {
 // Pins the derivation's JSON shape: a change here needs a new report schema_version.
 TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
   const json j = json::parse(render_json(analysis_of(counter_trace()), {}));
-  EXPECT_EQ(j["schema_version"], 10);
+  EXPECT_EQ(j["schema_version"], 11);
   const json& c = j["counters"];
   EXPECT_EQ(keys(c["ceilings"]), (Keys{"bf16_flop_per_s", "dram_bytes_per_s", "fp16_flop_per_s",
                                        "fp32_flop_per_s", "kind", "origin", "source"}));
@@ -100,9 +100,11 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
                            "library",
                            "local_memory_bytes",
                            "local_memory_per_thread_bytes",
+                           "measure_with",
                            "memory_pct",
                            "metrics",
                            "name",
+                           "near_line",
                            "opportunities",
                            "roofline",
                            "root_cause",
@@ -133,7 +135,9 @@ TEST(ReportCounters, JsonShapeIsPinnedAndKeepsFullNames) {
   EXPECT_EQ(keys(k["roofline"]),
             (Keys{"attainable_flop_per_s", "flop_from_tensor_pipe", "fraction_of_roof",
                   "peak_flop_per_s", "precision", "ridge_flop_per_byte"}));
-  EXPECT_EQ(keys(k["opportunities"][0]), (Keys{"action", "estimated_gain", "trigger"}));
+  EXPECT_EQ(keys(k["opportunities"][0]), (Keys{"action", "bound", "estimated_gain", "trigger"}));
+  EXPECT_EQ(k["measure_with"], "");
+  EXPECT_TRUE(k["near_line"].is_null());
   EXPECT_TRUE(k["fp16_flop"].is_null());  // not collected: null, not 0
   bool full_name = false;
   for (const auto& x : c["kernels"]) full_name |= x["name"] == "attention_fwd<128, 64>(Params)";
@@ -163,10 +167,13 @@ TEST(ReportCounters, StallReasonsAreShownWithTheirShares) {
   EXPECT_EQ(d["stalls"][0]["reason"], "long_scoreboard");
   EXPECT_DOUBLE_EQ(d["stalls"][0]["share"].get<double>(), 0.6);
   EXPECT_EQ(d["stall_cause"], "memory latency");
-  EXPECT_EQ(d["bottleneck"], "latency-bound");
+  // A stall profile alone measures no verdict: it says so, with the flag that would.
+  EXPECT_EQ(d["bottleneck"], "not measured");
+  EXPECT_EQ(d["measure_with"], "--metrics roofline");
+  EXPECT_TRUE(d["opportunities"].empty());
   const std::string t = render_text(a, {});
   for (const char* s : {"Top stalls", "long_scoreboard 60%, wait 15%, selected 10%",
-                        "latency-bound (memory latency)", "2112x1x1 256x1x1"})
+                        "not measured (--metrics roofline)", "2112x1x1 256x1x1"})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   const std::string md = render_contract(a, {});
   for (const char* s :
@@ -178,6 +185,31 @@ TEST(ReportCounters, StallReasonsAreShownWithTheirShares) {
 
 // The profile contract is pinned line by line. KTUNE_UPDATE_GOLDEN=1 rewrites the golden file
 // (review its diff like code).
+// The run's opportunities are weighted by the time of the launches they were measured on: the
+// profiled shape owns a third of the kernel's time, so its 50 % estimate is worth a sixth of the
+// kernel's time, not half of it (the issue's "top opportunity 50 %" read over all launches).
+TEST(ReportCounters, RunGainIsWeightedByTheMeasuredLaunchesTime) {
+  namespace m = analyze::test::m;
+  CounterTraceBuilder b;
+  const std::string copy = "copy_rows(float const*, float*, long)";
+  // Measured: 100 us, memory at 90 %, SM at 20 %: halving bytes saves 50 %.
+  b.launch(copy, 100, 8448, 256, 24, 0,
+           {{m::kDuration, 100'000},
+            {m::kSmThroughputPct, 20},
+            {m::kMemoryThroughputPct, 90},
+            {m::kDramThroughputPct, 90},
+            {m::kFp32Fma, 0}});
+  // Unprofiled launches of another shape: 200 us of the kernel's 300.
+  b.kernel(copy, 1000, 1200, 77).grid_x = 16896;
+  b.t.kernels.back().block_x = 256;
+  analyze::test::add_h100_identity(b.t);
+  const analyze::Analysis a = analysis_of(b.t);
+  ASSERT_EQ(a.counters.kernels.size(), 1u);
+  EXPECT_NEAR(a.counters.kernels[0].opportunities.at(0).estimated_gain, 0.5, 1e-9);
+  const std::string md = render_contract(a, {});
+  EXPECT_NE(md.find("| 50.0 % | 33.3 % | 16.7 % |"), std::string::npos) << md;
+}
+
 TEST(ReportCounters, ContractMatchesTheGoldenFile) {
   const std::string path = std::string(KTUNE_SOURCE_DIR) + "/tests/report/golden/contract.md";
   const std::string md = render_contract(analysis_of(counter_trace()), {});
@@ -257,7 +289,10 @@ TEST(ReportCounters, HtmlDrawsTheRooflineBesideTheTimeline) {
       << h;
   EXPECT_NE(h.find("attention_fwd&lt;128, 64&gt;(Params)"), std::string::npos);  // in titles
   EXPECT_LT(h.find("<h2>Timeline</h2>"), h.find("<h2>Roofline</h2>"));
-  EXPECT_EQ(h.find("<script"), std::string::npos);
+  EXPECT_EQ(h.find("<script src"), std::string::npos);
+  // Points coloured by verdict: the copy is not plotted (no FLOPs), the locality GEMM is.
+  EXPECT_NE(h.find(std::string("fill=\"") + verdict_color(analyze::Bottleneck::locality)),
+            std::string::npos);
 }
 
 // A kernel profiled at two launch shapes is two points; the legend tells them apart by launch.

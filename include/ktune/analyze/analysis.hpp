@@ -4,6 +4,7 @@
 // range, copies, the tuning backlog, and (with the counter tier) the per-kernel roofline verdicts.
 // Plain data; report/ renders it.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "ktune/analyze/counters.hpp"
 #include "ktune/analyze/gemm_calls.hpp"
 #include "ktune/analyze/launch_shape.hpp"
+#include "ktune/analyze/op_advice.hpp"
 #include "ktune/analyze/source.hpp"
 #include "ktune/analyze/timeline.hpp"
 #include "ktune/analyze/triton_kernels.hpp"
@@ -18,8 +20,10 @@
 
 namespace ktune::analyze {
 
-// How a host API call matters to gap attribution, decided from its name.
-enum class ApiRole { launch, synchronize, copy, other };
+// How a host API call matters to gap attribution, decided from its name: set-up is module and
+// library loading, context and device queries, function attributes; allocation is device and
+// pinned memory allocation and release.
+enum class ApiRole { launch, synchronize, copy, setup, allocation, other };
 ApiRole api_role(std::string_view api_name);
 
 // How the kernel table groups kernels: by name, by name and launch shape, or by the PyTorch op
@@ -40,6 +44,11 @@ struct AnalysisOptions {
   std::size_t timeline_bins = 400;  // resolution of the per-device utilisation strip
   // The ceilings for a trace that carries none (older than schema 5): the reading machine's.
   Ceilings ceilings;
+  // Where the steady state starts (docs/report.md, "Warm-up and steady state"). Neither set: the
+  // warm-up is detected. from_ns: this long after the trace's first record (0: no cut, the
+  // whole trace); skip_kernels: after the first N kernels launched.
+  std::optional<std::int64_t> from_ns;
+  std::optional<std::size_t> skip_kernels;
 };
 
 struct KernelGroup {
@@ -57,10 +66,35 @@ struct KernelGroup {
   std::size_t op_kernels = 0, ops = 0;
 };
 
-enum class GapCause { launch_bound, synchronization, copies, unattributed };
-inline constexpr GapCause kGapCauses[] = {GapCause::launch_bound, GapCause::synchronization,
-                                          GapCause::copies, GapCause::unattributed};
+// What the host was doing while a device idled (docs/report.md, "Idle gaps"): launching back to
+// back (launch_bound), waiting in a synchronize call, copying, in ktune's own counter replay
+// (the launch call of a profiled kernel), in first-call set-up (set-up API calls, lazy module
+// loading in a first launch, or a long stretch before a kernel's first launch), allocating, or
+// elsewhere (host: Python or other CPU work between launches); unattributed: the trace holds no
+// host record to tell, or the kernel was queued before the device ran dry.
+enum class GapCause {
+  launch_bound,
+  synchronization,
+  copies,
+  counter_replay,
+  setup,
+  allocation,
+  host,
+  unattributed
+};
+inline constexpr GapCause kGapCauses[] = {
+    GapCause::launch_bound, GapCause::synchronization, GapCause::copies, GapCause::counter_replay,
+    GapCause::setup,        GapCause::allocation,      GapCause::host,   GapCause::unattributed};
 const char* to_string(GapCause cause);
+// The host's time between two launch calls on one thread up to which it counts as launching back
+// to back (PyTorch's per-op overhead between launches is 10-40 us); a longer stretch is host work.
+inline constexpr std::int64_t kBackToBackNs = 50'000;
+// A launch call at least this long for a kernel's first launch is lazy module loading, not launch
+// overhead (a launch call costs 2-10 us; loading a module, 0.1-2 ms).
+inline constexpr std::int64_t kLazyLoadNs = 100'000;
+// Host time before a kernel's first launch at least this long is first-call set-up (library
+// handles, autotuning, model build), not per-launch host work.
+inline constexpr std::int64_t kFirstCallNs = 1'000'000;
 
 struct Gap {
   int device = 0;
@@ -148,8 +182,28 @@ struct CopyGroup {
   std::int64_t total_ns = 0;
 };
 
+// How the steady state's start was chosen.
+enum class Cut { none, detected, from, skip };
+const char* to_string(Cut cut);  // "none", "detected", "from", "skip"
+
+// The warm-up the report leaves out of its numbers, and why: first-call work (a kernel's first
+// launch after set-up time) and the first of the program's repeated steps. Its own busy, idle and
+// gap causes are shown apart.
+struct SteadyState {
+  Cut cut = Cut::none;
+  std::int64_t start_ns = 0;  // the steady state starts here (the trace's clock); none: 0
+  std::string reason;         // one sentence: what ended the warm-up
+  std::size_t warmup_kernels = 0;
+  std::int64_t warmup_kernel_ns = 0;  // GPU time of its kernels
+  std::int64_t warmup_window_ns = 0;  // from the trace's first kernel to start_ns, over devices
+  std::int64_t warmup_busy_ns = 0;
+  std::vector<GapCauseTotal> warmup_idle_by_cause;  // kGapCauses order
+  std::vector<Gap> warmup_gaps;                     // its longest gaps, longest first
+};
+
 struct Analysis {
   trace::TraceMetadata metadata;
+  SteadyState steady;          // the analysis below is of the steady state when steady.cut != none
   std::int64_t origin_ns = 0;  // earliest timestamp in the trace; reports show times from it
   GroupBy group_by = GroupBy::name;
   std::size_t kernel_count = 0;
@@ -162,9 +216,11 @@ struct Analysis {
   std::size_t gap_count = 0;
   std::vector<Gap> largest_gaps;  // longest first
   std::size_t storm_count = 0;
-  std::vector<Storm> storms;      // most kernels first
-  std::vector<NvtxGroup> nvtx;    // by total_ns, descending
-  std::vector<CopyGroup> copies;  // by total_ns, descending
+  std::vector<Storm> storms;        // most kernels first
+  std::vector<NvtxGroup> nvtx;      // by total_ns, descending
+  std::vector<CopyGroup> copies;    // by total_ns, descending
+  std::vector<OpGroup> ops;         // GPU time by PyTorch op, descending; empty without ops
+  std::vector<OpAdvice> op_advice;  // program-level advice, largest saving first
   std::size_t api_call_count = 0;
   std::vector<ApiGroup> api;         // by total_ns, descending
   std::vector<StreamUsage> streams;  // by device, then stream
@@ -181,7 +237,9 @@ struct Analysis {
 // Reads each record type once (nvtx, api calls, syncs and copies before kernels) and keeps per
 // kernel only its duration, for the medians; then the counter analysis (counters, and kernels
 // only when there are counters) and the timeline findings (copies and kernels again, one interval
-// per kernel), then the GEMM calls. Throws ktune::Error when kernels arrive out of order.
+// per kernel), then the GEMM calls. When a warm-up is cut (options.from_ns, skip_kernels, or
+// detected), the steady state and the warm-up are each read once more through a WindowSource.
+// Throws ktune::Error when kernels arrive out of order.
 Analysis analyze(TraceSource& source, const AnalysisOptions& options = {});
 
 }  // namespace ktune::analyze

@@ -77,12 +77,30 @@ inline constexpr double kStallCauseShare = 0.25;
 inline constexpr double kTensorMathPct = 10.0;
 // The stall reasons the report lists per kernel.
 inline constexpr std::size_t kTopStalls = 3;
+// A verdict whose deciding throughput lies within this many points of kBoundPct is "near the
+// line": ktune's kernel replay and Nsight Compute differ by a few points there (cache state,
+// clock), so the verdict is given with the one across the line instead of flipping between them.
+inline constexpr double kNearLinePts = 5.0;
 }  // namespace threshold
 
 // issue: the schedulers issue nearly every cycle, yet not math (a kernel doing no FLOP whose
 // instruction issue is the busiest unit: address arithmetic, conversions, loads and stores).
-enum class Bottleneck { memory, compute, latency, locality, launch, issue, unknown };
-const char* to_string(Bottleneck b);  // "memory-bound", ..., "issue-bound", "unknown"
+// not_measured: the throughput pair that decides a verdict (SM and memory speed of light) was not
+// collected; no verdict is guessed from what was.
+enum class Bottleneck { memory, compute, latency, locality, launch, issue, not_measured };
+const char* to_string(Bottleneck b);  // "memory-bound", ..., "issue-bound", "not measured"
+
+// The `ktune profile` flag whose counter set holds the throughput pair a verdict needs (the first
+// set of trace::metric::metric_sets() with both): "--metrics roofline".
+std::string verdict_metrics_flag();
+
+// A verdict decided by a throughput within threshold::kNearLinePts of kBoundPct: which side, its
+// value, and the verdict the other side of the line gives.
+struct NearLine {
+  std::string side;  // "SM" or "memory"
+  double pct = 0;
+  Bottleneck other = Bottleneck::not_measured;
+};
 
 // What the warps wait on, read from the dominant stall reason (Nsight Compute's warp-state
 // reasons, grouped by the fix they call for). docs/analysis.md has the table.
@@ -114,7 +132,11 @@ struct StallShare {
 struct Opportunity {
   std::string action;     // one line: what to change
   std::string trigger;    // "metric=value" that raised it
-  double estimated_gain;  // share of the kernel's time it could save, 0..1
+  double estimated_gain;  // share of the kernel's time it could save, 0..1, within `bound`
+  // The most any change of its kind can save given what was measured (docs/analysis.md): a
+  // latency fix stops where the busiest unit saturates, removing work from the bounding unit
+  // stops where the other unit bounds.
+  double bound = 1;
 };
 
 // A roofline point: FLOP/s at arithmetic intensity against this GPU's ceilings.
@@ -187,7 +209,10 @@ struct KernelDerivation {
   // `ktune tune --library cublaslt ...` for the GEMM problem whose calls launched this kernel
   // (ktune profile --gemm-shapes), "" when none is known.
   std::string tune_command;
-  Bottleneck bottleneck = Bottleneck::unknown;
+  Bottleneck bottleneck = Bottleneck::not_measured;
+  std::optional<NearLine> near_line;  // the verdict sits within kNearLinePts of the 60 % line
+  // With no verdict: the `ktune profile` flag that collects what it needs; "" otherwise.
+  std::string measure_with;
   std::string root_cause;                  // two sentences
   std::string key_issue;                   // a few words for a table
   std::vector<Opportunity> opportunities;  // at most three, largest estimated gain first
@@ -219,8 +244,10 @@ KernelDerivation derive(const KernelCounters& counters, const Ceilings& ceilings
                         const DeviceFacts& device);
 
 // Joins the source's counter values to their launches, groups them by (name, launch shape) and
-// derives each group. A source without counters gives an empty analysis.
-CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings);
+// derives each group. A source without counters gives an empty analysis. The time each shape owns
+// is counted over `timed` (the report's steady state), the whole source when null.
+CounterAnalysis analyze_counters(TraceSource& source, const Ceilings& ceilings,
+                                 TraceSource* timed = nullptr);
 
 // Gives each library kernel whose GEMM problem the trace recorded (--gemm-shapes) the command
 // that tunes it: the problem with the most GPU time among those whose calls launched it.

@@ -26,4 +26,7 @@ std::string terminal_safe(std::string_view text, bool keep_newlines = false);
 // a number too large for a double, infinities and NaN.
 std::optional<double> parse_double(std::string_view text);
 
+// A duration for people: 450 ns, 12.3 us, 4.567 ms, 1.234 s (three or four significant figures).
+std::string duration_text(double ns);
+
 }  // namespace ktune

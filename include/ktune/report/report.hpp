@@ -27,10 +27,13 @@ namespace ktune::report {
 // 8: the counter tier's stalls ("stalls", "stall_cause", "warp_cycles_per_issue"), "library" and
 //    "tune_command", the time of the profiled shape ("shape_launches", "shape_total_ns"), the
 //    "issue-bound" verdict, and the ceilings' "kind" and "origin".
-// 10: "triton_kernels" (Inductor's Triton kernels from the scan beside the trace: name, kind,
+// 10: a kernel without the throughput pair is "not measured" ("measure_with" names the flag);
+//     "near_line"; each opportunity's "bound"; "steady_state" (warm-up cut) and the gap causes
+//     "setup", "counter_replay" and "host"; "op_advice".
+// 11: "triton_kernels" (Inductor's Triton kernels from the scan beside the trace: name, kind,
 //     lookup_hash, source_hash, path, dtype, numels, ops, stack_traces, tunable, why_not,
 //     launches, gpu_ns, tune_command) and the backlog's "triton_kernels".
-inline constexpr int kReportSchemaVersion = 10;
+inline constexpr int kReportSchemaVersion = 11;
 
 struct RenderOptions {
   std::size_t top_kernels = 25;  // rows in the people-facing formats; JSON always has them all
@@ -62,6 +65,8 @@ std::string render_contract(const analyze::Analysis& analysis, const RenderOptio
 // The roofline as HTML: one inline SVG (calibrated roofs, a numbered point per kernel with FLOPs),
 // the legend table naming each number, and the kernels left off the chart; empty without counters
 // or ceilings.
+// Points sized by the time their launch shape owns and coloured by verdict (verdict_color).
 std::string roofline_html(const analyze::Analysis& analysis, const analyze::NameTable& names);
+const char* verdict_color(analyze::Bottleneck b);
 
 }  // namespace ktune::report
