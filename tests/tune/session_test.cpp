@@ -221,6 +221,31 @@ TEST(Session, EvaluatesTheCandidateTheEvaluatorHasReady) {
   EXPECT_DOUBLE_EQ(s.best->result.time_ns, 1000);
 }
 
+// Replay runs many sessions over a recorded space: with no output folder a session keeps its
+// results in the summary and writes nothing (not even into the working directory).
+TEST(Session, WithoutAnOutputFolderWritesNothing) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("nowhere");
+  fs::create_directories(dir.path);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path);
+  FakeEvaluator ev;
+  SessionSummary s;
+  try {
+    s = Session(spec, options("", "random", 9), ev).run();
+  } catch (...) {
+    fs::current_path(cwd);
+    throw;
+  }
+  fs::current_path(cwd);
+  EXPECT_EQ(s.evaluations, 9u);
+  EXPECT_EQ(s.records.size(), 9u);
+  EXPECT_TRUE(fs::is_empty(dir.path));
+  SessionOptions resume = options("", "random", 9);
+  resume.resume = true;
+  EXPECT_THROW(Session(spec, resume, ev), Error);
+}
+
 TEST(Session, StopsAtTheBudget) {
   const ProblemSpec spec = copy_spec();
   TempDir dir("budget");

@@ -23,6 +23,7 @@
 
 namespace ktune::tune {
 
+class Strategy;
 using ConfigMap = std::map<std::string, Value>;
 
 // How one configuration ended, as the evaluator reports it.
@@ -67,7 +68,9 @@ struct SessionOptions {
   double time_limit_s = 0;   // wall clock of this process's search; 0: none
   std::size_t prefetch = 8;  // configurations proposed (and compiled) ahead of measurement
   std::map<std::string, std::int64_t> shape;  // overrides of the spec's shape variables
-  std::filesystem::path out_dir;              // created if missing
+  // Created if missing. Empty: nothing is written and the summary is the only result (replay
+  // runs many sessions over a recorded space this way).
+  std::filesystem::path out_dir;
   bool resume = false;  // continue from out_dir/results.jsonl (else it must not exist)
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop after this one
   // The queue claim (its attempt number, which grows with each claim of a job) running this
@@ -75,7 +78,7 @@ struct SessionOptions {
   // earlier claims: a worker frozen past its lease that wakes and appends is ignored by every
   // reader (read_results), so the job's results are those of the claims that held it.
   std::int64_t claim = 0;
-  std::function<double()> clock_s;  // seconds; default: a steady clock
+  std::function<double()> clock_s;  // seconds; default: a steady clock (replay: simulated)
   // What is known from other GPUs or shapes of the same op (warm_start.hpp): the first proposals
   // follow it. Empty: a cold start.
   WarmStartSources warm;
@@ -143,6 +146,9 @@ class Session {
   Session(const ProblemSpec& spec, SessionOptions options, Evaluator& evaluator);
   // `target.space` must outlive the session.
   Session(SearchTarget target, SessionOptions options, Evaluator& evaluator);
+  // Searches with `strategy` (the caller's, e.g. a strategy under study in replay) in place of
+  // make_strategy(options.strategy). It must outlive the session.
+  Session(SearchTarget target, SessionOptions options, Evaluator& evaluator, Strategy& strategy);
   // Runs to a stop and writes the files. A fatal candidate is recorded and the files written, then
   // ktune::Error tells the user to --resume. Other exceptions (evaluator or I/O) propagate with
   // every finished evaluation already on disk.
@@ -155,6 +161,7 @@ class Session {
   SearchTarget target_;
   SessionOptions opt_;
   Evaluator& evaluator_;
+  Strategy* strategy_ = nullptr;  // null: make_strategy(opt_.strategy)
 };
 
 // Reads results.jsonl. A torn last line (a crash mid-write) is ignored; any other bad line throws
