@@ -335,8 +335,8 @@ struct LibraryEvaluator::Impl {
     }
   }
 
-  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) {
-    CandidateResult r;
+  CandidateOutcome evaluate(const ConfigMap& config, std::optional<double> best_ns) {
+    CandidateOutcome r;
     const bench::LtAlgoConfig* known = nullptr;
     for (const auto& c : candidates.configs)
       if (library_config(c) == config) known = &c;
@@ -378,17 +378,10 @@ struct LibraryEvaluator::Impl {
         r.detail = cmp.detail;
         return r;
       }
-      bench::CandidateOutcome o;
-      o.detail = fmt::format(
+      r.detail = fmt::format(
           "verified: agrees with cuBLASLt's first heuristic choice ({} elements)", cmp.elements);
       bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, device.pci_bus_id);
-      bench::measure_verified(sampler, options.pipeline, best_ns, o);
-      r.status = o.status;
-      r.detail = o.detail;
-      r.full = o.full;
-      r.time_ns = o.measurement.time_ns.median;
-      r.noise_ns = (o.measurement.time_ns.p95 - o.measurement.time_ns.p5) / 2;
-      r.samples = o.measurement.samples_ns.size();
+      bench::measure_verified(sampler, options.pipeline, best_ns, r);
       return r;
     } catch (const NoGpuError&) {
       throw;
@@ -396,7 +389,7 @@ struct LibraryEvaluator::Impl {
       const CUresult sticky = cuda::driver().cuCtxSynchronize();
       r.status = Status::launch_failed;
       r.detail = e.what();
-      r.fatal = cuda::context_is_lost(sticky);
+      r.context_lost = cuda::context_is_lost(sticky);
       return r;
     }
   }
@@ -412,7 +405,8 @@ nlohmann::json LibraryEvaluator::describe() {
   return impl_->candidates;
 }
 
-CandidateResult LibraryEvaluator::evaluate(const ConfigMap& config, std::optional<double> best_ns) {
+CandidateOutcome LibraryEvaluator::evaluate(const ConfigMap& config,
+                                            std::optional<double> best_ns) {
   return impl_->evaluate(config, best_ns);
 }
 
@@ -459,8 +453,8 @@ const SessionRecord* library_winner_record(const LibraryCandidates& candidates,
   if (!session.best) return nullptr;
   const SessionRecord* d = library_default_record(candidates, session);
   if (!d) return &*session.best;
-  const double spread = std::max(d->result.noise_ns, session.best->result.noise_ns);
-  return d->result.time_ns - session.best->result.time_ns > spread ? &*session.best : d;
+  const double spread = std::max(d->result.noise_ns(), session.best->result.noise_ns());
+  return d->result.time_ns() - session.best->result.time_ns() > spread ? &*session.best : d;
 }
 
 store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
@@ -496,9 +490,9 @@ store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
                              {"timing", "eager launches, CUDA events"},
                              {"clocks", "as found, not locked"}};
   e.config["cublaslt_version"] = candidates.cublaslt_version;
-  e.median_ns = best.result.time_ns;
-  e.noise_ns = best.result.noise_ns;
-  e.samples = static_cast<std::int64_t>(best.result.samples);
+  e.median_ns = best.result.time_ns();
+  e.noise_ns = best.result.noise_ns();
+  e.samples = static_cast<std::int64_t>(best.result.samples());
   e.throughput = bench::gemm_flop(problem) / (e.median_ns * 1e-9);
   e.throughput_unit = "flop/s";
   e.verification = "passed";
@@ -512,7 +506,7 @@ store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
                          {"candidates", candidates.configs.size()},
                          {"seed", session.seed}};
   if (const SessionRecord* d = library_default_record(candidates, session))
-    e.provenance.budget["default_median_ns"] = d->result.time_ns;
+    e.provenance.budget["default_median_ns"] = d->result.time_ns();
   return e;
 }
 

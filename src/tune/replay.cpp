@@ -324,20 +324,20 @@ std::size_t RecordedEvaluator::next_ready(const std::vector<ConfigMap>& candidat
   return first;
 }
 
-CandidateResult RecordedEvaluator::evaluate(const ConfigMap& config,
-                                            std::optional<double> best_ns) {
+CandidateOutcome RecordedEvaluator::evaluate(const ConfigMap& config,
+                                             std::optional<double> best_ns) {
   const std::size_t pos = position(config);
   now_s_ = std::max(now_s_, ready_s(pos));  // waits for its compile
   compiled_at_s_.erase(pos);
   const Evaluation e = space_.evaluate(pos);
-  CandidateResult r;
+  CandidateOutcome r;
   r.status = e.status;
   r.compile_s = compile_s(pos);
   if (!has_time(e.status)) {
     r.detail = fmt::format("recorded as {}", to_string(e.status));
     return r;
   }
-  r.time_ns = e.time_ns;
+  r.set_time(e.time_ns, 0, 0);
   if (best_ns) {  // the pipeline's screen
     const bool clearly_slower = settings_.screen.screen_margin > 0 &&
                                 e.time_ns > *best_ns * (1 + settings_.screen.screen_margin);
@@ -370,7 +370,7 @@ ReplayRun replay_once(const RecordedSpace& space, Strategy& strategy, std::uint6
   ReplayRun run;
   run.seed = seed;
   if (!s.best || s.to_solution.size() < 2) return run;
-  run.fraction_of_optimum = space.best_time_ns() / s.best->result.time_ns;
+  run.fraction_of_optimum = space.best_time_ns() / s.best->result.time_ns();
   run.evaluations_to_1pct = s.to_solution[0].evaluations;
   run.evaluations_to_2pct = s.to_solution[1].evaluations;
   return run;

@@ -119,7 +119,7 @@ nlohmann::json Evaluator::describe() {
 std::vector<TimeToSolution> time_to_solution(const std::vector<SessionRecord>& records) {
   std::vector<double> times;  // what can be the best: fully measured, verified; else NaN
   for (const SessionRecord& r : records)
-    times.push_back(r.result.status == Status::ok && r.result.full ? r.result.time_ns
+    times.push_back(r.result.status == Status::ok && r.result.full ? r.result.time_ns()
                                                                    : std::nan(""));
   std::vector<TimeToSolution> out;
   for (double within : {0.01, 0.02})
@@ -130,18 +130,18 @@ std::vector<TimeToSolution> time_to_solution(const std::vector<SessionRecord>& r
 
 // -----------------------------------------------------------------------------------------------
 nlohmann::json record_json(const SessionRecord& r) {
-  const CandidateResult& x = r.result;
+  const CandidateOutcome& x = r.result;
   return {{"schema_version", kSessionSchemaVersion},
           {"sequence", r.sequence},
           {"config", config_json(r.config)},
           {"status", to_string(x.status)},
-          {"time_ns", x.time_ns},
-          {"noise_ns", x.noise_ns},
-          {"samples", x.samples},
-          {"measurement", x.full ? "full" : (x.time_ns > 0 ? "screen" : "none")},
+          {"time_ns", x.time_ns()},
+          {"noise_ns", x.noise_ns()},
+          {"samples", x.samples()},
+          {"measurement", x.full ? "full" : (x.time_ns() > 0 ? "screen" : "none")},
           {"detail", x.detail},
           {"compile_s", x.compile_s},
-          {"fatal", x.fatal},
+          {"fatal", x.context_lost},
           {"elapsed_s", r.elapsed_s},
           {"timestamp", r.timestamp}};
 }
@@ -171,12 +171,11 @@ SessionRecord record_from_json(const nlohmann::json& j) {
   const auto status = status_from_string(j.at("status").get<std::string>());
   if (!status) throw Error(fmt::format("unknown status '{}'", j.at("status").dump()));
   r.result.status = *status;
-  r.result.time_ns = j.at("time_ns").get<double>();
-  r.result.noise_ns = j.value("noise_ns", 0.0);
-  r.result.samples = j.value("samples", std::size_t{0});
+  r.result.set_time(j.at("time_ns").get<double>(), j.value("noise_ns", 0.0),
+                    j.value("samples", std::size_t{0}));
   r.result.full = j.value("measurement", "") == "full";
   r.result.detail = j.value("detail", "");
-  r.result.fatal = j.value("fatal", false);
+  r.result.context_lost = j.value("fatal", false);
   r.result.compile_s = j.value("compile_s", 0.0);
   r.elapsed_s = j.value("elapsed_s", 0.0);
   r.timestamp = j.value("timestamp", "");
@@ -406,7 +405,7 @@ class SessionRun {
       rec = evaluate(config);
     }
     observe(position, rec);
-    const bool fatal = rec.result.fatal && !resumed;
+    const bool fatal = rec.result.context_lost && !resumed;
     s_.records.push_back(std::move(rec));
     if (fatal) return StopCause::fatal;
     return std::nullopt;
@@ -431,12 +430,12 @@ class SessionRun {
   }
 
   void observe(std::size_t position, const SessionRecord& rec) {
-    const CandidateResult& r = rec.result;
+    const CandidateOutcome& r = rec.result;
     ++s_.counts[r.status];
     // The record keeps the outcome "slower"; the strategy learns from its time (observe()).
-    strategy_.observe({position, r.status, r.time_ns});
-    if (r.status == Status::ok && r.full && (!best_ns_ || r.time_ns < *best_ns_)) {
-      best_ns_ = r.time_ns;
+    strategy_.observe({position, r.status, r.time_ns()});
+    if (r.status == Status::ok && r.full && (!best_ns_ || r.time_ns() < *best_ns_)) {
+      best_ns_ = r.time_ns();
       s_.best = rec;
     }
   }
@@ -486,7 +485,7 @@ nlohmann::json session_t4_json(const SessionSummary& s) {
     T4Record t;
     t.configuration = r.config;
     t.status = r.result.status;
-    t.time_ns = r.result.time_ns;
+    t.time_ns = r.result.time_ns();
     t.detail = r.result.detail;
     t.compile_ns = r.result.compile_s * 1e9;
     results.push_back(t4_result_json(t, r.timestamp));
@@ -528,9 +527,9 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
   }
   nlohmann::json best = nlohmann::json(nullptr);
   if (s.best)
-    best = {{"sequence", s.best->sequence},      {"config", config_json(s.best->config)},
-            {"time_ns", s.best->result.time_ns}, {"noise_ns", s.best->result.noise_ns},
-            {"samples", s.best->result.samples}, {"detail", s.best->result.detail}};
+    best = {{"sequence", s.best->sequence},        {"config", config_json(s.best->config)},
+            {"time_ns", s.best->result.time_ns()}, {"noise_ns", s.best->result.noise_ns()},
+            {"samples", s.best->result.samples()}, {"detail", s.best->result.detail}};
   nlohmann::json to_solution = nlohmann::json::array();
   for (const TimeToSolution& t : s.to_solution)
     to_solution.push_back(

@@ -63,6 +63,23 @@ TEST(PipelineResources, RejectsEachLimit) {
   EXPECT_NE(why->find("grid"), std::string::npos);
 }
 
+// One outcome type for every evaluator: its figures are the measurement's, and a record read back
+// (set_time) gives the same figures again.
+TEST(CandidateOutcome, FiguresAreTheMeasurementsAndSurviveARecord) {
+  CandidateOutcome o;
+  const std::vector<double> samples{100, 101, 102, 103, 104, 105, 106, 107, 108, 140};
+  o.measurement.time_ns = summarize(samples);
+  EXPECT_DOUBLE_EQ(o.time_ns(), o.measurement.time_ns.median);
+  EXPECT_DOUBLE_EQ(o.noise_ns(), (o.measurement.time_ns.p95 - o.measurement.time_ns.p5) / 2);
+  EXPECT_GT(o.noise_ns(), 0);
+  EXPECT_EQ(o.samples(), 10u);
+  CandidateOutcome back;
+  back.set_time(o.time_ns(), o.noise_ns(), o.samples());
+  EXPECT_DOUBLE_EQ(back.time_ns(), o.time_ns());
+  EXPECT_DOUBLE_EQ(back.noise_ns(), o.noise_ns());
+  EXPECT_EQ(back.samples(), o.samples());
+}
+
 TEST(PipelineScreen, ContendersAreWithinTheMarginOfTheBest) {
   EXPECT_TRUE(is_contender(5000, std::nullopt, 0.03));  // nothing measured yet
   EXPECT_TRUE(is_contender(1020, 1000.0, 0.03));

@@ -120,8 +120,7 @@ SessionSummary two_candidate_session(const LibraryCandidates& c, double default_
     r.sequence = i;
     r.config = library_config(c.configs[i]);
     r.result.full = true;
-    r.result.time_ns = i == 0 ? default_ns : other_ns;
-    r.result.noise_ns = i == 0 ? default_noise : other_noise;
+    r.result.set_time(i == 0 ? default_ns : other_ns, i == 0 ? default_noise : other_noise, 10);
     s.records.push_back(r);
   }
   s.best = s.records[default_ns <= other_ns ? 0 : 1];

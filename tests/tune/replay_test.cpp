@@ -297,17 +297,17 @@ TEST(ReplaySession, UnrecordedCompileTimesFollowTheSeed) {
 TEST(ReplaySession, ScreensAgainstTheBestAsThePipelineDoes) {
   const auto space = compile_space({0.0, 0.0, 0.0, 0.0});
   RecordedEvaluator ev(*space, 1, 1);
-  const CandidateResult first = ev.evaluate({{"x", Value(2)}}, std::nullopt);  // 2 us
+  const CandidateOutcome first = ev.evaluate({{"x", Value(2)}}, std::nullopt);  // 2 us
   EXPECT_EQ(first.status, Status::ok);
   EXPECT_TRUE(first.full);
-  EXPECT_DOUBLE_EQ(first.time_ns, 2e3);
+  EXPECT_DOUBLE_EQ(first.time_ns(), 2e3);
   const double t0 = ev.clock_s();
-  const CandidateResult slower = ev.evaluate({{"x", Value(0)}}, 2e3);  // 4 us
+  const CandidateOutcome slower = ev.evaluate({{"x", Value(0)}}, 2e3);  // 4 us
   EXPECT_EQ(slower.status, Status::slower);
   EXPECT_FALSE(slower.full);
-  EXPECT_DOUBLE_EQ(slower.time_ns, 4e3);
+  EXPECT_DOUBLE_EQ(slower.time_ns(), 4e3);
   const double screen_s = ev.clock_s() - t0;
-  const CandidateResult faster = ev.evaluate({{"x", Value(3)}}, 2e3);  // 1 us
+  const CandidateOutcome faster = ev.evaluate({{"x", Value(3)}}, 2e3);  // 1 us
   EXPECT_EQ(faster.status, Status::ok);
   EXPECT_TRUE(faster.full);
   EXPECT_GT(ev.clock_s() - t0 - screen_s, screen_s);  // a full measurement costs more

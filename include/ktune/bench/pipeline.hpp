@@ -68,15 +68,6 @@ struct PipelineSettings {
   static StopSettings tuning_full();
 };
 
-struct CandidateOutcome {
-  Status status = Status::ok;
-  std::string detail;         // the verification summary, or why it failed (one sentence)
-  Measurement measurement;    // full (ok) or screen (slower) statistics
-  bool full = false;          // measured with the full stop rule
-  bool context_lost = false;  // the GPU context is unusable: this process can measure no more
-  double compile_s = 0;       // NVRTC wall time for this binary; 0 when the disk cache had it
-};
-
 // The measuring stages every candidate ends with, kernel or library call, once it has run and
 // verified: with `best_ns` a screen (a candidate clearly slower than the best ends as
 // Status::slower with the screen's statistics), then the full rule (Status::ok, or timeout when

@@ -75,7 +75,7 @@ class RecordedEvaluator final : public Evaluator {
                     bench::PipelineSettings settings = tuning_settings());
   void prepare(const std::vector<ConfigMap>& upcoming) override;
   std::size_t next_ready(const std::vector<ConfigMap>& candidates) override;
-  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
+  CandidateOutcome evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
   // The simulated clock, seconds since the evaluator started: the session's clock in replay.
   double clock_s() const { return now_s_; }
 

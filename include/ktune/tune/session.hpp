@@ -26,22 +26,8 @@ namespace ktune::tune {
 class Strategy;
 using ConfigMap = std::map<std::string, Value>;
 
-// How one configuration ended, as the evaluator reports it.
-struct CandidateResult {
-  Status status = Status::ok;
-  double time_ns = 0;   // median per launch: ok (full measurement) or slower (the screen's)
-  double noise_ns = 0;  // spread of that median: half the p5..p95 width
-  std::size_t samples = 0;
-  bool full = false;     // true: measured with the full stop rule (a contender)
-  std::string detail;    // the verification summary, or why it failed (one sentence)
-  double compile_s = 0;  // NVRTC wall time for this candidate's binary; 0 when it was cached
-  // The GPU context is lost (illegal address, launch failure): nothing more can run in this
-  // process. The session records the candidate, writes its files and stops.
-  bool fatal = false;
-};
-
 // The GPU side of a session. evaluate() never throws for a candidate's own failure (that is a
-// CandidateResult); a throw means the session itself cannot go on.
+// CandidateOutcome); a throw means the session itself cannot go on.
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
@@ -58,7 +44,7 @@ class Evaluator {
   virtual std::size_t next_ready(const std::vector<ConfigMap>& candidates) = 0;
   // Verifies and measures one configuration. `best_ns`: the best full median so far; a candidate
   // clearly slower than it may be screened out (Status::slower).
-  virtual CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
+  virtual CandidateOutcome evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
 };
 
 struct SessionOptions {
@@ -88,7 +74,7 @@ struct SessionOptions {
 struct SessionRecord {
   std::size_t sequence = 0;  // 0-based evaluation number
   ConfigMap config;
-  CandidateResult result;
+  CandidateOutcome result;
   double elapsed_s = 0;  // since the session (this process) started; resumed lines keep theirs
   std::string timestamp;
 };
