@@ -54,6 +54,8 @@ struct CandidateOutcome {
   std::size_t samples() const { return measurement.time_ns.count; }
   // Sets the three figures above (p5 and p95 as the median -/+ the noise).
   void set_time(double median_ns, double noise_ns, std::size_t samples);
+  // A candidate that ended before it was measured.
+  static CandidateOutcome failed(Status status, std::string detail, bool context_lost = false);
 };
 
 }  // namespace ktune::bench
