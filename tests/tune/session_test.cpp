@@ -418,7 +418,7 @@ TEST(Session, TimeToSolutionIsTheFirstFullResultNearTheFinalBest) {
   for (std::size_t k = 0; k < records.size(); ++k) {
     records[k].sequence = k;
     records[k].elapsed_s = 10.0 * static_cast<double>(k);
-    records[k].result.time_ns() = times[k];
+    records[k].result.set_time(times[k], 0, 0);
     records[k].result.full = true;
   }
   records[2].result.full = false;  // screened: a rough time, never the best
