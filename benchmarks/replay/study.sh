@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds benchmarks/replay/study.cpp against a build tree's ktune_tune and runs it on every
+# Builds benchmarks/replay/study.cpp (the build tree's replay-study target) and runs it on every
 # recorded family.  benchmarks/replay/study.sh BUILD_DIR DATASETS_DIR STRATEGIES BUDGETS SEEDS
 # EXTRA_SPACES=DIR adds DIR/<family>/*.T4.json (benchmarks/search/record_spaces.sh's layout), each
 # file a space of its own family; a DATASETS_DIR without tuning/ runs those alone.
@@ -7,10 +7,7 @@ set -euo pipefail
 build=$1 data=$2/tuning strategies=$3 budgets=$4 seeds=$5
 here=$(cd "$(dirname "$0")" && pwd)
 exe=${STUDY_EXE:-$build/replay-study}
-[ -x "$exe" ] || g++ -O2 -std=c++20 -I"$here/../../include" "$here/study.cpp" \
-  "$build/src/tune/libktune_tune.a" "$build/src/bench/libktune_bench.a" \
-  "$build/src/spec/libktune_spec.a" \
-  "$build/src/core/libktune_core.a" -lfmt -lz -pthread -o "$exe"
+[ -x "$exe" ] || cmake --build "$build" --target replay-study >&2
 args=()
 if [ -d "$data" ]; then  # DATASETS_DIR without tuning/: the EXTRA_SPACES alone
   for gpu in A100 A4000 A6000 MI250X W6600 W7800; do

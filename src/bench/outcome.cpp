@@ -25,4 +25,20 @@ std::optional<Status> status_from_string(std::string_view s) {
   return value_of(kNames, s);
 }
 
+CandidateOutcome CandidateOutcome::failed(Status status, std::string detail, bool context_lost) {
+  CandidateOutcome o;
+  o.status = status;
+  o.detail = std::move(detail);
+  o.context_lost = context_lost;
+  return o;
+}
+
+void CandidateOutcome::set_time(double median_ns, double noise_ns, std::size_t samples) {
+  Summary& t = measurement.time_ns;
+  t.median = median_ns;
+  t.p5 = median_ns - noise_ns;
+  t.p95 = median_ns + noise_ns;
+  t.count = samples;
+}
+
 }  // namespace ktune::bench

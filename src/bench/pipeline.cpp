@@ -120,16 +120,8 @@ StopSettings PipelineSettings::tuning_full() {
 // -----------------------------------------------------------------------------------------------
 namespace {
 
-CandidateOutcome failed(Status s, std::string detail, bool context_lost = false) {
-  CandidateOutcome o;
-  o.status = s;
-  o.detail = std::move(detail);
-  o.context_lost = context_lost;
-  return o;
-}
-
-}  // namespace
-
+// With `best_ns` a screen, then the full rule; fills out.status, detail (unless ok), full and the
+// measurement's times.
 void measure_verified(Sampler& sampler, const PipelineSettings& settings,
                       std::optional<double> best_ns, CandidateOutcome& out) {
   Measurement& m = out.measurement;
@@ -160,6 +152,33 @@ void measure_verified(Sampler& sampler, const PipelineSettings& settings,
   }
   out.status = Status::ok;
   out.full = true;
+}
+
+}  // namespace
+
+CandidateOutcome run_candidate(Candidate& candidate, const PipelineSettings& settings,
+                               std::optional<double> best_ns, Measurement header) {
+  try {
+    if (auto ended = candidate.ready()) return std::move(*ended);
+    const Verification v = candidate.verify();
+    if (v.checked && !v.passed) return CandidateOutcome::failed(Status::wrong_result, v.detail);
+    CandidateOutcome out;
+    out.measurement = std::move(header);
+    if (v.checked) {
+      out.measurement.verification = v;
+      out.detail = "verified: " + v.detail;
+    } else {
+      out.detail = v.detail;
+    }
+    measure_verified(candidate.sampler(), settings, best_ns, out);
+    return out;
+  } catch (const NoGpuError&) {
+    throw;
+  } catch (const Error& e) {
+    // A faulting kernel leaves a sticky error: every later call returns it. Ask once, quietly.
+    const CUresult sticky = driver().cuCtxSynchronize();
+    return CandidateOutcome::failed(Status::launch_failed, e.what(), cuda::context_is_lost(sticky));
+  }
 }
 
 struct CandidatePipeline::Impl {
@@ -217,6 +236,7 @@ struct CandidatePipeline::Impl {
   std::variant<std::unique_ptr<LoadedKernel>, CandidateOutcome> load(const Problem& p,
                                                                      bool& constants_passed);
   double compile_s = 0;  // of the last load()
+  class KernelCandidate;
 };
 
 CandidatePipeline::CandidatePipeline(const Problem& base, PipelineSettings settings, int device)
@@ -251,22 +271,23 @@ CandidateOutcome CandidatePipeline::run(const Problem& p, std::optional<double> 
 
 std::variant<std::unique_ptr<LoadedKernel>, CandidateOutcome> CandidatePipeline::Impl::load(
     const Problem& p, bool& constants_passed) {
-  if (auto why = launch_problem(limits, p.launch)) return failed(Status::resources_exceeded, *why);
+  if (auto why = launch_problem(limits, p.launch))
+    return CandidateOutcome::failed(Status::resources_exceeded, *why);
   Compiled compiled = pool->take(p.launch);
   compile_s = compiled.compile_s;
   if (!compiled.program)
-    return failed(compiled.resource ? Status::resources_exceeded : Status::compile_failed,
-                  compiled.error);
+    return CandidateOutcome::failed(
+        compiled.resource ? Status::resources_exceeded : Status::compile_failed, compiled.error);
   // Loading keeps its own copy of the cubin, so the compiled program may go.
   auto kernel = std::make_unique<LoadedKernel>(*compiled.program, p.launch);
   if (auto why = parameter_problem(kernel->param_bytes(), ws->args(), constants_passed))
-    return failed(Status::launch_failed, *why);
+    return CandidateOutcome::failed(Status::launch_failed, *why);
   // Scalars take the widths of this kernel's parameters; the reference runs with the same.
   ws->pass_scalars_as(kernel->param_bytes(), constants_passed);
   if (reference)
     for (std::size_t i = 0; i < ws->args().size(); ++i)
       if (ws->args()[i].dtype != reference_types[i])
-        return failed(Status::launch_failed,
+        return CandidateOutcome::failed(Status::launch_failed,
                       fmt::format("the kernel takes argument '{}' as {}, the reference kernel as "
                                   "{}; give both the same parameter types",
                                   ws->args()[i].name, to_string(ws->args()[i].dtype),
@@ -281,62 +302,87 @@ std::variant<std::unique_ptr<LoadedKernel>, CandidateOutcome> CandidatePipeline:
   attrs.registers_per_thread = attr(CU_FUNC_ATTRIBUTE_NUM_REGS);
   attrs.static_shared_bytes = attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
   if (auto why = resource_problem(attrs, limits, p.launch))
-    return failed(Status::resources_exceeded, *why);
+    return CandidateOutcome::failed(Status::resources_exceeded, *why);
   int blocks = 0;
   KTUNE_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
       &blocks, kernel->function(),
       static_cast<int>(p.launch.block[0] * p.launch.block[1] * p.launch.block[2]),
       p.launch.dynamic_shared_bytes));
-  if (blocks < 1) return failed(Status::resources_exceeded, "not even one block fits on an SM");
+  if (blocks < 1)
+    return CandidateOutcome::failed(Status::resources_exceeded, "not even one block fits on an SM");
   return kernel;
 }
 
-CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<double> best_ns) {
-  const CUstream s = stream.get();
-  CandidateOutcome out;
-  Measurement& m = out.measurement;
-  m.kernel = p.name;
-  m.config = p.config;
-  m.flop = p.flop;
-  m.bytes = p.bytes;
-  m.mode = settings.mode;
-  try {
-    bool constants_passed = false;
-    auto loaded = load(p, constants_passed);
-    if (auto* o = std::get_if<CandidateOutcome>(&loaded)) return std::move(*o);
-    const auto& kernel = std::get<std::unique_ptr<LoadedKernel>>(loaded);
-    const BoundKernel bound{*kernel, constants_passed};
-    out.detail = "not verified: the spec declares no reference";
-    if (reference) {
-      const KernelLaunch& l = p.launch;
-      const std::string key = fmt::format(
-          "{} {} {} {} {}", cuda::compile_cache_key(l.source, compile_options(l, device.arch())),
-          fmt::join(l.grid, ","), fmt::join(l.block, ","), fmt::join(l.cluster, ","),
-          l.dynamic_shared_bytes);
-      if (auto it = verified.find(key); it != verified.end()) {
-        m.verification = it->second;
-      } else {
-        if (!reference_outputs)
-          reference_outputs = run_for_outputs(*ws, BoundKernel{*reference, reference_constants}, s);
-        m.verification = verify(*ws, *reference_outputs, bound, s);
-        if (!m.verification.passed) return failed(Status::wrong_result, m.verification.detail);
-        verified.emplace(key, m.verification);
-      }
-      out.detail = "verified: " + m.verification.detail;
-    }
-    ws->bind_constants(bound, s);
+// A spec's kernel as run_candidate runs it: compiled (or taken from the pool) and loaded, verified
+// against the reference's outputs (a verdict kept per binary and launch), timed on the workspace.
+class CandidatePipeline::Impl::KernelCandidate final : public Candidate {
+ public:
+  KernelCandidate(Impl& pipeline, const Problem& p) : i_(pipeline), p_(p) {}
 
-    KernelSampler sampler(bound, *ws, s, settings.mode, flusher.get(), device.pci_bus_id);
-    measure_verified(sampler, settings, best_ns, out);
-    m.launches_per_sample = sampler.launches_per_sample();
-    return out;
-  } catch (const NoGpuError&) {
-    throw;
-  } catch (const Error& e) {
-    // A faulting kernel leaves a sticky error: every later call returns it. Ask once, quietly.
-    const CUresult sticky = driver().cuCtxSynchronize();
-    return failed(Status::launch_failed, e.what(), cuda::context_is_lost(sticky));
+  std::optional<CandidateOutcome> ready() override {
+    auto loaded = i_.load(p_, constants_passed_);
+    if (auto* o = std::get_if<CandidateOutcome>(&loaded)) return std::move(*o);
+    kernel_ = std::move(std::get<std::unique_ptr<LoadedKernel>>(loaded));
+    bound_.emplace(BoundKernel{*kernel_, constants_passed_});
+    return std::nullopt;
   }
+
+  Verification verify() override {
+    if (!i_.reference) {
+      Verification none;
+      none.detail = "not verified: the spec declares no reference";
+      return none;
+    }
+    const KernelLaunch& l = p_.launch;
+    const std::string key = fmt::format(
+        "{} {} {} {} {}", cuda::compile_cache_key(l.source, compile_options(l, i_.device.arch())),
+        fmt::join(l.grid, ","), fmt::join(l.block, ","), fmt::join(l.cluster, ","),
+        l.dynamic_shared_bytes);
+    if (auto it = i_.verified.find(key); it != i_.verified.end()) return it->second;
+    const CUstream s = i_.stream.get();
+    if (!i_.reference_outputs)
+      i_.reference_outputs =
+          run_for_outputs(*i_.ws, BoundKernel{*i_.reference, i_.reference_constants}, s);
+    const Verification v = bench::verify(*i_.ws, *i_.reference_outputs, *bound_, s);
+    if (v.passed) i_.verified.emplace(key, v);
+    return v;
+  }
+
+  Sampler& sampler() override {
+    i_.ws->bind_constants(*bound_, i_.stream.get());
+    sampler_.emplace(*bound_, *i_.ws, i_.stream.get(), i_.settings.mode, i_.flusher.get(),
+                     i_.device.pci_bus_id);
+    return *sampler_;
+  }
+
+  // Of the sampler, once measured: hot and graph modes batch launches.
+  std::optional<std::size_t> launches_per_sample() const {
+    if (!sampler_) return std::nullopt;
+    return sampler_->launches_per_sample();
+  }
+
+ private:
+  Impl& i_;
+  const Problem& p_;
+  bool constants_passed_ = false;
+  std::unique_ptr<LoadedKernel> kernel_;
+  std::optional<BoundKernel> bound_;
+  std::optional<KernelSampler> sampler_;
+};
+
+CandidateOutcome CandidatePipeline::Impl::run(const Problem& p, std::optional<double> best_ns) {
+  Measurement header;
+  header.kernel = p.name;
+  header.config = p.config;
+  header.flop = p.flop;
+  header.bytes = p.bytes;
+  header.mode = settings.mode;
+  KernelCandidate candidate(*this, p);
+  CandidateOutcome out = run_candidate(candidate, settings, best_ns, std::move(header));
+  const auto n = candidate.launches_per_sample();
+  if (n && (has_time(out.status) || out.status == Status::timeout))
+    out.measurement.launches_per_sample = *n;
+  return out;
 }
 
 InterleavedResult CandidatePipeline::compare(const Problem& a, const Problem& b,

@@ -191,9 +191,10 @@ tune::Outcome run_job(tune::Job job,
     if (on_start) on_start(candidates);
     progress.emplace("tune", planned);
   };
-  job.on_result = [&](const tune::CandidateResult& r) {
+  job.on_result = [&](const tune::CandidateOutcome& r) {
     ++done;
-    if (r.status == tune::Status::ok && r.full && (!best || r.time_ns < *best)) best = r.time_ns;
+    if (r.status == tune::Status::ok && r.full && (!best || r.time_ns() < *best))
+      best = r.time_ns();
     if (progress)
       progress->update(done, best ? fmt::format("best {:.2f} us", *best / 1e3) : "no valid yet");
   };
@@ -258,8 +259,8 @@ void print_summary(const tune::SessionSummary& s, const StoredWinner& w, const f
   fmt::print("outcomes: {}\n", counts);
   if (s.best)
     fmt::print("best: {}  median {:.2f} us (+-{:.2f}, {} samples), {}\n", describe(s.best->config),
-               s.best->result.time_ns / 1e3, s.best->result.noise_ns / 1e3, s.best->result.samples,
-               s.best->result.detail);
+               s.best->result.time_ns() / 1e3, s.best->result.noise_ns() / 1e3,
+               s.best->result.samples(), s.best->result.detail);
   for (const tune::TimeToSolution& t : s.to_solution)
     fmt::print("within {:.0f} % of the best after {} evaluations, {:.1f} s\n", t.within * 100,
                t.evaluations, t.elapsed_s);
@@ -425,10 +426,10 @@ int run_library_tune(TuneArgs a, std::optional<bench::GemmProblem> problem, bool
           "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us, the winner{}; cached "
           "as such, so ktune run leaves these calls their own algorithm\n",
           *o.default_ns / 1e3,
-          s.best->result.time_ns == *o.default_ns
+          s.best->result.time_ns() == *o.default_ns
               ? ""
               : fmt::format(" (the fastest other, {:.2f} us, is within the spread of the two)",
-                            s.best->result.time_ns / 1e3));
+                            s.best->result.time_ns() / 1e3));
     else if (!a.json && o.default_ns)
       fmt::print(
           "default (cuBLASLt's first choice, what PyTorch runs): {:.2f} us; winner {:.2f} "

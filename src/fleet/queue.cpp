@@ -98,7 +98,7 @@ store::FleetJob make_job(const JobRequest& req, std::int64_t now) {
   tune::SessionSummary stand_in;
   stand_in.shape = req.shape;
   stand_in.best.emplace();
-  stand_in.best->result.time_ns = 1;
+  stand_in.best->result.set_time(1, 0, 0);
   const store::CacheEntry entry = tune::winner_entry(spec, stand_in, {}, {});
   const store::OpSpec op = tune::op_spec(spec);
   store::FleetJob j;

@@ -50,17 +50,15 @@ class FakeEvaluator : public tune::Evaluator {
     return c;
   }
   std::size_t next_ready(const std::vector<tune::ConfigMap>&) override { return 0; }
-  tune::CandidateResult evaluate(const tune::ConfigMap& config, std::optional<double>) override {
+  tune::CandidateOutcome evaluate(const tune::ConfigMap& config, std::optional<double>) override {
     if (ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms_));
     std::uint64_t h = 14695981039346656037ull;
     for (const auto& [k, v] : config)
       for (unsigned char c : k + "=" + v.repr() + ";") h = (h ^ c) * 1099511628211ull;
-    tune::CandidateResult r;
+    tune::CandidateOutcome r;
     r.status = tune::Status::ok;
     r.full = true;
-    r.time_ns = 1000.0 + static_cast<double>(h % 9000);
-    r.noise_ns = 1;
-    r.samples = 10;
+    r.set_time(1000.0 + static_cast<double>(h % 9000), 1, 10);
     r.detail = "fake evaluator (test only)";
     return r;
   }
@@ -175,7 +173,7 @@ tune::Outcome run_job(const WorkerOptions& o, const store::FleetJob& job, tune::
     j.make_evaluator = [ms = *o.fake_evaluation_ms](tune::IsolatedEvaluator::Factory) {
       return std::unique_ptr<tune::Evaluator>(std::make_unique<FakeEvaluator>(ms));
     };
-  j.on_result = [&evaluations](const tune::CandidateResult&) { ++evaluations; };
+  j.on_result = [&evaluations](const tune::CandidateOutcome&) { ++evaluations; };
   Heartbeat beat(o, job, evaluations, lost);
   return tune::run(j);
 }

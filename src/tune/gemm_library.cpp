@@ -335,71 +335,76 @@ struct LibraryEvaluator::Impl {
     }
   }
 
-  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) {
-    CandidateResult r;
+  // The candidate a proposed configuration names: one found here, else (proposed from a record
+  // of another process's discovery) rebuilt from its fields.
+  bench::LtAlgoConfig config_of(const ConfigMap& config) const {
     const bench::LtAlgoConfig* known = nullptr;
     for (const auto& c : candidates.configs)
       if (library_config(c) == config) known = &c;
+    if (known) return *known;
     bench::LtAlgoConfig cfg;
-    if (known) {
-      cfg = *known;
-    } else {  // proposed from a record of another process's discovery: rebuild from the fields
-      cfg.algo_id = static_cast<int>(config.at("algo_id").as_int());
-      cfg.tile = static_cast<std::uint32_t>(config.at("tile").as_int());
-      cfg.stages = static_cast<std::uint32_t>(config.at("stages").as_int());
-      cfg.splitk = static_cast<std::uint32_t>(config.at("splitk").as_int());
-      cfg.reduction = static_cast<std::uint32_t>(config.at("reduction").as_int());
-      cfg.swizzle = static_cast<std::uint32_t>(config.at("swizzle").as_int());
-      cfg.custom = static_cast<std::uint32_t>(config.at("custom").as_int());
-      cfg.inner_shape = static_cast<std::uint32_t>(config.at("inner_shape").as_int());
-      cfg.cluster_shape = static_cast<std::uint32_t>(config.at("cluster_shape").as_int());
-    }
-    try {
-      const auto checked = gemm.check(cfg);
-      if (!checked) {
-        r.status = Status::launch_failed;
-        r.detail = "cublasLtMatmulAlgoCheck refuses this configuration for the problem";
-        return r;
-      }
-      if (checked->workspace_bytes > workspace.bytes()) {
-        r.status = Status::resources_exceeded;
-        r.detail = fmt::format("needs {} bytes of workspace, over the {} allowed",
-                               checked->workspace_bytes, workspace.bytes());
-        return r;
-      }
-      const cublasLtMatmulAlgo_t algo = gemm.prepare(cfg);
-      const auto out = output_of(algo);
-      const bench::GemmTolerance tol = bench::gemm_tolerance(gemm.problem());
-      const auto cmp = bench::compare_outputs(
-          reference, out, gemm.problem().dtype,
-          {tol.bound(static_cast<double>(gemm.problem().k), 0), tol.rel}, "D");
-      if (!cmp.ok) {
-        r.status = Status::wrong_result;
-        r.detail = cmp.detail;
-        return r;
-      }
-      bench::CandidateOutcome o;
-      o.detail = fmt::format(
-          "verified: agrees with cuBLASLt's first heuristic choice ({} elements)", cmp.elements);
-      bench::CallSampler sampler([&] { run(algo); }, stream.get(), flusher, device.pci_bus_id);
-      bench::measure_verified(sampler, options.pipeline, best_ns, o);
-      r.status = o.status;
-      r.detail = o.detail;
-      r.full = o.full;
-      r.time_ns = o.measurement.time_ns.median;
-      r.noise_ns = (o.measurement.time_ns.p95 - o.measurement.time_ns.p5) / 2;
-      r.samples = o.measurement.samples_ns.size();
-      return r;
-    } catch (const NoGpuError&) {
-      throw;
-    } catch (const Error& e) {
-      const CUresult sticky = cuda::driver().cuCtxSynchronize();
-      r.status = Status::launch_failed;
-      r.detail = e.what();
-      r.fatal = cuda::context_is_lost(sticky);
-      return r;
-    }
+    cfg.algo_id = static_cast<int>(config.at("algo_id").as_int());
+    cfg.tile = static_cast<std::uint32_t>(config.at("tile").as_int());
+    cfg.stages = static_cast<std::uint32_t>(config.at("stages").as_int());
+    cfg.splitk = static_cast<std::uint32_t>(config.at("splitk").as_int());
+    cfg.reduction = static_cast<std::uint32_t>(config.at("reduction").as_int());
+    cfg.swizzle = static_cast<std::uint32_t>(config.at("swizzle").as_int());
+    cfg.custom = static_cast<std::uint32_t>(config.at("custom").as_int());
+    cfg.inner_shape = static_cast<std::uint32_t>(config.at("inner_shape").as_int());
+    cfg.cluster_shape = static_cast<std::uint32_t>(config.at("cluster_shape").as_int());
+    return cfg;
   }
+
+  class AlgoCandidate;
+};
+
+// A cuBLASLt algorithm as the pipeline's run_candidate runs it: checked and looked up, verified
+// against the reference (cuBLASLt's first heuristic choice), timed as calls.
+class LibraryEvaluator::Impl::AlgoCandidate final : public bench::Candidate {
+ public:
+  AlgoCandidate(Impl& lib, const bench::LtAlgoConfig& config) : lib_(lib), config_(config) {}
+
+  std::optional<CandidateOutcome> ready() override {
+    const auto checked = lib_.gemm.check(config_);
+    if (!checked)
+      return CandidateOutcome::failed(
+          Status::launch_failed,
+          "cublasLtMatmulAlgoCheck refuses this configuration for the problem");
+    if (checked->workspace_bytes > lib_.workspace.bytes())
+      return CandidateOutcome::failed(
+          Status::resources_exceeded,
+          fmt::format("needs {} bytes of workspace, over the {} allowed", checked->workspace_bytes,
+                      lib_.workspace.bytes()));
+    algo_ = lib_.gemm.prepare(config_);
+    return std::nullopt;
+  }
+
+  bench::Verification verify() override {
+    const auto out = lib_.output_of(algo_);
+    const bench::GemmProblem& p = lib_.gemm.problem();
+    const bench::GemmTolerance tol = bench::gemm_tolerance(p);
+    const auto cmp = bench::compare_outputs(lib_.reference, out, p.dtype,
+                                            {tol.bound(static_cast<double>(p.k), 0), tol.rel}, "D");
+    bench::Verification v;
+    v.checked = true;
+    v.passed = cmp.ok;
+    v.detail = cmp.ok ? fmt::format("agrees with cuBLASLt's first heuristic choice ({} elements)",
+                                    cmp.elements)
+                      : cmp.detail;
+    return v;
+  }
+
+  bench::Sampler& sampler() override {
+    sampler_.emplace([this] { lib_.run(algo_); }, lib_.stream.get(), lib_.flusher,
+                     lib_.device.pci_bus_id);
+    return *sampler_;
+  }
+
+ private:
+  Impl& lib_;
+  const bench::LtAlgoConfig& config_;
+  cublasLtMatmulAlgo_t algo_{};
+  std::optional<bench::CallSampler> sampler_;
 };
 
 LibraryEvaluator::LibraryEvaluator(const bench::GemmProblem& problem,
@@ -412,8 +417,11 @@ nlohmann::json LibraryEvaluator::describe() {
   return impl_->candidates;
 }
 
-CandidateResult LibraryEvaluator::evaluate(const ConfigMap& config, std::optional<double> best_ns) {
-  return impl_->evaluate(config, best_ns);
+CandidateOutcome LibraryEvaluator::evaluate(const ConfigMap& config,
+                                            std::optional<double> best_ns) {
+  const bench::LtAlgoConfig config_found = impl_->config_of(config);
+  Impl::AlgoCandidate candidate(*impl_, config_found);
+  return bench::run_candidate(candidate, impl_->options.pipeline, best_ns);
 }
 
 // ------------------------------------------------------------------------------- host side
@@ -492,9 +500,9 @@ store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
                              {"timing", "eager launches, CUDA events"},
                              {"clocks", "as found, not locked"}};
   e.config["cublaslt_version"] = candidates.cublaslt_version;
-  e.median_ns = best.result.time_ns;
-  e.noise_ns = best.result.noise_ns;
-  e.samples = static_cast<std::int64_t>(best.result.samples);
+  e.median_ns = best.result.time_ns();
+  e.noise_ns = best.result.noise_ns();
+  e.samples = static_cast<std::int64_t>(best.result.samples());
   e.throughput = bench::gemm_flop(problem) / (e.median_ns * 1e-9);
   e.throughput_unit = "flop/s";
   e.verification = "passed";
@@ -508,7 +516,7 @@ store::CacheEntry library_winner_entry(const bench::GemmProblem& problem,
                          {"candidates", candidates.configs.size()},
                          {"seed", session.seed}};
   if (const SessionRecord* d = library_default_record(candidates, session))
-    e.provenance.budget["default_median_ns"] = d->result.time_ns;
+    e.provenance.budget["default_median_ns"] = d->result.time_ns();
   return e;
 }
 

@@ -44,30 +44,18 @@ std::size_t GpuEvaluator::next_ready(const std::vector<ConfigMap>& candidates) {
   return pipeline_.first_ready(launches);
 }
 
-CandidateResult GpuEvaluator::evaluate(const ConfigMap& config, std::optional<double> best_ns) {
+CandidateOutcome GpuEvaluator::evaluate(const ConfigMap& config, std::optional<double> best_ns) {
   launches_.erase(config);
-  CandidateResult r;
   bench::Problem p;
   try {
     p = make_problem(spec_, config, shape_);
   } catch (const Error& e) {  // this configuration's geometry or sizes cannot be launched
+    CandidateOutcome r;
     r.status = Status::resources_exceeded;
     r.detail = e.what();
     return r;
   }
-  const bench::CandidateOutcome o = pipeline_.run(p, best_ns);
-  r.status = o.status;
-  r.detail = o.detail;
-  r.fatal = o.context_lost;
-  r.compile_s = o.compile_s;
-  if (has_time(o.status)) {
-    const Summary& t = o.measurement.time_ns;
-    r.time_ns = t.median;
-    r.noise_ns = (t.p95 - t.p5) / 2;
-    r.samples = t.count;
-    r.full = o.full;
-  }
-  return r;
+  return pipeline_.run(p, best_ns);
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -128,9 +116,9 @@ store::CacheEntry winner_entry(const ProblemSpec& spec, const SessionSummary& se
   e.shape = cache_shape(spec, constants);
   e.config = nlohmann::json::object();
   for (const auto& [k, v] : best.config) e.config[k] = v;
-  e.median_ns = best.result.time_ns;
-  e.noise_ns = best.result.noise_ns;
-  e.samples = static_cast<std::int64_t>(best.result.samples);
+  e.median_ns = best.result.time_ns();
+  e.noise_ns = best.result.noise_ns();
+  e.samples = static_cast<std::int64_t>(best.result.samples());
   if (spec.ktune.flops) {
     e.throughput = spec.ktune.flops->evaluate(constants).as_double() / (e.median_ns * 1e-9);
     e.throughput_unit = "flop/s";

@@ -179,9 +179,9 @@ store::CacheEntry inductor_winner_entry(const InductorDescription& d, const Sess
   e.key.driver_major = env.driver_major;
   for (const auto& [k, v] : d.numels) e.shape.push_back(v);
   for (const auto& [k, v] : chosen->config) e.config[k] = v;
-  e.median_ns = chosen->result.time_ns;
-  e.noise_ns = chosen->result.noise_ns;
-  e.samples = static_cast<std::int64_t>(chosen->result.samples);
+  e.median_ns = chosen->result.time_ns();
+  e.noise_ns = chosen->result.noise_ns();
+  e.samples = static_cast<std::int64_t>(chosen->result.samples());
   e.throughput = 1e9 / e.median_ns;
   e.throughput_unit = "launches/s";
   e.verification = "passed";
@@ -199,7 +199,7 @@ store::CacheEntry inductor_winner_entry(const InductorDescription& d, const Sess
                          {"source_hash", d.source_hash},
                          {"ops", d.ops},
                          {"timing", d.timing}};
-  if (def) e.provenance.budget["default_median_ns"] = def->result.time_ns;
+  if (def) e.provenance.budget["default_median_ns"] = def->result.time_ns();
   return e;
 }
 

@@ -120,7 +120,7 @@ ConfigMap config_from(const json& j) {
       r.result = ev->evaluate(r.config, best);
       write_all(out, record_json(r).dump() + "\n");
       // This process's GPU context is gone, and tearing its objects down only fails: leave now.
-      if (r.result.fatal) ::_exit(0);
+      if (r.result.context_lost) ::_exit(0);
     }
   } catch (const std::exception& e) {
     write_all(out, json{{"error", e.what()}}.dump() + "\n");
@@ -292,8 +292,8 @@ std::size_t IsolatedEvaluator::next_ready(const std::vector<ConfigMap>& candidat
   return 0;
 }
 
-CandidateResult IsolatedEvaluator::evaluate(const ConfigMap& config,
-                                            std::optional<double> best_ns) {
+CandidateOutcome IsolatedEvaluator::evaluate(const ConfigMap& config,
+                                             std::optional<double> best_ns) {
   if (!child_) start();
   std::erase(prepared_, config);
   const json req = {{"evaluate", config_json(config)},
@@ -311,16 +311,16 @@ CandidateResult IsolatedEvaluator::evaluate(const ConfigMap& config,
       throw Error(
           fmt::format("the measuring process answered something unreadable ({}).", e.what()));
     }
-    if (r.result.fatal) {  // it exits after this answer: replace it
+    if (r.result.context_lost) {  // it exits after this answer: replace it
       child_->end(false);
       child_.reset();
       ++restarts_;
-      r.result.fatal = false;
+      r.result.context_lost = false;
       r.result.detail += "; the GPU context was lost, so the measuring process was restarted";
     }
     return r.result;
   }
-  CandidateResult r;
+  CandidateOutcome r;
   const int status = child_->end(true);
   child_.reset();
   ++restarts_;

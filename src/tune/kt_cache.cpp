@@ -106,6 +106,10 @@ KtCache parse_kt_cache(const nlohmann::json& j, const std::string& source) {
                    "missing, or not one of the values tune_params lists for it");
       r.configuration[p] = *idx;
     }
+    if (const auto c = rec.find("compile_time"); c != rec.end() && c->is_number() &&
+                                                 std::isfinite(c->get<double>()) &&
+                                                 c->get<double>() >= 0)
+      r.compile_ns = c->get<double>() * 1e6;  // milliseconds, as its times
     const auto t = rec.find("time");
     if (t != rec.end() && t->is_string()) {
       r.detail = t->get<std::string>();

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -19,6 +18,10 @@
 #include "ktune/tune/warm_start.hpp"
 
 namespace ktune::tune {
+
+namespace {
+const double kNotRecorded = std::nan("");  // a compile time the recording lacks
+}  // namespace
 
 // Gathers records one at a time in a compact form (value indices, status, time) and lays them
 // over a space at the end: what keeps a file of millions of records cheap to load.
@@ -46,18 +49,21 @@ class RecordedSpace::Builder {
     fixed_params_ = std::move(params);
   }
 
-  void add_codes(const Configuration& c, Status status, double time_ns) {
+  void add_codes(const Configuration& c, Status status, double time_ns,
+                 std::optional<double> compile_ns) {
     codes_.insert(codes_.end(), c.begin(), c.end());
     status_.push_back(status);
     time_ns_.push_back(time_ns);
+    compile_ns_.push_back(compile_ns.value_or(kNotRecorded));
   }
 
   void add(const std::map<std::string, Value>& config, Status status, double time_ns,
-           std::size_t i) {
+           std::optional<double> compile_ns, std::size_t i) {
     if (r_->index_) {  // a T1 space: place the record at once
       const auto c = r_->space_->from_values(config);
       if (const auto pos = c ? r_->index_->find(*c) : std::nullopt)
-        place(*pos, status, time_ns);  // else outside the T1 space: never proposed
+        place(*pos, status, time_ns,
+              compile_ns.value_or(kNotRecorded));  // else outside the T1 space: never proposed
       ++records_;
       return;
     }
@@ -85,6 +91,7 @@ class RecordedSpace::Builder {
     }
     status_.push_back(status);
     time_ns_.push_back(time_ns);
+    compile_ns_.push_back(compile_ns.value_or(kNotRecorded));
     ++records_;
   }
 
@@ -119,12 +126,13 @@ class RecordedSpace::Builder {
       Configuration c(d);
       for (std::size_t i = 0; i < status_.size(); ++i) {
         std::copy_n(codes_.begin() + static_cast<std::ptrdiff_t>(i * d), d, c.begin());
-        place(*r_->index_->find(c), status_[i], time_ns_[i]);
+        place(*r_->index_->find(c), status_[i], time_ns_[i], compile_ns_[i]);
       }
     }
     for (std::size_t i = 0; i < seen_.size(); ++i) {
       r_->outcome_[i].index = i;
       r_->outcome_[i].time_ns *= rescale;
+      r_->compile_ns_[i] *= rescale;
       if (!seen_[i]) ++r_->unrecorded_;
     }
     r_->best_time_ns_ *= rescale;
@@ -141,12 +149,14 @@ class RecordedSpace::Builder {
     Evaluation missing;
     missing.status = Status::launch_failed;
     r_->outcome_.assign(r_->index_->size(), missing);
+    r_->compile_ns_.assign(r_->index_->size(), kNotRecorded);
     seen_.assign(r_->index_->size(), false);
     r_->best_time_ns_ = std::numeric_limits<double>::infinity();
   }
 
-  void place(std::size_t pos, Status status, double time_ns) {
+  void place(std::size_t pos, Status status, double time_ns, double compile_ns) {
     auto& o = r_->outcome_[pos];
+    if (std::isnan(r_->compile_ns_[pos])) r_->compile_ns_[pos] = compile_ns;
     // A configuration recorded twice keeps its best timed outcome. A screened-out one ("slower")
     // ran correctly and carries the screen's time: a space ktune recorded is mostly such records
     // (each slower than the best found before it), and without their times a replay in another
@@ -166,6 +176,7 @@ class RecordedSpace::Builder {
   std::vector<std::uint32_t> codes_;  // names_.size() per record
   std::vector<Status> status_;
   std::vector<double> time_ns_;
+  std::vector<double> compile_ns_;  // kNotRecorded where the record has none
   std::vector<bool> seen_;
   std::size_t records_ = 0;
 };
@@ -176,8 +187,9 @@ std::unique_ptr<RecordedSpace> RecordedSpace::load(const std::filesystem::path& 
   if (t1) spec = ProblemSpec::load(*t1);
   try {
     Builder b(file.string(), std::move(spec));
-    const double rescale = for_each_t4_record(
-        file, [&](T4Record&& r, std::size_t i) { b.add(r.configuration, r.status, r.time_ns, i); });
+    const double rescale = for_each_t4_record(file, [&](T4Record&& r, std::size_t i) {
+      b.add(r.configuration, r.status, r.time_ns, r.compile_ns, i);
+    });
     return b.finish(rescale);
   } catch (const NotT4&) {
     return from_kt_cache(read_kt_cache(file),
@@ -188,8 +200,10 @@ std::unique_ptr<RecordedSpace> RecordedSpace::load(const std::filesystem::path& 
 std::unique_ptr<RecordedSpace> RecordedSpace::from_records(T4File file,
                                                            std::optional<ProblemSpec> spec) {
   Builder b(file.source, std::move(spec));
-  for (std::size_t i = 0; i < file.results.size(); ++i)
-    b.add(file.results[i].configuration, file.results[i].status, file.results[i].time_ns, i);
+  for (std::size_t i = 0; i < file.results.size(); ++i) {
+    const T4Record& r = file.results[i];
+    b.add(r.configuration, r.status, r.time_ns, r.compile_ns, i);
+  }
   return b.finish(1.0);
 }
 
@@ -203,13 +217,15 @@ std::unique_ptr<RecordedSpace> RecordedSpace::from_kt_cache(const KtCache& cache
       for (std::size_t p = 0; p < cache.parameters.size(); ++p)
         values[cache.parameters[p].name] =
             cache.parameters[p].values[cache.records[i].configuration[p]];
-      b.add(values, cache.records[i].status, cache.records[i].time_ns, i);
+      b.add(values, cache.records[i].status, cache.records[i].time_ns, cache.records[i].compile_ns,
+            i);
     }
     return b.finish(1.0);
   }
   Builder b(cache.source, std::nullopt);
   b.set_parameters(cache.parameters);
-  for (const auto& r : cache.records) b.add_codes(r.configuration, r.status, r.time_ns);
+  for (const auto& r : cache.records)
+    b.add_codes(r.configuration, r.status, r.time_ns, r.compile_ns);
   return b.finish(1.0);
 }
 
@@ -217,36 +233,146 @@ Evaluation RecordedSpace::evaluate(std::size_t index) const {
   return outcome_.at(index);
 }
 
+std::optional<double> RecordedSpace::compile_s(std::size_t index) const {
+  const double ns = compile_ns_.at(index);
+  return std::isnan(ns) ? std::nullopt : std::optional<double>(ns * 1e-9);
+}
+
+// -----------------------------------------------------------------------------------------------
+namespace {
+
+// What a sample costs beyond the kernel itself: the L2 flush, the event pair, the host's wait.
+constexpr double kSampleOverheadS = 20e-6;
+
+// Wall time `rule` spends on a kernel of `time_ns`: its warm-up and the samples it needs for its
+// minimum count and GPU time; only the minimum screen samples when `clearly_slower`.
+double measure_s(const bench::StopSettings& rule, double time_ns, bool clearly_slower) {
+  const double t = time_ns * 1e-9;
+  const double counted = clearly_slower ? static_cast<double>(rule.min_screen_samples)
+                                        : std::max(static_cast<double>(rule.min_samples),
+                                                   std::ceil(rule.min_gpu_time_s / t));
+  const double n = static_cast<double>(rule.warmup_samples) + counted;
+  return std::min(n * (t + kSampleOverheadS), rule.timeout_s);
+}
+
+// A uniform draw in [0, 1) that depends only on (seed, position): SplitMix64's finaliser.
+double unit_draw(std::uint64_t seed, std::size_t position) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + position + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+bench::PipelineSettings RecordedEvaluator::tuning_settings() {
+  bench::PipelineSettings s;
+  s.full = bench::PipelineSettings::tuning_full();
+  return s;
+}
+
+RecordedEvaluator::RecordedEvaluator(const RecordedSpace& space, std::uint64_t seed,
+                                     unsigned compile_threads, bench::PipelineSettings settings)
+    : space_(space),
+      seed_(seed),
+      settings_(settings),
+      worker_free_s_(std::max(1u, compile_threads), 0.0) {
+  std::vector<double> recorded;
+  for (std::size_t i = 0; i < space.index().size(); ++i)
+    if (const auto c = space.compile_s(i)) recorded.push_back(*c);
+  if (!recorded.empty()) {
+    const auto mid = recorded.begin() + static_cast<std::ptrdiff_t>(recorded.size() / 2);
+    std::nth_element(recorded.begin(), mid, recorded.end());
+    median_compile_s_ = *mid;
+  }
+}
+
+std::size_t RecordedEvaluator::position(const ConfigMap& config) const {
+  const auto c = space_.space().from_values(config);
+  if (const auto pos = c ? space_.index().find(*c) : std::nullopt) return *pos;
+  throw Error(fmt::format(
+      "{}: a session asked for a configuration the recorded space does not hold", space_.source()));
+}
+
+double RecordedEvaluator::compile_s(std::size_t position) const {
+  if (const auto c = space_.compile_s(position)) return *c;
+  return median_compile_s_ * std::exp2(2 * unit_draw(seed_, position) - 1);
+}
+
+double RecordedEvaluator::ready_s(std::size_t position) {
+  if (const auto it = compiled_at_s_.find(position); it != compiled_at_s_.end()) return it->second;
+  // The pool's queue is first in, first out: the next compile starts on the first idle worker.
+  const auto worker = std::min_element(worker_free_s_.begin(), worker_free_s_.end());
+  *worker = std::max(*worker, now_s_) + compile_s(position);
+  return compiled_at_s_[position] = *worker;
+}
+
+void RecordedEvaluator::prepare(const std::vector<ConfigMap>& upcoming) {
+  for (const ConfigMap& c : upcoming) ready_s(position(c));
+}
+
+std::size_t RecordedEvaluator::next_ready(const std::vector<ConfigMap>& candidates) {
+  // The first (in proposal order) whose compile has finished; else the first to finish.
+  std::size_t first = 0;
+  double first_s = INFINITY;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    const double at = ready_s(position(candidates[k]));
+    if (at <= now_s_) return k;
+    if (at < first_s) first_s = at, first = k;
+  }
+  return first;
+}
+
+CandidateOutcome RecordedEvaluator::evaluate(const ConfigMap& config,
+                                             std::optional<double> best_ns) {
+  const std::size_t pos = position(config);
+  now_s_ = std::max(now_s_, ready_s(pos));  // waits for its compile
+  compiled_at_s_.erase(pos);
+  const Evaluation e = space_.evaluate(pos);
+  CandidateOutcome r;
+  r.status = e.status;
+  r.compile_s = compile_s(pos);
+  if (!has_time(e.status)) {
+    r.detail = fmt::format("recorded as {}", to_string(e.status));
+    return r;
+  }
+  r.set_time(e.time_ns, 0, 0);
+  if (best_ns) {  // the pipeline's screen
+    const bool clearly_slower = settings_.screen.screen_margin > 0 &&
+                                e.time_ns > *best_ns * (1 + settings_.screen.screen_margin);
+    now_s_ += measure_s(settings_.screen, e.time_ns, clearly_slower);
+    if (!bench::is_contender(e.time_ns, best_ns, settings_.contender_margin)) {
+      r.status = Status::slower;
+      return r;
+    }
+  }
+  now_s_ += measure_s(settings_.full, e.time_ns, false);
+  r.status = Status::ok;
+  r.full = true;
+  return r;
+}
+
 ReplayRun replay_once(const RecordedSpace& space, Strategy& strategy, std::uint64_t seed,
                       std::size_t budget, const std::vector<std::size_t>& first,
                       std::size_t window) {
-  strategy.begin(space.index(), seed, budget);
-  if (!first.empty()) strategy.propose_first(first);
-  const StopCondition stop{budget};
-  std::vector<double> times;  // per evaluation; failures NaN
-  // As in a tuning session: proposals are made up to `window` ahead of their results.
-  std::deque<std::size_t> pending;
-  std::size_t proposed = 0;
-  for (std::size_t n = 0; !stop.done(n); ++n) {
-    while (pending.size() < std::max<std::size_t>(window, 1) && !stop.done(proposed)) {
-      const auto i = strategy.propose();
-      if (!i) break;  // space exhausted
-      pending.push_back(*i);
-      ++proposed;
-    }
-    if (pending.empty()) break;
-    const Evaluation e = space.evaluate(pending.front());
-    pending.pop_front();
-    times.push_back(has_time(e.status) ? e.time_ns : std::nan(""));
-    strategy.observe(e);
-  }
+  RecordedEvaluator evaluator(space, seed, static_cast<unsigned>(window / 2));
+  SearchTarget target;
+  target.source = space.source();
+  target.space = &space.index();
+  target.first = first;
+  SessionOptions options;
+  options.seed = seed;
+  options.budget = budget;
+  options.prefetch = window;
+  options.clock_s = [&evaluator] { return evaluator.clock_s(); };
+  const SessionSummary s = Session(target, options, evaluator, strategy).run();
   ReplayRun run;
   run.seed = seed;
-  const auto to1 = first_within(times, 0.01), to2 = first_within(times, 0.02);
-  if (!to1 || !to2) return run;
-  run.evaluations_to_1pct = *to1 + 1;
-  run.evaluations_to_2pct = *to2 + 1;
-  run.fraction_of_optimum = space.best_time_ns() / times[*first_within(times, 0)];
+  if (!s.best || s.to_solution.size() < 2) return run;
+  run.fraction_of_optimum = space.best_time_ns() / s.best->result.time_ns();
+  run.evaluations_to_1pct = s.to_solution[0].evaluations;
+  run.evaluations_to_2pct = s.to_solution[1].evaluations;
   return run;
 }
 

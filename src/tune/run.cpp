@@ -23,8 +23,8 @@ class Observed : public Evaluator {
   std::size_t next_ready(const std::vector<ConfigMap>& candidates) override {
     return inner_.next_ready(candidates);
   }
-  CandidateResult evaluate(const ConfigMap& c, std::optional<double> best) override {
-    CandidateResult r = inner_.evaluate(c, best);
+  CandidateOutcome evaluate(const ConfigMap& c, std::optional<double> best) override {
+    CandidateOutcome r = inner_.evaluate(c, best);
     if (job_.on_result) job_.on_result(r);
     return r;
   }
@@ -87,7 +87,7 @@ Outcome run_library(const Job& job, const LibraryGemm& t) {
     out.winner = library_winner_entry(t.problem, *out.candidates, out.session, environment_of(job),
                                       job.host);
     if (const SessionRecord* d = library_default_record(*out.candidates, out.session)) {
-      out.default_ns = d->result.time_ns;
+      out.default_ns = d->result.time_ns();
       out.default_won = library_winner_record(*out.candidates, out.session) == d;
     }
   }
@@ -136,7 +136,7 @@ Outcome run_inductor(const Job& job, const InductorKernel& t) {
   if (out.session.best) {
     out.winner = inductor_winner_entry(d, out.session, environment_of(job), job.host);
     if (const SessionRecord* def = inductor_default_record(d, out.session)) {
-      out.default_ns = def->result.time_ns;
+      out.default_ns = def->result.time_ns();
       out.default_won = kept_winner(out.session, def) == def;
     }
   }

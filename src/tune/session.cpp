@@ -119,7 +119,7 @@ nlohmann::json Evaluator::describe() {
 std::vector<TimeToSolution> time_to_solution(const std::vector<SessionRecord>& records) {
   std::vector<double> times;  // what can be the best: fully measured, verified; else NaN
   for (const SessionRecord& r : records)
-    times.push_back(r.result.status == Status::ok && r.result.full ? r.result.time_ns
+    times.push_back(r.result.status == Status::ok && r.result.full ? r.result.time_ns()
                                                                    : std::nan(""));
   std::vector<TimeToSolution> out;
   for (double within : {0.01, 0.02})
@@ -130,18 +130,18 @@ std::vector<TimeToSolution> time_to_solution(const std::vector<SessionRecord>& r
 
 // -----------------------------------------------------------------------------------------------
 nlohmann::json record_json(const SessionRecord& r) {
-  const CandidateResult& x = r.result;
+  const CandidateOutcome& x = r.result;
   return {{"schema_version", kSessionSchemaVersion},
           {"sequence", r.sequence},
           {"config", config_json(r.config)},
           {"status", to_string(x.status)},
-          {"time_ns", x.time_ns},
-          {"noise_ns", x.noise_ns},
-          {"samples", x.samples},
-          {"measurement", x.full ? "full" : (x.time_ns > 0 ? "screen" : "none")},
+          {"time_ns", x.time_ns()},
+          {"noise_ns", x.noise_ns()},
+          {"samples", x.samples()},
+          {"measurement", x.full ? "full" : (x.time_ns() > 0 ? "screen" : "none")},
           {"detail", x.detail},
           {"compile_s", x.compile_s},
-          {"fatal", x.fatal},
+          {"fatal", x.context_lost},
           {"elapsed_s", r.elapsed_s},
           {"timestamp", r.timestamp}};
 }
@@ -171,12 +171,11 @@ SessionRecord record_from_json(const nlohmann::json& j) {
   const auto status = status_from_string(j.at("status").get<std::string>());
   if (!status) throw Error(fmt::format("unknown status '{}'", j.at("status").dump()));
   r.result.status = *status;
-  r.result.time_ns = j.at("time_ns").get<double>();
-  r.result.noise_ns = j.value("noise_ns", 0.0);
-  r.result.samples = j.value("samples", std::size_t{0});
+  r.result.set_time(j.at("time_ns").get<double>(), j.value("noise_ns", 0.0),
+                    j.value("samples", std::size_t{0}));
   r.result.full = j.value("measurement", "") == "full";
   r.result.detail = j.value("detail", "");
-  r.result.fatal = j.value("fatal", false);
+  r.result.context_lost = j.value("fatal", false);
   r.result.compile_s = j.value("compile_s", 0.0);
   r.elapsed_s = j.value("elapsed_s", 0.0);
   r.timestamp = j.value("timestamp", "");
@@ -221,9 +220,17 @@ Session::Session(const ProblemSpec& spec, SessionOptions options, Evaluator& eva
   spec_ = &spec;
 }
 
+Session::Session(SearchTarget target, SessionOptions options, Evaluator& evaluator,
+                 Strategy& strategy)
+    : Session(std::move(target), std::move(options), evaluator) {
+  strategy_ = &strategy;
+}
+
 Session::Session(SearchTarget target, SessionOptions options, Evaluator& evaluator)
     : target_(std::move(target)), opt_(std::move(options)), evaluator_(evaluator) {
   if (opt_.strategy.empty()) opt_.strategy = default_strategy_name();
+  if (opt_.resume && opt_.out_dir.empty())
+    throw Error("a session resumes from its output folder; name it with --resume DIR.");
   if (opt_.prefetch == 0) opt_.prefetch = 1;
   if (!opt_.clock_s) {
     opt_.clock_s = [] {
@@ -235,8 +242,10 @@ Session::Session(SearchTarget target, SessionOptions options, Evaluator& evaluat
 
 namespace {
 
-// Creates the output directory; a fresh session refuses one that already holds results.
+// Creates the output directory; a fresh session refuses one that already holds results. No
+// directory: a session that writes nothing.
 void open_out_dir(const std::filesystem::path& dir, bool resume) {
+  if (dir.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
@@ -279,14 +288,16 @@ SearchTarget spec_target(const ProblemSpec& spec, const SessionOptions& opt,
 // stop condition or the space ends the search.
 class SessionRun {
  public:
-  SessionRun(const SearchTarget& target, const SessionOptions& opt, Evaluator& evaluator)
+  SessionRun(const SearchTarget& target, const SessionOptions& opt, Evaluator& evaluator,
+             Strategy* strategy)
       : target_(target),
         opt_(opt),
         evaluator_(evaluator),
         results_(Session::results_path(opt.out_dir)),
         index_(*target.space),
         space_(index_.space()),
-        strategy_(make_strategy(opt.strategy)),
+        owned_(strategy ? nullptr : make_strategy(opt.strategy)),
+        strategy_(strategy ? *strategy : *owned_),
         stop_{opt.budget, opt.time_limit_s, opt.interrupt} {}
 
   SessionSummary run() {
@@ -295,8 +306,10 @@ class SessionRun {
       for (SessionRecord& r : read_results(results_))
         recorded_[config_key(r.config)] = std::move(r);
     s_ = summary_header();
-    log_.emplace(results_);
-    if (opt_.claim > 0) log_->append(claim_json(opt_.claim));
+    if (!opt_.out_dir.empty()) {
+      log_.emplace(results_);
+      if (opt_.claim > 0) log_->append(claim_json(opt_.claim));
+    }
     t0_ = opt_.clock_s();
     std::optional<StopCause> stop;
     while (!(stop = step())) {
@@ -314,14 +327,14 @@ class SessionRun {
 
  private:
   void start_strategy() {
-    strategy_->begin(index_, opt_.seed, opt_.budget);
+    strategy_.begin(index_, opt_.seed, opt_.budget);
     std::vector<std::size_t> first = target_.first;
     if (!opt_.warm.spaces.empty() || !opt_.warm.winners.empty())
       for (std::size_t p :
            warm_start_order(index_, opt_.warm,
                             warm_start_count(std::min<std::size_t>(opt_.budget, index_.size()))))
         first.push_back(p);
-    if (!first.empty()) strategy_->propose_first(std::move(first));
+    if (!first.empty()) strategy_.propose_first(std::move(first));
   }
 
   SessionSummary summary_header() const {
@@ -340,17 +353,21 @@ class SessionRun {
 
   double elapsed() const { return opt_.clock_s() - t0_; }
 
+  // Whether an earlier run recorded `config` (resuming); cheap when it is not resuming.
+  bool recorded(const ConfigMap& config) const {
+    return !recorded_.empty() && recorded_.count(config_key(config)) != 0;
+  }
+
   // A sliding window of proposals: after each evaluation one more is proposed and handed to the
   // evaluator to compile ahead, so compiling never drains while the GPU measures.
   void refill() {
     const std::size_t room = std::min(opt_.prefetch, opt_.budget - s_.records.size());
     std::vector<ConfigMap> fresh;
     while (pending_.size() < room) {
-      const auto p = strategy_->propose();
+      const auto p = strategy_.propose();
       if (!p) break;
       pending_.emplace_back(*p, config_of(space_, index_.at(*p)));
-      if (!recorded_.count(config_key(pending_.back().second)))
-        fresh.push_back(pending_.back().second);
+      if (!recorded(pending_.back().second)) fresh.push_back(pending_.back().second);
     }
     if (!fresh.empty()) evaluator_.prepare(fresh);
   }
@@ -361,7 +378,7 @@ class SessionRun {
     std::vector<ConfigMap> fresh;
     std::vector<std::size_t> at;
     for (std::size_t k = 0; k < pending_.size(); ++k) {
-      if (recorded_.count(config_key(pending_[k].second))) return k;
+      if (recorded(pending_[k].second)) return k;
       fresh.push_back(pending_[k].second);
       at.push_back(k);
     }
@@ -378,7 +395,7 @@ class SessionRun {
     const auto [position, config] = std::move(*next);
     pending_.erase(next);
     SessionRecord rec;
-    const bool resumed = recorded_.count(config_key(config)) != 0;
+    const bool resumed = recorded(config);
     if (resumed) {
       rec = recorded_.at(config_key(config));
       ++s_.resumed;
@@ -388,7 +405,7 @@ class SessionRun {
       rec = evaluate(config);
     }
     observe(position, rec);
-    const bool fatal = rec.result.fatal && !resumed;
+    const bool fatal = rec.result.context_lost && !resumed;
     s_.records.push_back(std::move(rec));
     if (fatal) return StopCause::fatal;
     return std::nullopt;
@@ -401,9 +418,11 @@ class SessionRun {
     rec.sequence = s_.records.size();
     rec.elapsed_s = elapsed();
     rec.timestamp = utc_now_iso8601();
-    nlohmann::json line = record_json(rec);
-    if (opt_.claim > 0) line["claim"] = opt_.claim;
-    log_->append(line);
+    if (log_) {
+      nlohmann::json line = record_json(rec);
+      if (opt_.claim > 0) line["claim"] = opt_.claim;
+      log_->append(line);
+    }
     ++s_.evaluated_now;
     if (rec.result.compile_s > 0)
       s_.compile_s_mean += (rec.result.compile_s - s_.compile_s_mean) / double(++s_.compiled);
@@ -411,12 +430,12 @@ class SessionRun {
   }
 
   void observe(std::size_t position, const SessionRecord& rec) {
-    const CandidateResult& r = rec.result;
+    const CandidateOutcome& r = rec.result;
     ++s_.counts[r.status];
     // The record keeps the outcome "slower"; the strategy learns from its time (observe()).
-    strategy_->observe({position, r.status, r.time_ns});
-    if (r.status == Status::ok && r.full && (!best_ns_ || r.time_ns < *best_ns_)) {
-      best_ns_ = r.time_ns;
+    strategy_.observe({position, r.status, r.time_ns()});
+    if (r.status == Status::ok && r.full && (!best_ns_ || r.time_ns() < *best_ns_)) {
+      best_ns_ = r.time_ns();
       s_.best = rec;
     }
   }
@@ -430,7 +449,7 @@ class SessionRun {
     // A claim stopped early (its lease lost, or given back) leaves the folder's outputs to the
     // claim that finishes the job: a stale one must not replace them.
     if (opt_.claim > 0 && s_.stop == StopCause::interrupted) return;
-    write_outputs(opt_.out_dir, s_);
+    if (!opt_.out_dir.empty()) write_outputs(opt_.out_dir, s_);
   }
 
   const SearchTarget& target_;
@@ -439,7 +458,8 @@ class SessionRun {
   const std::filesystem::path results_;
   const IndexedSpace& index_;
   const SearchSpace& space_;
-  std::unique_ptr<Strategy> strategy_;
+  std::unique_ptr<Strategy> owned_;
+  Strategy& strategy_;
   const StopCondition stop_;
   std::unordered_map<std::string, SessionRecord> recorded_;  // by config_key, when resuming
   SessionSummary s_;
@@ -453,9 +473,9 @@ class SessionRun {
 
 SessionSummary Session::run() {
   open_out_dir(opt_.out_dir, opt_.resume);
-  if (!spec_) return SessionRun(target_, opt_, evaluator_).run();
+  if (!spec_) return SessionRun(target_, opt_, evaluator_, strategy_).run();
   const SpecSpace space(*spec_, opt_.shape);
-  return SessionRun(spec_target(*spec_, opt_, space.index), opt_, evaluator_).run();
+  return SessionRun(spec_target(*spec_, opt_, space.index), opt_, evaluator_, strategy_).run();
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -465,8 +485,9 @@ nlohmann::json session_t4_json(const SessionSummary& s) {
     T4Record t;
     t.configuration = r.config;
     t.status = r.result.status;
-    t.time_ns = r.result.time_ns;
+    t.time_ns = r.result.time_ns();
     t.detail = r.result.detail;
+    t.compile_ns = r.result.compile_s * 1e9;
     results.push_back(t4_result_json(t, r.timestamp));
   }
   return {{"schema_version", kT4SchemaVersion},
@@ -506,9 +527,9 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
   }
   nlohmann::json best = nlohmann::json(nullptr);
   if (s.best)
-    best = {{"sequence", s.best->sequence},      {"config", config_json(s.best->config)},
-            {"time_ns", s.best->result.time_ns}, {"noise_ns", s.best->result.noise_ns},
-            {"samples", s.best->result.samples}, {"detail", s.best->result.detail}};
+    best = {{"sequence", s.best->sequence},        {"config", config_json(s.best->config)},
+            {"time_ns", s.best->result.time_ns()}, {"noise_ns", s.best->result.noise_ns()},
+            {"samples", s.best->result.samples()}, {"detail", s.best->result.detail}};
   nlohmann::json to_solution = nlohmann::json::array();
   for (const TimeToSolution& t : s.to_solution)
     to_solution.push_back(
@@ -540,8 +561,8 @@ nlohmann::json session_summary_json(const SessionSummary& s) {
 const SessionRecord* kept_winner(const SessionSummary& session, const SessionRecord* d) {
   if (!session.best) return nullptr;
   if (!d) return &*session.best;
-  const double spread = std::max(d->result.noise_ns, session.best->result.noise_ns);
-  return d->result.time_ns - session.best->result.time_ns > spread ? &*session.best : d;
+  const double spread = std::max(d->result.noise_ns(), session.best->result.noise_ns());
+  return d->result.time_ns() - session.best->result.time_ns() > spread ? &*session.best : d;
 }
 
 }  // namespace ktune::tune

@@ -22,9 +22,9 @@ std::string best_so_far_svg(const SessionSummary& s) {
   // Timed points (microseconds): full measurements and screens; failures have no time.
   double lo_us = std::numeric_limits<double>::infinity(), hi_us = 0;
   for (const auto& r : s.records)
-    if (r.result.time_ns > 0 && has_time(r.result.status)) {
-      lo_us = std::min(lo_us, r.result.time_ns / 1e3);
-      hi_us = std::max(hi_us, r.result.time_ns / 1e3);
+    if (r.result.time_ns() > 0 && has_time(r.result.status)) {
+      lo_us = std::min(lo_us, r.result.time_ns() / 1e3);
+      hi_us = std::max(hi_us, r.result.time_ns() / 1e3);
     }
   const bool any = hi_us > 0;
   if (!any) lo_us = 0, hi_us = 1;
@@ -61,14 +61,14 @@ std::string best_so_far_svg(const SessionSummary& s) {
   std::string best_path;
   double best_us = 0;
   for (std::size_t i = 0; i < s.records.size(); ++i) {
-    const CandidateResult& r = s.records[i].result;
+    const CandidateOutcome& r = s.records[i].result;
     const double x = x_of(static_cast<double>(i + 1));
-    if (r.time_ns > 0 && has_time(r.status))
+    if (r.time_ns() > 0 && has_time(r.status))
       svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>\n", x,
-                         y_of(r.time_ns / 1e3), r.full ? "#7a9cc6" : "#c8c8c8");
-    if (r.status == Status::ok && r.full && (best_us == 0 || r.time_ns / 1e3 < best_us)) {
+                         y_of(r.time_ns() / 1e3), r.full ? "#7a9cc6" : "#c8c8c8");
+    if (r.status == Status::ok && r.full && (best_us == 0 || r.time_ns() / 1e3 < best_us)) {
       const bool first = best_us == 0;
-      best_us = r.time_ns / 1e3;
+      best_us = r.time_ns() / 1e3;
       best_path += first ? fmt::format("M{:.1f} {:.1f}", x, y_of(best_us))
                          : fmt::format(" H{:.1f} V{:.1f}", x, y_of(best_us));
     }

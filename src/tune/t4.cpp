@@ -116,6 +116,11 @@ T4Record parse_t4_record(const nlohmann::json& r, std::size_t i, const std::stri
       }
     }
   }
+  if (auto times = r.find("times"); times != r.end() && times->is_object())
+    if (auto c = times->find("compilation"); c != times->end() && c->is_number() &&
+                                             std::isfinite(c->get<double>()) &&
+                                             c->get<double>() >= 0)
+      rec.compile_ns = c->get<double>() * scale;
   if (has_time(rec.status)) {
     if (!t || !std::isfinite(*t) || *t <= 0) {
       rec.status = Status::launch_failed;
@@ -234,6 +239,7 @@ nlohmann::json t4_result_json(const T4Record& r, const std::string& timestamp) {
   m["unit"] = "ms";
   j["measurements"] = nlohmann::json::array({m});
   j["objectives"] = nlohmann::json::array({"time"});
+  if (r.compile_ns) j["times"] = {{"compilation", *r.compile_ns / 1e6}};
   if (!r.detail.empty()) j["detail"] = r.detail;
   return j;
 }

@@ -65,6 +65,100 @@ TEST(PipelineResources, RejectsEachLimit) {
   EXPECT_NE(why->find("grid"), std::string::npos);
 }
 
+// One outcome type for every evaluator: its figures are the measurement's, and a record read back
+// (set_time) gives the same figures again.
+TEST(CandidateOutcome, FiguresAreTheMeasurementsAndSurviveARecord) {
+  CandidateOutcome o;
+  const std::vector<double> samples{100, 101, 102, 103, 104, 105, 106, 107, 108, 140};
+  o.measurement.time_ns = summarize(samples);
+  EXPECT_DOUBLE_EQ(o.time_ns(), o.measurement.time_ns.median);
+  EXPECT_DOUBLE_EQ(o.noise_ns(), (o.measurement.time_ns.p95 - o.measurement.time_ns.p5) / 2);
+  EXPECT_GT(o.noise_ns(), 0);
+  EXPECT_EQ(o.samples(), 10u);
+  CandidateOutcome back;
+  back.set_time(o.time_ns(), o.noise_ns(), o.samples());
+  EXPECT_DOUBLE_EQ(back.time_ns(), o.time_ns());
+  EXPECT_DOUBLE_EQ(back.noise_ns(), o.noise_ns());
+  EXPECT_EQ(back.samples(), o.samples());
+}
+
+// A candidate with planted steps: the one sequence (run_candidate) on the CPU.
+class PlantedCandidate final : public Candidate {
+ public:
+  std::optional<CandidateOutcome> ready_outcome;
+  Verification verification;
+  double time_ns = 1000;
+  int verified = 0, sampled = 0;
+
+  std::optional<CandidateOutcome> ready() override { return ready_outcome; }
+  Verification verify() override {
+    ++verified;
+    return verification;
+  }
+  Sampler& sampler() override {
+    ++sampled;
+    return sampler_;
+  }
+
+ private:
+  class Steady final : public Sampler {
+   public:
+    explicit Steady(const PlantedCandidate& c) : c_(c) {}
+    void warmup() override {}
+    Sample sample() override { return {c_.time_ns, 1980, 0, 1}; }
+
+   private:
+    const PlantedCandidate& c_;
+  };
+  Steady sampler_{*this};
+};
+
+TEST(RunCandidate, EndsAtTheFirstFailedStepThenScreensAndMeasures) {
+  PipelineSettings settings;
+  settings.full = PipelineSettings::tuning_full();
+  Measurement header;
+  header.kernel = "k";
+
+  PlantedCandidate not_ready;  // did not compile: its outcome, nothing run
+  not_ready.ready_outcome = CandidateOutcome::failed(Status::compile_failed, "no such symbol");
+  CandidateOutcome o = run_candidate(not_ready, settings, std::nullopt, header);
+  EXPECT_EQ(o.status, Status::compile_failed);
+  EXPECT_EQ(o.detail, "no such symbol");
+  EXPECT_EQ(not_ready.verified + not_ready.sampled, 0);
+
+  PlantedCandidate wrong;  // a wrong result is never timed
+  wrong.verification = {true, false, "element 3 is 7 where 8 is expected"};
+  o = run_candidate(wrong, settings, std::nullopt, header);
+  EXPECT_EQ(o.status, Status::wrong_result);
+  EXPECT_EQ(o.detail, "element 3 is 7 where 8 is expected");
+  EXPECT_EQ(wrong.sampled, 0);
+
+  PlantedCandidate right;
+  right.verification = {true, true, "agrees (64 elements)"};
+  o = run_candidate(right, settings, std::nullopt, header);
+  EXPECT_EQ(o.status, Status::ok);
+  EXPECT_TRUE(o.full);
+  EXPECT_EQ(o.detail, "verified: agrees (64 elements)");
+  EXPECT_EQ(o.measurement.kernel, "k");
+  EXPECT_TRUE(o.measurement.verification.passed);
+  EXPECT_DOUBLE_EQ(o.time_ns(), 1000);
+  EXPECT_GE(o.samples(), settings.full.min_samples);
+
+  // Against a best of 500 ns it is screened out, with the screen's figures.
+  o = run_candidate(right, settings, 500.0, header);
+  EXPECT_EQ(o.status, Status::slower);
+  EXPECT_FALSE(o.full);
+  EXPECT_DOUBLE_EQ(o.time_ns(), 1000);
+  EXPECT_NE(o.detail.find("slower: screen median 1.00 us"), std::string::npos) << o.detail;
+
+  PlantedCandidate unchecked;  // no reference: measured, and its detail says so
+  unchecked.verification.detail = "not verified: the spec declares no reference";
+  o = run_candidate(unchecked, settings, std::nullopt, header);
+  EXPECT_EQ(o.status, Status::ok);
+  EXPECT_EQ(o.detail, "not verified: the spec declares no reference");
+  EXPECT_FALSE(o.measurement.verification.checked);
+}
+
 TEST(PipelineScreen, ContendersAreWithinTheMarginOfTheBest) {
   EXPECT_TRUE(is_contender(5000, std::nullopt, 0.03));  // nothing measured yet
   EXPECT_TRUE(is_contender(1020, 1000.0, 0.03));

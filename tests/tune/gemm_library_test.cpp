@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ktune/core/error.hpp"
+#include "ktune/cuda/driver.hpp"
 #include "ktune/tune/gemm_library.hpp"
 #include "ktune/tune/tunableop.hpp"
 
@@ -120,8 +121,7 @@ SessionSummary two_candidate_session(const LibraryCandidates& c, double default_
     r.sequence = i;
     r.config = library_config(c.configs[i]);
     r.result.full = true;
-    r.result.time_ns = i == 0 ? default_ns : other_ns;
-    r.result.noise_ns = i == 0 ? default_noise : other_noise;
+    r.result.set_time(i == 0 ? default_ns : other_ns, i == 0 ? default_noise : other_noise, 10);
     s.records.push_back(r);
   }
   s.best = s.records[default_ns <= other_ns ? 0 : 1];
@@ -155,6 +155,38 @@ TEST(GemmLibrary, AWinWithinTheNoiseKeepsCuBlasLtsDefault) {
   no_default.records.erase(no_default.records.begin());
   EXPECT_EQ(library_winner_record(c, no_default), &*no_default.best);
   EXPECT_EQ(library_winner_record(c, SessionSummary{}), nullptr);
+}
+
+// The library evaluator runs cuBLASLt's algorithms through the pipeline's one sequence
+// (bench::run_candidate): the default verified and measured in full, a slower one screened out,
+// a configuration cuBLASLt refuses ending before it runs.
+TEST(LibraryGpu, AlgorithmsGoThroughThePipelinesSequence) {
+  if (!cuda::gpu_available()) GTEST_SKIP() << "no GPU";
+  const bench::GemmProblem p =
+      library_problem("gemm_tn", {{"m", 512}, {"n", 512}, {"k", 512}}, "f16");
+  LibrarySearchOptions o;
+  o.enumerated = 16;
+  LibraryEvaluator ev(p, o, 0);
+  LibraryCandidates c;
+  from_json(ev.describe(), c);
+  ASSERT_GE(c.configs.size(), 1u);
+  const ConfigMap first = library_config(c.configs.front());
+  const CandidateOutcome d = ev.evaluate(first, std::nullopt);
+  EXPECT_EQ(d.status, Status::ok) << d.detail;
+  EXPECT_TRUE(d.full);
+  EXPECT_EQ(d.detail.rfind("verified: agrees with cuBLASLt's first heuristic choice", 0), 0u)
+      << d.detail;
+  EXPECT_GT(d.time_ns(), 0);
+  EXPECT_GE(d.samples(), 10u);
+  EXPECT_GE(d.noise_ns(), 0);
+  const CandidateOutcome s = ev.evaluate(first, d.time_ns() / 4);
+  EXPECT_EQ(s.status, Status::slower) << s.detail;
+  EXPECT_FALSE(s.full);
+  ConfigMap refused = first;
+  refused["tile"] = Value(std::int64_t{1} << 30);
+  const CandidateOutcome r = ev.evaluate(refused, std::nullopt);
+  EXPECT_EQ(r.status, Status::launch_failed) << r.detail;
+  EXPECT_FALSE(r.context_lost);
 }
 
 TEST(TunableOp, ResultsFileHasValidatorsThenOneRowPerWinner) {

@@ -40,9 +40,7 @@ SessionSummary gemv_session() {
                  {"UNROLL", 4}, {"X_SHARED", 0}, {"LOAD_HINT", 2}};
   best.result.status = Status::ok;
   best.result.full = true;
-  best.result.time_ns = 80e3;
-  best.result.noise_ns = 400;
-  best.result.samples = 40;
+  best.result.set_time(80e3, 400, 40);
   s.best = best;
   return s;
 }
@@ -158,7 +156,7 @@ TEST(EvaluatorGpu, TunesCopyVerifiesAndStoresTheWinner) {
   ASSERT_TRUE(s.best);
   EXPECT_EQ(s.best->config.at("SKIP_TAIL").as_int(), 0);  // the planted wrong variant never wins
   EXPECT_NE(s.best->result.detail.find("verified"), std::string::npos) << s.best->result.detail;
-  EXPECT_GT(s.best->result.time_ns, 0.5e6);  // 2 GiB moved
+  EXPECT_GT(s.best->result.time_ns(), 0.5e6);  // 2 GiB moved
   for (const auto& r : s.records) {
     if (r.config.at("SKIP_TAIL").as_int() == 1) {
       EXPECT_EQ(r.result.status, Status::wrong_result);
@@ -173,7 +171,7 @@ TEST(EvaluatorGpu, TunesCopyVerifiesAndStoresTheWinner) {
   const auto back = st->list_entries({.op = "copy"});
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].verification, "passed");
-  EXPECT_DOUBLE_EQ(back[0].median_ns, s.best->result.time_ns);
+  EXPECT_DOUBLE_EQ(back[0].median_ns, s.best->result.time_ns());
   fs::remove_all(dir);
 }
 
@@ -194,7 +192,7 @@ TEST(EvaluatorGpu, AConfigurationWithNoLaunchableGridIsItsOutcomeNotAnError) {
   const ConfigMap good = {{"BLOCK", 256}, {"VEC", 1}, {"ITEMS", 1}, {"SKIP_TAIL", 0}};
   ASSERT_NO_THROW(ev.prepare({good, bad}));
   EXPECT_EQ(ev.next_ready({good, bad}), 1u);  // nothing to compile: ready at once
-  const CandidateResult r = ev.evaluate(bad, std::nullopt);
+  const CandidateOutcome r = ev.evaluate(bad, std::nullopt);
   EXPECT_EQ(r.status, Status::resources_exceeded);
   EXPECT_NE(r.detail.find("launch geometry"), std::string::npos) << r.detail;
   EXPECT_EQ(ev.evaluate(good, std::nullopt).status, Status::ok);

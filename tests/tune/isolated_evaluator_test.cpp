@@ -21,7 +21,7 @@ namespace {
 class Saboteur : public Evaluator {
  public:
   std::size_t next_ready(const std::vector<ConfigMap>&) override { return 0; }
-  CandidateResult evaluate(const ConfigMap& c, std::optional<double>) override {
+  CandidateOutcome evaluate(const ConfigMap& c, std::optional<double>) override {
     switch (c.at("X").as_int()) {
       case 2:
         std::raise(SIGSEGV);
@@ -31,16 +31,16 @@ class Saboteur : public Evaluator {
       case 4:
         for (;;) ::pause();
       case 5: {
-        CandidateResult r;
+        CandidateOutcome r;
         r.status = Status::launch_failed;
         r.detail = "CUDA_ERROR_ILLEGAL_ADDRESS";
-        r.fatal = true;
+        r.context_lost = true;
         return r;
       }
     }
-    CandidateResult r;
+    CandidateOutcome r;
     r.status = Status::ok;
-    r.time_ns = 1000;
+    r.set_time(1000, 5, 12);
     r.full = true;
     r.detail = "verified";
     return r;
@@ -56,7 +56,7 @@ TEST(IsolatedEvaluator, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn) {
   ev.prepare({x(1), x(2), x(3)});
   EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
 
-  CandidateResult r = ev.evaluate(x(2), std::nullopt);
+  CandidateOutcome r = ev.evaluate(x(2), std::nullopt);
   EXPECT_EQ(r.status, Status::launch_failed);
   // "killed by signal 11"; under AddressSanitizer its handler reports and exits with status 1.
   EXPECT_NE(r.detail.find("the measuring process"), std::string::npos) << r.detail;
@@ -72,7 +72,7 @@ TEST(IsolatedEvaluator, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn) {
 
   r = ev.evaluate(x(5), std::nullopt);
   EXPECT_EQ(r.status, Status::launch_failed);
-  EXPECT_FALSE(r.fatal);  // the session never sees a lost context: a new child takes over
+  EXPECT_FALSE(r.context_lost);  // the session never sees a lost context: a new child takes over
   EXPECT_NE(r.detail.find("ILLEGAL_ADDRESS"), std::string::npos) << r.detail;
 
   EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
@@ -136,11 +136,13 @@ TEST(IsolatedEvaluator, WorkNobodyWillCollectIsNotWaitedFor) {
 
 TEST(IsolatedEvaluator, ResultsTravelIntact) {
   IsolatedEvaluator ev([] { return std::make_unique<Saboteur>(); });
-  const CandidateResult r = ev.evaluate(x(1), 500.0);
+  const CandidateOutcome r = ev.evaluate(x(1), 500.0);
   EXPECT_EQ(r.status, Status::ok);
   EXPECT_TRUE(r.full);
   EXPECT_EQ(r.detail, "verified");
-  EXPECT_EQ(r.time_ns, 1000);
+  EXPECT_EQ(r.time_ns(), 1000);
+  EXPECT_EQ(r.noise_ns(), 5);
+  EXPECT_EQ(r.samples(), 12u);
 }
 
 // The measuring child as another program (ktune.inductor's serve): one code path with the forked
@@ -154,7 +156,7 @@ TEST(IsolatedEvaluatorProgram, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn
   IsolatedEvaluator ev(fake_serve(), {.candidate_timeout_s = 2});
   EXPECT_EQ(ev.evaluate(x(1), std::nullopt).status, Status::ok);
 
-  CandidateResult r = ev.evaluate(x(2), std::nullopt);  // segfaults
+  bench::CandidateOutcome r = ev.evaluate(x(2), std::nullopt);  // segfaults
   EXPECT_EQ(r.status, Status::launch_failed);
   EXPECT_NE(r.detail.find("killed by signal 11"), std::string::npos) << r.detail;
 
@@ -168,7 +170,7 @@ TEST(IsolatedEvaluatorProgram, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn
 
   r = ev.evaluate(x(5), std::nullopt);  // loses its context, says so, and leaves
   EXPECT_EQ(r.status, Status::launch_failed);
-  EXPECT_FALSE(r.fatal);
+  EXPECT_FALSE(r.context_lost);
   EXPECT_NE(r.detail.find("ILLEGAL_ADDRESS"), std::string::npos) << r.detail;
 
   r = ev.evaluate(x(1), 500.0);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -211,6 +212,131 @@ TEST(ReplayScreenedOut, StrategiesLearnFromScreenedOutTimes) {
       EXPECT_DOUBLE_EQ(a.fraction_of_optimum, b.fraction_of_optimum) << name << " seed " << seed;
       EXPECT_EQ(a.evaluations_to_1pct, b.evaluations_to_1pct) << name << " seed " << seed;
     }
+}
+
+// Four configurations x = 0..3, proposed in that order by "exhaustive", with these recorded compile
+// times (seconds; none: not recorded) and times 4, 3, 2, 1 us.
+std::unique_ptr<RecordedSpace> compile_space(const std::vector<std::optional<double>>& compile_s) {
+  T4File f;
+  f.source = "compiles";
+  for (int x = 0; x < 4; ++x) {
+    T4Record r;
+    r.configuration["x"] = x;
+    r.time_ns = 1e3 * (4 - x);
+    if (compile_s[x]) r.compile_ns = *compile_s[x] * 1e9;
+    f.results.push_back(r);
+  }
+  return RecordedSpace::from_records(f);
+}
+
+// The session's order of evaluation over a recorded space, window `window`.
+std::vector<std::int64_t> evaluation_order(const RecordedSpace& space, std::size_t window,
+                                           std::uint64_t seed, SessionSummary* summary = nullptr) {
+  RecordedEvaluator ev(space, seed, static_cast<unsigned>(window / 2));
+  SearchTarget target;
+  target.space = &space.index();
+  SessionOptions o;
+  o.strategy = "exhaustive";
+  o.seed = seed;
+  o.budget = 4;
+  o.prefetch = window;
+  o.clock_s = [&ev] { return ev.clock_s(); };
+  const SessionSummary s = Session(target, o, ev).run();
+  std::vector<std::int64_t> order;
+  for (const auto& r : s.records) order.push_back(r.config.at("x").as_int());
+  if (summary) *summary = s;
+  return order;
+}
+
+// Replay runs the session's loop: with compiles ahead (window 4: two compile workers) the next
+// configuration measured is the one whose compile finished first, as on the GPU. replay_once
+// measured them first in, first out (0, 1, 2, 3) whatever their compiles took.
+TEST(ReplaySession, MeasuresWhicheverCompileFinishesFirst) {
+  // Workers: x0 0-8 s; x1 0-1 s, then x2 1-3 s, then x3 3-3.5 s.
+  const auto space = compile_space({8.0, 1.0, 2.0, 0.5});
+  SessionSummary s;
+  EXPECT_EQ(evaluation_order(*space, 4, 0, &s), (std::vector<std::int64_t>{1, 2, 3, 0}));
+  // The session's clock is the simulated one: the first result comes when x1 has compiled.
+  EXPECT_GT(s.records[0].elapsed_s, 1.0);
+  EXPECT_LT(s.records[0].elapsed_s, 1.1);
+  EXPECT_GT(s.records[3].elapsed_s, 8.0);
+  EXPECT_DOUBLE_EQ(s.compile_s_mean, (8.0 + 1.0 + 2.0 + 0.5) / 4);
+  // One at a time, the order is the proposals'.
+  EXPECT_EQ(evaluation_order(*space, 1, 0), (std::vector<std::int64_t>{0, 1, 2, 3}));
+}
+
+// Where the recording has no compile times they are drawn from the seed, between half and twice
+// the median of those it has (1 s when none): one seed, one order; other seeds, other orders.
+TEST(ReplaySession, UnrecordedCompileTimesFollowTheSeed) {
+  const auto none = compile_space({std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  std::set<std::vector<std::int64_t>> orders;
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    SessionSummary s;
+    const auto order = evaluation_order(*none, 4, seed, &s);
+    EXPECT_EQ(order, evaluation_order(*none, 4, seed)) << seed;
+    orders.insert(order);
+    for (const auto& r : s.records) {
+      EXPECT_GE(r.result.compile_s, 0.5);
+      EXPECT_LE(r.result.compile_s, 2.0);
+    }
+  }
+  EXPECT_GT(orders.size(), 2u);
+  // Half recorded: the others are drawn around the recorded median (10 s).
+  const auto half = compile_space({10.0, std::nullopt, 10.0, std::nullopt});
+  SessionSummary s;
+  evaluation_order(*half, 4, 3, &s);
+  for (const auto& r : s.records) {
+    EXPECT_GE(r.result.compile_s, 5.0);
+    EXPECT_LE(r.result.compile_s, 20.0);
+  }
+}
+
+// The recorded evaluator screens as the pipeline does (bench::is_contender): a timed
+// configuration more than 3 % slower than the best so far is "slower", measured by the screen
+// only, and the rest are measured in full.
+TEST(ReplaySession, ScreensAgainstTheBestAsThePipelineDoes) {
+  const auto space = compile_space({0.0, 0.0, 0.0, 0.0});
+  RecordedEvaluator ev(*space, 1, 1);
+  const CandidateOutcome first = ev.evaluate({{"x", Value(2)}}, std::nullopt);  // 2 us
+  EXPECT_EQ(first.status, Status::ok);
+  EXPECT_TRUE(first.full);
+  EXPECT_DOUBLE_EQ(first.time_ns(), 2e3);
+  const double t0 = ev.clock_s();
+  const CandidateOutcome slower = ev.evaluate({{"x", Value(0)}}, 2e3);  // 4 us
+  EXPECT_EQ(slower.status, Status::slower);
+  EXPECT_FALSE(slower.full);
+  EXPECT_DOUBLE_EQ(slower.time_ns(), 4e3);
+  const double screen_s = ev.clock_s() - t0;
+  const CandidateOutcome faster = ev.evaluate({{"x", Value(3)}}, 2e3);  // 1 us
+  EXPECT_EQ(faster.status, Status::ok);
+  EXPECT_TRUE(faster.full);
+  EXPECT_GT(ev.clock_s() - t0 - screen_s, screen_s);  // a full measurement costs more
+  EXPECT_THROW(ev.evaluate({{"x", Value(7)}}, std::nullopt), Error);  // not in the space
+}
+
+TEST(RecordedSpaceRead, CompileTimesFromT4AndKernelTunerCaches) {
+  const auto t4 = parse_t4(nlohmann::json::parse(R"({"metadata": {"timeunit": "seconds"},
+      "results": [
+      {"configuration": {"x": 1}, "times": {"compilation": 0.25, "runtimes": [1e-6]}},
+      {"configuration": {"x": 2}, "measurements": [{"name": "time", "value": 2e-6}]}]})"),
+                           "t4.json");
+  ASSERT_TRUE(t4.results[0].compile_ns);
+  EXPECT_DOUBLE_EQ(*t4.results[0].compile_ns, 0.25e9);
+  EXPECT_FALSE(t4.results[1].compile_ns);
+  const auto space = RecordedSpace::from_records(t4);
+  EXPECT_DOUBLE_EQ(space->compile_s(0).value(), 0.25);
+  EXPECT_FALSE(space->compile_s(1));
+  // ktune writes what it recorded, in the file's milliseconds, and reads it back.
+  const nlohmann::json j = t4_result_json(t4.results[0], "now");
+  EXPECT_DOUBLE_EQ(j["times"]["compilation"].get<double>(), 250.0);
+  EXPECT_FALSE(t4_result_json(t4.results[1], "now").contains("times"));
+  const KtCache c = parse_kt_cache(nlohmann::json::parse(R"({"tune_params_keys": ["x"],
+      "tune_params": {"x": [1, 2]}, "cache": {"1": {"x": 1, "time": 1.0, "compile_time": 75.5},
+      "2": {"x": 2, "time": 2.0}}})"),
+                                   "mem");
+  ASSERT_TRUE(c.records[0].compile_ns);
+  EXPECT_DOUBLE_EQ(*c.records[0].compile_ns, 75.5e6);
+  EXPECT_FALSE(c.records[1].compile_ns);
 }
 
 constexpr const char* kCache = R"({

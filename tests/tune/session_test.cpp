@@ -40,6 +40,16 @@ struct TempDir {
   }
 };
 
+CandidateOutcome outcome(Status status, double time_ns, double noise_ns, std::size_t samples,
+                         bool full, std::string detail) {
+  CandidateOutcome o;
+  o.status = status;
+  o.set_time(time_ns, noise_ns, samples);
+  o.full = full;
+  o.detail = std::move(detail);
+  return o;
+}
+
 // Stands in for the GPU: a fixed time per configuration and planted failures of every kind,
 // screening out candidates more than 5 % slower than the best so far, as the GPU evaluator does.
 class FakeEvaluator : public Evaluator {
@@ -55,7 +65,7 @@ class FakeEvaluator : public Evaluator {
   void prepare(const std::vector<ConfigMap>& upcoming) override { prepared += upcoming.size(); }
   std::size_t next_ready(const std::vector<ConfigMap>&) override { return 0; }  // in order
 
-  CandidateResult evaluate(const ConfigMap& c, std::optional<double> best_ns) override {
+  CandidateOutcome evaluate(const ConfigMap& c, std::optional<double> best_ns) override {
     if (calls == throw_after) throw std::runtime_error("killed");
     ++calls;
     if (clock) *clock += 1.0;
@@ -64,24 +74,27 @@ class FakeEvaluator : public Evaluator {
     evaluated.push_back(j.dump());
     const std::int64_t block = c.at("BLOCK").as_int(), vec = c.at("VEC").as_int(),
                        items = c.at("ITEMS").as_int(), skip = c.at("SKIP_TAIL").as_int();
-    CandidateResult r;
+    CandidateOutcome r;
     if (fatal_at && block == fatal_at->first && items == fatal_at->second && vec == 1 && !skip) {
       r.status = Status::launch_failed;
-      r.fatal = true;
+      r.context_lost = true;
       r.detail = "CUDA_ERROR_ILLEGAL_ADDRESS";
       return r;
     }
-    if (vec == 2 && items == 1) return {Status::compile_failed, 0, 0, 0, false, "planted", false};
-    if (block == 1024 && items == 8) return {Status::resources_exceeded, 0, 0, 0, false, "regs"};
-    if (block == 128 && vec == 4 && items == 8) return {Status::launch_failed, 0, 0, 0, false, "x"};
-    if (block == 512 && vec == 1 && items == 8) return {Status::timeout, 0, 0, 0, false, "hung"};
-    if (skip == 1) return {Status::wrong_result, 0, 0, 0, false, "tail unwritten"};
+    if (vec == 2 && items == 1) return outcome(Status::compile_failed, 0, 0, 0, false, "planted");
+    if (block == 1024 && items == 8)
+      return outcome(Status::resources_exceeded, 0, 0, 0, false, "regs");
+    if (block == 128 && vec == 4 && items == 8)
+      return outcome(Status::launch_failed, 0, 0, 0, false, "x");
+    if (block == 512 && vec == 1 && items == 8)
+      return outcome(Status::timeout, 0, 0, 0, false, "hung");
+    if (skip == 1) return outcome(Status::wrong_result, 0, 0, 0, false, "tail unwritten");
     // A smooth landscape with one optimum at BLOCK=256, VEC=4, ITEMS=4.
     const auto sq = [](double v) { return v * v; };
     const double t = 1000 + 40 * sq(std::log2(block) - 8) + 60 * sq(std::log2(vec) - 2) +
                      25 * sq(std::log2(items) - 2);
-    if (best_ns && t > *best_ns * 1.05) return {Status::slower, t, 0, 3, false, "slower"};
-    return {Status::ok, t, 2, 20, true, "verified"};
+    if (best_ns && t > *best_ns * 1.05) return outcome(Status::slower, t, 0, 3, false, "slower");
+    return outcome(Status::ok, t, 2, 20, true, "verified");
   }
 };
 
@@ -170,7 +183,7 @@ TEST(Session, RecordsEveryOutcomeAndFindsTheOptimum) {
   EXPECT_EQ(s.best->config.at("BLOCK").as_int(), 256);
   EXPECT_EQ(s.best->config.at("VEC").as_int(), 4);
   EXPECT_EQ(s.best->config.at("ITEMS").as_int(), 4);
-  EXPECT_DOUBLE_EQ(s.best->result.time_ns, 1000);
+  EXPECT_DOUBLE_EQ(s.best->result.time_ns(), 1000);
 
   const auto lines = lines_of(Session::results_path(dir.path));
   ASSERT_EQ(lines.size(), 96u);
@@ -218,7 +231,32 @@ TEST(Session, EvaluatesTheCandidateTheEvaluatorHasReady) {
   ASSERT_EQ(lines.size(), 96u);
   for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i]["sequence"], i);
   ASSERT_TRUE(s.best);
-  EXPECT_DOUBLE_EQ(s.best->result.time_ns, 1000);
+  EXPECT_DOUBLE_EQ(s.best->result.time_ns(), 1000);
+}
+
+// Replay runs many sessions over a recorded space: with no output folder a session keeps its
+// results in the summary and writes nothing (not even into the working directory).
+TEST(Session, WithoutAnOutputFolderWritesNothing) {
+  const ProblemSpec spec = copy_spec();
+  TempDir dir("nowhere");
+  fs::create_directories(dir.path);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path);
+  FakeEvaluator ev;
+  SessionSummary s;
+  try {
+    s = Session(spec, options("", "random", 9), ev).run();
+  } catch (...) {
+    fs::current_path(cwd);
+    throw;
+  }
+  fs::current_path(cwd);
+  EXPECT_EQ(s.evaluations, 9u);
+  EXPECT_EQ(s.records.size(), 9u);
+  EXPECT_TRUE(fs::is_empty(dir.path));
+  SessionOptions resume = options("", "random", 9);
+  resume.resume = true;
+  EXPECT_THROW(Session(spec, resume, ev), Error);
 }
 
 TEST(Session, StopsAtTheBudget) {
@@ -380,7 +418,7 @@ TEST(Session, TimeToSolutionIsTheFirstFullResultNearTheFinalBest) {
   for (std::size_t k = 0; k < records.size(); ++k) {
     records[k].sequence = k;
     records[k].elapsed_s = 10.0 * static_cast<double>(k);
-    records[k].result.time_ns = times[k];
+    records[k].result.set_time(times[k], 0, 0);
     records[k].result.full = true;
   }
   records[2].result.full = false;  // screened: a rough time, never the best
@@ -427,7 +465,7 @@ TEST(Session, T4AndSummaryShapesArePinned) {
   EXPECT_EQ(total, 30u);
   ASSERT_TRUE(summary["best"].is_object());
   EXPECT_EQ(summary["best"]["config"]["BLOCK"], s.best->config.at("BLOCK").as_int());
-  EXPECT_DOUBLE_EQ(summary["best"]["time_ns"].get<double>(), s.best->result.time_ns);
+  EXPECT_DOUBLE_EQ(summary["best"]["time_ns"].get<double>(), s.best->result.time_ns());
   ASSERT_EQ(summary["time_to_solution"].size(), 2u);
   for (const auto& t : summary["time_to_solution"]) {
     std::set<std::string> tkeys;
@@ -450,7 +488,7 @@ TEST(Session, T4AndSummaryShapesArePinned) {
     EXPECT_EQ(back.results[i].status, s.records[i].result.status) << i;
     EXPECT_EQ(back.results[i].configuration, s.records[i].config) << i;
     if (back.results[i].status == Status::ok)
-      EXPECT_NEAR(back.results[i].time_ns, s.records[i].result.time_ns, 1e-6) << i;
+      EXPECT_NEAR(back.results[i].time_ns, s.records[i].result.time_ns(), 1e-6) << i;
   }
 }
 

@@ -3,8 +3,9 @@
 // check resources (before compiling where the launch alone decides, after with the kernel's
 // attributes), check the kernel's parameters against the arguments, verify against the reference,
 // screen against the best so far, measure. `ktune bench`, tuning sessions and the benchmarks all
-// go through it. Every failure ends as a Status with one sentence; nothing a candidate does is
-// thrown, except a missing GPU. The decisions are plain functions, tested without a GPU.
+// go through it; a library's algorithm (tune/gemm_library.hpp) is a Candidate of the same
+// sequence (run_candidate). Every failure ends as a Status with one sentence; nothing a candidate
+// does is thrown, except a missing GPU. The decisions are plain functions, tested without a GPU.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -68,21 +69,29 @@ struct PipelineSettings {
   static StopSettings tuning_full();
 };
 
-struct CandidateOutcome {
-  Status status = Status::ok;
-  std::string detail;         // the verification summary, or why it failed (one sentence)
-  Measurement measurement;    // full (ok) or screen (slower) statistics
-  bool full = false;          // measured with the full stop rule
-  bool context_lost = false;  // the GPU context is unusable: this process can measure no more
-  double compile_s = 0;       // NVRTC wall time for this binary; 0 when the disk cache had it
+// One candidate as the pipeline runs it, whatever made it runnable: a kernel NVRTC compiled, or a
+// library's algorithm. run_candidate holds the sequence; a candidate supplies its steps.
+class Candidate {
+ public:
+  virtual ~Candidate() = default;
+  // Makes it runnable (compiled and loaded, or looked up; its resources checked): nullopt, or
+  // the outcome that ends it.
+  virtual std::optional<CandidateOutcome> ready() = 0;
+  // Runs it on poisoned outputs and compares them with the reference's. Not `checked` when there
+  // is no reference; its detail then says so.
+  virtual Verification verify() = 0;
+  // Its timed runs, once verified.
+  virtual Sampler& sampler() = 0;
 };
 
-// The measuring stages every candidate ends with, kernel or library call, once it has run and
-// verified: with `best_ns` a screen (a candidate clearly slower than the best ends as
-// Status::slower with the screen's statistics), then the full rule (Status::ok, or timeout when
-// every sample was throttled). Fills out.status, detail (unless ok), full and measurement's times.
-void measure_verified(Sampler& sampler, const PipelineSettings& settings,
-                      std::optional<double> best_ns, CandidateOutcome& out);
+// The sequence every candidate goes through: ready, verify (a wrong result ends it), then with
+// `best_ns` a screen (a candidate clearly slower than the best ends as Status::slower with the
+// screen's statistics), then the full rule (Status::ok, or timeout when every sample was
+// throttled). A ktune::Error on the way ends it as launch_failed, context_lost when the GPU
+// context is gone (a NoGpuError propagates). `header`: the measurement's description (kernel,
+// config, mode, work), kept in the outcome of a candidate that was verified.
+CandidateOutcome run_candidate(Candidate& candidate, const PipelineSettings& settings,
+                               std::optional<double> best_ns, Measurement header = {});
 
 // Measures candidates of one problem on one device. Every candidate shares the base problem's
 // argument buffers (allocated and filled once) and its reference (compiled once).

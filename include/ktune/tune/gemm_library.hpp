@@ -111,7 +111,7 @@ class LibraryEvaluator : public Evaluator {
   ~LibraryEvaluator() override;
   nlohmann::json describe() override;  // the LibraryCandidates
   std::size_t next_ready(const std::vector<ConfigMap>&) override { return 0; }  // none compiles
-  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
+  CandidateOutcome evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
 
  private:
   struct Impl;

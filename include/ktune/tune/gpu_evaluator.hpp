@@ -26,7 +26,7 @@ class GpuEvaluator : public Evaluator {
                bench::PipelineSettings settings = {}, int device = 0);
   void prepare(const std::vector<ConfigMap>& upcoming) override;
   std::size_t next_ready(const std::vector<ConfigMap>& candidates) override;
-  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
+  CandidateOutcome evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
   const DeviceIdentity& device() const { return pipeline_.device(); }
 
  private:

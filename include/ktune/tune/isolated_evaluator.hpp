@@ -51,7 +51,7 @@ class IsolatedEvaluator : public Evaluator {
   std::size_t next_ready(const std::vector<ConfigMap>& candidates) override;
   // Never `fatal`: a child that died, hung or lost its context is replaced, and the candidate is
   // recorded as launch_failed (died, context lost) or timeout (hung).
-  CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
+  CandidateOutcome evaluate(const ConfigMap& config, std::optional<double> best_ns) override;
   // How many times a child was replaced.
   std::size_t restarts() const { return restarts_; }
 

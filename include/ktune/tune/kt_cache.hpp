@@ -22,8 +22,9 @@ namespace ktune::tune {
 struct KtRecord {
   Configuration configuration;  // value indices into KtCache::parameters
   Status status = Status::ok;
-  double time_ns = 0;  // meaningful only when status is Ok
-  std::string detail;  // the failure string, when it failed
+  double time_ns = 0;                // meaningful only when status is Ok
+  std::string detail;                // the failure string, when it failed
+  std::optional<double> compile_ns;  // "compile_time", when recorded
 };
 
 struct KtCache {

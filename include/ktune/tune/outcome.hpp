@@ -1,6 +1,6 @@
 #pragma once
-// How one tried configuration ended, as tuning records it: the candidate pipeline's status
-// (bench/outcome.hpp), and its spelling in T4's "invalidity" field.
+// How one tried configuration ended, as tuning records it: the candidate pipeline's status and
+// outcome (bench/outcome.hpp), and the status's spelling in T4's "invalidity" field.
 #include <optional>
 #include <string_view>
 
@@ -8,6 +8,7 @@
 
 namespace ktune::tune {
 
+using bench::CandidateOutcome;
 using bench::has_time;
 using bench::kAllStatuses;
 using bench::Status;

@@ -73,7 +73,7 @@ struct Job {
   // candidates the session may evaluate (a library's candidates are known only then); and after
   // every evaluation, with its result.
   std::function<void(std::size_t planned, const LibraryCandidates* candidates)> on_start;
-  std::function<void(const CandidateResult& result)> on_result;
+  std::function<void(const CandidateOutcome& result)> on_result;
 };
 
 struct Outcome {

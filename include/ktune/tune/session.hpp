@@ -23,24 +23,11 @@
 
 namespace ktune::tune {
 
+class Strategy;
 using ConfigMap = std::map<std::string, Value>;
 
-// How one configuration ended, as the evaluator reports it.
-struct CandidateResult {
-  Status status = Status::ok;
-  double time_ns = 0;   // median per launch: ok (full measurement) or slower (the screen's)
-  double noise_ns = 0;  // spread of that median: half the p5..p95 width
-  std::size_t samples = 0;
-  bool full = false;     // true: measured with the full stop rule (a contender)
-  std::string detail;    // the verification summary, or why it failed (one sentence)
-  double compile_s = 0;  // NVRTC wall time for this candidate's binary; 0 when it was cached
-  // The GPU context is lost (illegal address, launch failure): nothing more can run in this
-  // process. The session records the candidate, writes its files and stops.
-  bool fatal = false;
-};
-
 // The GPU side of a session. evaluate() never throws for a candidate's own failure (that is a
-// CandidateResult); a throw means the session itself cannot go on.
+// CandidateOutcome); a throw means the session itself cannot go on.
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
@@ -57,7 +44,7 @@ class Evaluator {
   virtual std::size_t next_ready(const std::vector<ConfigMap>& candidates) = 0;
   // Verifies and measures one configuration. `best_ns`: the best full median so far; a candidate
   // clearly slower than it may be screened out (Status::slower).
-  virtual CandidateResult evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
+  virtual CandidateOutcome evaluate(const ConfigMap& config, std::optional<double> best_ns) = 0;
 };
 
 struct SessionOptions {
@@ -67,7 +54,9 @@ struct SessionOptions {
   double time_limit_s = 0;   // wall clock of this process's search; 0: none
   std::size_t prefetch = 8;  // configurations proposed (and compiled) ahead of measurement
   std::map<std::string, std::int64_t> shape;  // overrides of the spec's shape variables
-  std::filesystem::path out_dir;              // created if missing
+  // Created if missing. Empty: nothing is written and the summary is the only result (replay
+  // runs many sessions over a recorded space this way).
+  std::filesystem::path out_dir;
   bool resume = false;  // continue from out_dir/results.jsonl (else it must not exist)
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop after this one
   // The queue claim (its attempt number, which grows with each claim of a job) running this
@@ -75,7 +64,7 @@ struct SessionOptions {
   // earlier claims: a worker frozen past its lease that wakes and appends is ignored by every
   // reader (read_results), so the job's results are those of the claims that held it.
   std::int64_t claim = 0;
-  std::function<double()> clock_s;  // seconds; default: a steady clock
+  std::function<double()> clock_s;  // seconds; default: a steady clock (replay: simulated)
   // What is known from other GPUs or shapes of the same op (warm_start.hpp): the first proposals
   // follow it. Empty: a cold start.
   WarmStartSources warm;
@@ -85,7 +74,7 @@ struct SessionOptions {
 struct SessionRecord {
   std::size_t sequence = 0;  // 0-based evaluation number
   ConfigMap config;
-  CandidateResult result;
+  CandidateOutcome result;
   double elapsed_s = 0;  // since the session (this process) started; resumed lines keep theirs
   std::string timestamp;
 };
@@ -143,6 +132,9 @@ class Session {
   Session(const ProblemSpec& spec, SessionOptions options, Evaluator& evaluator);
   // `target.space` must outlive the session.
   Session(SearchTarget target, SessionOptions options, Evaluator& evaluator);
+  // Searches with `strategy` (the caller's, e.g. a strategy under study in replay) in place of
+  // make_strategy(options.strategy). It must outlive the session.
+  Session(SearchTarget target, SessionOptions options, Evaluator& evaluator, Strategy& strategy);
   // Runs to a stop and writes the files. A fatal candidate is recorded and the files written, then
   // ktune::Error tells the user to --resume. Other exceptions (evaluator or I/O) propagate with
   // every finished evaluation already on disk.
@@ -155,6 +147,7 @@ class Session {
   SearchTarget target_;
   SessionOptions opt_;
   Evaluator& evaluator_;
+  Strategy* strategy_ = nullptr;  // null: make_strategy(opt_.strategy)
 };
 
 // Reads results.jsonl. A torn last line (a crash mid-write) is ignored; any other bad line throws

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct T4Record {
   Status status = Status::ok;
   double time_ns = 0;  // the "time" measurement; meaningful only when status is Ok
   std::string detail;  // why it failed, when it did
+  // times.compilation: the wall time that built this configuration's binary (0: it was cached);
+  // nullopt when the file does not record it. Replay models the order compiles finish from it.
+  std::optional<double> compile_ns;
 };
 
 struct T4File {
