@@ -4,11 +4,12 @@
 # For each program of benchmarks/python/compiled_step.py that is tuned (KTUNE_INDUCTOR_TUNE,
 # default graphs,train): ktune profile (Inductor's kernels kept and scanned beside the trace),
 # report (every Triton kernel with its ops, matched to its GPU time), ingest, queue from-backlog
-# --inductor (every tunable kernel, graphs timed as CUDA-graph replays, budget
-# KTUNE_INDUCTOR_BUDGET), then workers drain the queue on every GPU, longest kernels first. Then python -m
+# --inductor (the KTUNE_INDUCTOR_TOP tunable kernels of most GPU time, 0: all; graphs timed as
+# CUDA-graph replays; budget KTUNE_INDUCTOR_BUDGET), then workers drain the queue on every GPU,
+# longest kernels first (OUT_DIR/tuned appears when they are done). Then python -m
 # ktune.inductor prove on each program of KTUNE_INDUCTOR_PROVE (default infer,graphs,train;
-# KTUNE_INDUCTOR_ROUNDS rounds; KTUNE_INDUCTOR_PROCESSES processes at once on the first). Prints a
-# short summary last.
+# PROGRAM@GPU runs it on that GPU alongside the others; KTUNE_INDUCTOR_ROUNDS rounds;
+# KTUNE_INDUCTOR_PROCESSES processes at once on the first). Prints a short summary last.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:?usage: scripts/gpu-inductor.sh BUNDLE OUT_DIR}" && pwd)
@@ -23,6 +24,7 @@ db=$out/store.db
 tune=${KTUNE_INDUCTOR_TUNE:-graphs,train}
 prove=${KTUNE_INDUCTOR_PROVE:-infer,graphs,train}
 budget=${KTUNE_INDUCTOR_BUDGET:-24}
+top=${KTUNE_INDUCTOR_TOP:-0}
 rounds=${KTUNE_INDUCTOR_ROUNDS:-3}
 processes=${KTUNE_INDUCTOR_PROCESSES:-8}
 summary=()
@@ -56,7 +58,17 @@ PY
   graph=()
   [ "$p" = graphs ] && graph=(--cuda-graph)
   "$ktune" --db "$db" ingest "$dir"/step*.ktrace --tag "job=$p" >/dev/null 2>>"$dir/profile.log"
-  "$ktune" --db "$db" queue from-backlog --inductor "$dir/step.inductor.json" "${graph[@]}" \
+  # The scan cut to the kernels of most GPU time (the report's), when KTUNE_INDUCTOR_TOP is set.
+  python3 - "$dir/step.inductor.json" "$dir/report.json" "$top" "$dir/queue.inductor.json" <<'PY'
+import json, sys
+scan, report, top, to = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3]), sys.argv[4]
+if top > 0:
+    timed = {k["name"]: k.get("gpu_ns", 0) for k in report.get("triton_kernels", {}).get("kernels", [])}
+    keep = sorted((k for k in scan["kernels"] if k.get("tunable")), key=lambda k: -timed.get(k["name"], 0))
+    scan["kernels"] = keep[:top]
+json.dump(scan, open(to, "w"))
+PY
+  "$ktune" --db "$db" queue from-backlog --inductor "$dir/queue.inductor.json" "${graph[@]}" \
     --budget "$budget" --json >"$dir/queued.json" 2>>"$dir/profile.log"
   echo "$p: queued $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["jobs"]))' "$dir/queued.json" 2>/dev/null)"
 done
@@ -65,6 +77,7 @@ start=$(date +%s)
 "$ktune" --db "$db" worker --drain --all-devices >"$out/worker.log" 2>&1
 echo "workers: rc=$? in $(( $(date +%s) - start )) s"
 summary+=("tuning: $(( $(date +%s) - start )) s on $(nvidia-smi -L | wc -l) GPUs")
+touch "$out/tuned"
 "$ktune" --db "$db" queue ls --json >"$out/queue.json" 2>/dev/null
 "$ktune" --db "$db" cache ls --json >"$out/cache.json" 2>/dev/null
 gains=$(python3 - "$out/cache.json" <<'PY'
@@ -87,15 +100,14 @@ PY
 echo "$gains"
 summary+=("$(echo "$gains" | head -n 1)")
 
-first=1
-for p in ${prove//,/ }; do
-  extra=()
-  [ "$first" = 1 ] && extra=(--processes "$processes")
-  first=0
+# prove_one PROGRAM ROUNDS EXTRA...: the three ways side by side, then its summary line.
+prove_one() {
+  local p=$1 r=$2
+  shift 2
   KTUNE_DB=$db timeout 900 python3 -m ktune.inductor prove compiled_step.py --arg "program=$p" \
-    --rounds "$rounds" --iters 30 "${extra[@]}" --json >"$out/prove-$p.json" 2>"$out/prove-$p.err"
-  echo "$p: prove rc=$?"
-  line=$(python3 - "$out/prove-$p.json" "$p" <<'PY'
+    --rounds "$r" --iters 30 "$@" --json >"$out/prove-$p.json" 2>"$out/prove-$p.err"
+  echo "$p: prove rc=$?" >&2
+  python3 - "$out/prove-$p.json" "$p" >"$out/prove-$p.line" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 w = r["ways"]
@@ -109,7 +121,24 @@ print(f"{sys.argv[2]}: step ms default {d['step_ms']:.3f}, max-autotune {m['step
       f"{r['ktune_processes']} ktune processes, kernels with >1 config: "
       f"{len(r['kernels_with_more_than_one_config'])} of {r['kernels']}")
 PY
-)
+}
+first=1
+for item in ${prove//,/ }; do
+  p=${item%@*}
+  extra=()
+  [ "$first" = 1 ] && extra=(--processes "$processes")
+  first=0
+  r=$rounds
+  [ "$p" = train ] && r=${KTUNE_INDUCTOR_TRAIN_ROUNDS:-$rounds}
+  if [[ "$item" == *@* ]]; then
+    CUDA_VISIBLE_DEVICES=${item#*@} prove_one "$p" "$r" "${extra[@]}" &
+  else
+    prove_one "$p" "$r" "${extra[@]}"
+  fi
+done
+wait
+for item in ${prove//,/ }; do
+  line=$(cat "$out/prove-${item%@*}.line" 2>/dev/null)
   echo "$line"
   summary+=("$line")
 done

@@ -6,7 +6,7 @@
 # those spaces (hard_spaces.py: needle, invalid, plateau; each a family of its own), at windows 1
 # and 16, 50 seeds, budgets 100 and 200; then family means, each strategy's worst family and worst
 # space, and the default against issue 45's targets. SEEDS, STRATEGIES, THREADS, WINDOWS as in
-# replay_tables.sh. BUILD_DIR must hold a built ktune_tune (cmake --build BUILD --target ktune).
+# replay_tables.sh. BUILD_DIR: a build tree (its replay-study is built if missing).
 set -euo pipefail
 build=${1:?usage: issue45_tables.sh BUILD_DIR OUT_DIR [DATASETS_DIR]}
 out=${2:?usage: issue45_tables.sh BUILD_DIR OUT_DIR [DATASETS_DIR]}
@@ -20,7 +20,6 @@ python3 "$here/hard_spaces.py" "$out/spaces" \
   "$tuning/dedispersion_milo/A4000_T4.json.gz" "$tuning/dedispersion_milo/W7800_T4.json.gz" \
   "$tuning/kt_gemm/RTX_2080_Ti.json.gz" "$tuning/kt_pnpoly/RTX_3090.json.gz" \
   "$h100/hub/convolution.T4.json" >&2
-# Always link the study against this build's library: a study binary left from another build
-# would score the strategies as they were.
-rm -f "$out/replay-study"
-STUDY_EXE=$out/replay-study EXTRA_SPACES=$out/spaces "$here/replay_tables.sh" "$build" "$out" "$data"
+# The study is the build tree's replay-study target (benchmarks/replay/study.sh builds it when
+# missing), linked against this build's library.
+EXTRA_SPACES=$out/spaces "$here/replay_tables.sh" "$build" "$out" "$data"
