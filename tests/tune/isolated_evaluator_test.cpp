@@ -176,7 +176,7 @@ TEST(IsolatedEvaluatorProgram, EveryKindOfFailureIsOneOutcomeAndTheSessionGoesOn
   r = ev.evaluate(x(1), 500.0);
   EXPECT_EQ(r.status, Status::ok);
   EXPECT_TRUE(r.full);
-  EXPECT_EQ(r.time_ns, 1000);
+  EXPECT_EQ(r.time_ns(), 1000);
   EXPECT_EQ(ev.restarts(), 4u);
 }
 
