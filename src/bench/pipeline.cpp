@@ -287,11 +287,12 @@ std::variant<std::unique_ptr<LoadedKernel>, CandidateOutcome> CandidatePipeline:
   if (reference)
     for (std::size_t i = 0; i < ws->args().size(); ++i)
       if (ws->args()[i].dtype != reference_types[i])
-        return CandidateOutcome::failed(Status::launch_failed,
-                      fmt::format("the kernel takes argument '{}' as {}, the reference kernel as "
-                                  "{}; give both the same parameter types",
-                                  ws->args()[i].name, to_string(ws->args()[i].dtype),
-                                  to_string(reference_types[i])));
+        return CandidateOutcome::failed(
+            Status::launch_failed,
+            fmt::format("the kernel takes argument '{}' as {}, the reference kernel as "
+                        "{}; give both the same parameter types",
+                        ws->args()[i].name, to_string(ws->args()[i].dtype),
+                        to_string(reference_types[i])));
   KernelAttributes attrs;
   const auto attr = [&](CUfunction_attribute a) {
     int v = 0;

@@ -47,11 +47,10 @@ TEST(ReportJson, ShapeIsPinned) {
   EXPECT_EQ(j["schema_version"], 11);
   EXPECT_EQ(j["kind"], "ktune.report");
   EXPECT_EQ(keys(j),
-            (Keys{"api",        "backlog",  "baseline",       "copies",       "counters",
-                  "devices",    "gaps",     "gemm_calls",     "group_by",     "kernels",
-                  "kind",       "notes",    "nvtx",           "op_advice",    "ops",
-                  "schema_version", "steady_state", "storms", "streams",      "timeline",
-                  "totals",     "trace",    "triton_kernels"}));
+            (Keys{"api",     "backlog",    "baseline", "copies",         "counters",      "devices",
+                  "gaps",    "gemm_calls", "group_by", "kernels",        "kind",          "notes",
+                  "nvtx",    "op_advice",  "ops",      "schema_version", "steady_state",  "storms",
+                  "streams", "timeline",   "totals",   "trace",          "triton_kernels"}));
   EXPECT_EQ(keys(j["steady_state"]), (Keys{"cut", "reason", "start_ns", "warmup"}));
   EXPECT_EQ(keys(j["steady_state"]["warmup"]),
             (Keys{"busy_ns", "by_cause", "idle_ns", "kernel_count", "kernel_time_ns", "largest",
