@@ -108,9 +108,9 @@ TEST(Counters, OldRooflineSetGivesFlopButNoVerdict) {
   EXPECT_DOUBLE_EQ(*d.sm_pct, 81);
   EXPECT_DOUBLE_EQ(*d.tensor_flop, 2.0 * 8192 * 8192 * 8192);
   EXPECT_EQ(d.bottleneck, Bottleneck::not_measured);
-  EXPECT_EQ(d.measure_with, "--metrics roofline");
+  EXPECT_EQ(d.measure_with, "--metrics triage");
   EXPECT_TRUE(d.opportunities.empty());
-  EXPECT_NE(d.root_cause.find("--metrics roofline"), std::string::npos) << d.root_cause;
+  EXPECT_NE(d.root_cause.find("--metrics triage"), std::string::npos) << d.root_cause;
   ASSERT_TRUE(d.roofline);
   EXPECT_EQ(d.roofline->precision, "bf16");
 }
@@ -530,7 +530,7 @@ TEST(Counters, StallSharesAreOfAllWarpCyclesLargestFirst) {
   // A stall profile alone gives no verdict (the issue's "latency-bound, gain 82.5 %" on a launch
   // ncu calls memory-bound): it names the cause and the flag that measures the verdict.
   EXPECT_EQ(d.bottleneck, Bottleneck::not_measured);
-  EXPECT_EQ(d.measure_with, "--metrics roofline");
+  EXPECT_EQ(d.measure_with, "--metrics triage");
   EXPECT_EQ(d.key_issue, "not measured; stalls: memory latency (long_scoreboard 60%)");
   EXPECT_NE(d.root_cause.find("top stalls: long_scoreboard 60%, wait 15%, selected 10%"),
             std::string::npos)
@@ -584,7 +584,7 @@ TEST(Counters, NoDominantStallLeavesTheVerdictOpenAndSaysWhy) {
   const KernelDerivation d = only(run(b));
   EXPECT_EQ(d.stall_cause, StallCause::none);
   EXPECT_EQ(d.bottleneck, Bottleneck::not_measured);
-  EXPECT_NE(d.root_cause.find("profile with --metrics roofline"), std::string::npos)
+  EXPECT_NE(d.root_cause.find("profile with --metrics triage"), std::string::npos)
       << d.root_cause;
 }
 

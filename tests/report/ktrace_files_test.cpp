@@ -283,7 +283,7 @@ TEST(Cli, OldTracesReadAsNotMeasuredNeverAGuessedVerdict) {
   const std::string env = "KTUNE_HOME=" + (dir.path / "home").string();
   const auto plain = test::run_ktune("report --format contract " + fixture.string(), env);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  EXPECT_NE(plain.out.find("not measured (--metrics roofline)"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("not measured (--metrics triage)"), std::string::npos) << plain.out;
   for (const char* verdict : {"memory-bound", "compute-bound", "latency-bound", "issue-bound"})
     EXPECT_EQ(plain.out.find(verdict), std::string::npos) << verdict;
 
@@ -314,7 +314,7 @@ TEST(Cli, OldTracesReadAsNotMeasuredNeverAGuessedVerdict) {
     const std::string v = k["bottleneck"];
     EXPECT_TRUE(v == "not measured" || v == "launch-bound") << k["name"] << ": " << v;
     if (v == "not measured") {
-      EXPECT_EQ(k["measure_with"], "--metrics roofline");
+      EXPECT_EQ(k["measure_with"], "--metrics triage");
       EXPECT_TRUE(k["opportunities"].empty()) << k["name"];
     }
   }

@@ -169,11 +169,11 @@ TEST(ReportCounters, StallReasonsAreShownWithTheirShares) {
   EXPECT_EQ(d["stall_cause"], "memory latency");
   // A stall profile alone measures no verdict: it says so, with the flag that would.
   EXPECT_EQ(d["bottleneck"], "not measured");
-  EXPECT_EQ(d["measure_with"], "--metrics roofline");
+  EXPECT_EQ(d["measure_with"], "--metrics triage");
   EXPECT_TRUE(d["opportunities"].empty());
   const std::string t = render_text(a, {});
   for (const char* s : {"Top stalls", "long_scoreboard 60%, wait 15%, selected 10%",
-                        "not measured (--metrics roofline)", "2112x1x1 256x1x1"})
+                        "not measured (--metrics triage)", "2112x1x1 256x1x1"})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   const std::string md = render_contract(a, {});
   for (const char* s :
