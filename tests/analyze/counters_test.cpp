@@ -584,8 +584,7 @@ TEST(Counters, NoDominantStallLeavesTheVerdictOpenAndSaysWhy) {
   const KernelDerivation d = only(run(b));
   EXPECT_EQ(d.stall_cause, StallCause::none);
   EXPECT_EQ(d.bottleneck, Bottleneck::not_measured);
-  EXPECT_NE(d.root_cause.find("profile with --metrics triage"), std::string::npos)
-      << d.root_cause;
+  EXPECT_NE(d.root_cause.find("profile with --metrics triage"), std::string::npos) << d.root_cause;
 }
 
 // With throughput collected too, the verdict is the throughput's; the stalls name the cause
