@@ -105,6 +105,8 @@ std::optional<double> parse_double(std::string_view text) {
 
 std::string duration_text(double ns) {
   const double a = ns < 0 ? -ns : ns;
+  if (!std::isfinite(ns)) return "- s";
+  if (a >= 1e15) return fmt::format("{:.3g} s", ns / 1e9);  // no fixed-point run of digits
   if (a < 1e3) return fmt::format("{:.0f} ns", ns);
   if (a < 1e6) return fmt::format("{:.2f} us", ns / 1e3);
   if (a < 1e9) return fmt::format("{:.3f} ms", ns / 1e6);

@@ -104,7 +104,11 @@ std::string timelines(const Analysis& a) {
     const double raw = span / 8, decade = std::pow(10.0, std::floor(std::log10(raw)));
     const double step = raw / decade < 2 ? decade : raw / decade < 5 ? 2 * decade : 5 * decade;
     const double offset = static_cast<double>(u.window_start_ns - a.origin_ns);
-    for (double t = std::ceil(offset / step) * step; t <= offset + span; t += step) {
+    // Counted, not accumulated: far from the origin t += step would stop advancing.
+    const double first = std::ceil(offset / step);
+    for (int k = 0; k <= 16 && std::isfinite(first) && step > 0; ++k) {
+      const double t = (first + k) * step;
+      if (t > offset + span) break;
       const double x = width * (t - offset) / span;
       svg += fmt::format(
           "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\"/>"

@@ -207,6 +207,9 @@ double for_each_t4_record(const std::filesystem::path& path,
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(fmt::format("{}: not valid JSON at byte {}; is it a T4 file (.json or .json.gz)?",
                             source, e.byte));
+  } catch (const nlohmann::json::exception& e) {  // a number out of range, say
+    throw Error(fmt::format("{}: not a readable T4 file ({}); is it a T4 file (.json or .json.gz)?",
+                            source, e.what()));
   }
   if (!saw_results) throw not_a_list();
   return scale / assumed;
